@@ -1,10 +1,55 @@
+/*
+ * main.c: command dispatch. The only place that exits the process; its
+ * exit code comes from the table in exitcode.h.
+ */
 #include <stdio.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "exitcode.h"
+#include "log.h"
+#include "pgconn.h"
+
+typedef int (*command_fn)(const cli_options *opts);
+
+static const command_fn commands[CLI_NCOMMANDS] = {
+	[CLI_SETUP] = cmd_setup,       [CLI_RUN] = cmd_run,         [CLI_STATUS] = cmd_status,
+	[CLI_SNAPSHOT] = cmd_snapshot, [CLI_SCHEMA] = cmd_schema,   [CLI_DDL_LOG] = cmd_ddl_log,
+	[CLI_VERIFY] = cmd_verify,     [CLI_TEARDOWN] = cmd_teardown,
+};
+
+const char *
+tm_exit_name(int code)
+{
+	switch (code) {
+	case TM_EXIT_OK: return "ok";
+	case TM_EXIT_DIFFERENT: return "differences found";
+	case TM_EXIT_USAGE: return "usage error";
+	case TM_EXIT_CONFIG: return "configuration error";
+	case TM_EXIT_SOURCE: return "source error";
+	case TM_EXIT_TARGET: return "target error";
+	case TM_EXIT_POLICY: return "stopped by schema-change policy";
+	default: return "internal error";
+	}
+}
 
 int
 main(int argc, char **argv)
 {
-	(void) argc;
-	(void) argv;
-	puts("tidemark");
-	return 0;
+	cli_options opts;
+	int rc = cli_parse(argc, argv, &opts);
+
+	if (rc != TM_OK || opts.help) {
+		cli_print_help(opts.command);
+		cli_options_free(&opts);
+		return rc;
+	}
+	log_set_level(opts.verbose > 1 ? LOG_DEBUG : opts.verbose < 0 ? LOG_WARN : LOG_INFO);
+	rc = commands[opts.command](&opts);
+	cli_options_free(&opts);
+	rc = pgconn_exit_code(rc);
+	if (rc != TM_OK && rc != TM_EXIT_DIFFERENT && rc != TM_EXIT_USAGE)
+		log_error("%s stopped: %s (exit code %d)", cli_command_name(opts.command),
+		          tm_exit_name(rc), rc);
+	return rc;
 }

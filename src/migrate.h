@@ -1,11 +1,28 @@
+/*
+ * migrate.h: the versioned SQL under migrations/, compiled into the binary
+ * (cmake/embed_migrations.cmake), applied each once and recorded in
+ * tidemark.migrations on the server it belongs to.
+ */
 #ifndef TIDEMARK_MIGRATE_H
 #define TIDEMARK_MIGRATE_H
+
+#include <libpq-fe.h>
 #include <stddef.h>
+
+#include "pgconn.h"
+
 typedef struct migrate_script {
 	int version;
 	const char *name;
 	const char *sql;
 } migrate_script;
+
+/* Terminated by an entry with name == NULL; sorted by version. */
 extern const migrate_script migrate_source_scripts[];
 extern const migrate_script migrate_target_scripts[];
+
+/* Applies the scripts of `side` not yet recorded on conn, each in its own
+ * transaction with its record, under an advisory lock. Returns a status. */
+int migrate_apply(PGconn *conn, pgconn_side side);
+
 #endif

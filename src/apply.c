@@ -1,0 +1,757 @@
+/*
+ * apply.c: applying decoded changes (the logic; the wire format is in
+ * core/pgoutput.c, the target connection in sink.c).
+ */
+#include "apply.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dml_sql.h"
+#include "log.h"
+#include "pgconn.h"
+#include "strbuf.h"
+
+typedef struct apply_partial {
+	bool *present;      /* owned: columns set by this statement */
+	bool key_changed;
+	sink_stmt *stmt;    /* borrowed from the sink */
+} apply_partial;
+
+/* A source relation as the stream last described it. */
+typedef struct apply_rel {
+	uint32_t relid;
+	char *nspname;          /* owned */
+	char *relname;          /* owned */
+	int ncols;
+	char **colnames;        /* owned */
+	int nkeys;
+	int *key_idx;           /* owned: key columns, indexes into colnames */
+	catalog_table *table;   /* borrowed from apply.tables; NULL: not replicated */
+	sink_stmt *upsert;      /* borrowed; built on first use */
+	sink_stmt *delete;
+	int npartials;
+	apply_partial *partials; /* owned */
+} apply_rel;
+
+struct apply {
+	apply_config cfg;
+	sink *sink;                 /* borrowed */
+	catalog_table **tables;     /* owned array of owned tables */
+	int ntables;
+	apply_rel **rels;           /* owned */
+	int nrels;
+	tm_lsn applied;             /* durable on the target */
+	bool in_source_tx;
+	bool skipping;              /* this source tx is already applied */
+	bool group_open;
+	int group_txs;
+	long group_changes;
+	tm_lsn group_end;           /* end of the last complete source tx in the group */
+	pg_timestamp group_commit_time;
+	struct timespec group_started;
+	char *marker;               /* owned; NULL when not waiting for one */
+	bool marker_in_group;
+	bool marker_reached;
+	apply_stats stats;
+	apply_stats pending;        /* counted in the open group, not yet committed */
+};
+
+/* ---- tables ---- */
+
+/* Takes ownership of *t's contents into a new table of the list. */
+static catalog_table *
+adopt_table(apply *a, const catalog_table *t)
+{
+	catalog_table *copy = malloc(sizeof *copy);
+
+	if (copy == NULL)
+		abort();
+	*copy = *t;
+	a->tables = realloc(a->tables, sizeof(catalog_table *) * (size_t) (a->ntables + 1));
+	if (a->tables == NULL)
+		abort();
+	a->tables[a->ntables++] = copy;
+	return copy;
+}
+
+static catalog_table *
+find_table(apply *a, const char *schema, const char *name)
+{
+	for (int i = 0; i < a->ntables; i++)
+		if (strcmp(a->tables[i]->source_schema, schema) == 0 &&
+		    strcmp(a->tables[i]->source_table, name) == 0 &&
+		    strcmp(a->tables[i]->state, "dropped") != 0)
+			return a->tables[i];
+	return NULL;
+}
+
+static catalog_table *
+find_table_id(apply *a, int table_id)
+{
+	for (int i = 0; i < a->ntables; i++)
+		if (a->tables[i]->table_id == table_id)
+			return a->tables[i];
+	return NULL;
+}
+
+/*
+ * Refreshes known tables in place (relations point at them) and adds new
+ * ones. The replaced contents are gathered at the front of arr and freed.
+ */
+int
+apply_reload_tables(apply *a)
+{
+	catalog_table *arr;
+	int n, stale = 0;
+	int rc = catalog_load_tables(a->sink, a->cfg.slot, &arr, &n);
+
+	if (rc != TM_OK)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		catalog_table *old = find_table_id(a, arr[i].table_id);
+
+		if (old != NULL) {
+			catalog_table replaced = *old;
+
+			*old = arr[i];
+			arr[stale++] = replaced;
+		} else
+			adopt_table(a, &arr[i]);
+	}
+	catalog_tables_free(arr, stale);
+	return TM_OK;
+}
+
+int
+apply_new(sink *s, const apply_config *cfg, apply **out)
+{
+	apply *a = calloc(1, sizeof *a);
+	catalog_table *arr = NULL;
+	int n = 0;
+	int rc;
+
+	if (a == NULL)
+		abort();
+	a->cfg = *cfg;
+	a->sink = s;
+	rc = catalog_read_progress(s, cfg->slot, &a->applied);
+	if (rc == TM_OK)
+		rc = catalog_load_tables(s, cfg->slot, &arr, &n);
+	if (rc != TM_OK) {
+		free(a);
+		return rc;
+	}
+	for (int i = 0; i < n; i++)
+		adopt_table(a, &arr[i]);
+	free(arr);
+	*out = a;
+	return TM_OK;
+}
+
+static void
+rel_clear(apply_rel *r)
+{
+	for (int i = 0; i < r->ncols; i++)
+		free(r->colnames[i]);
+	free(r->colnames);
+	free(r->key_idx);
+	for (int i = 0; i < r->npartials; i++)
+		free(r->partials[i].present);
+	free(r->partials);
+	free(r->nspname);
+	free(r->relname);
+	r->colnames = NULL;
+	r->key_idx = NULL;
+	r->partials = NULL;
+	r->npartials = 0;
+	r->ncols = r->nkeys = 0;
+	r->upsert = r->delete = NULL;
+}
+
+void
+apply_free(apply *a)
+{
+	if (a == NULL)
+		return;
+	for (int i = 0; i < a->nrels; i++) {
+		rel_clear(a->rels[i]);
+		free(a->rels[i]);
+	}
+	free(a->rels);
+	for (int i = 0; i < a->ntables; i++)
+		catalog_table_free(a->tables[i]);
+	free(a->tables);
+	free(a->marker);
+	free(a);
+}
+
+/* ---- relations ---- */
+
+static apply_rel *
+find_rel(apply *a, uint32_t relid)
+{
+	for (int i = 0; i < a->nrels; i++)
+		if (a->rels[i]->relid == relid)
+			return a->rels[i];
+	return NULL;
+}
+
+static apply_rel *
+new_rel(apply *a, uint32_t relid)
+{
+	apply_rel *r = calloc(1, sizeof *r);
+
+	if (r == NULL)
+		abort();
+	r->relid = relid;
+	a->rels = realloc(a->rels, sizeof(apply_rel *) * (size_t) (a->nrels + 1));
+	if (a->rels == NULL)
+		abort();
+	a->rels[a->nrels++] = r;
+	return r;
+}
+
+static char *
+xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+/* Finds the catalog's key columns among the stream's columns. */
+static int
+resolve_keys(apply_rel *r)
+{
+	const catalog_table *t = r->table;
+
+	r->key_idx = calloc((size_t) t->nkeys + 1, sizeof(int));
+	if (r->key_idx == NULL)
+		abort();
+	r->nkeys = t->nkeys;
+	for (int k = 0; k < t->nkeys; k++) {
+		int found = -1;
+
+		for (int i = 0; i < r->ncols && found < 0; i++)
+			if (strcmp(r->colnames[i], t->key_columns[k]) == 0)
+				found = i;
+		if (found < 0) {
+			log_error("source table %s.%s: key column \"%s\" is not among the columns the "
+			          "stream sends; the target cannot match rows", r->nspname, r->relname,
+			          t->key_columns[k]);
+			return TM_EXIT_TARGET;
+		}
+		r->key_idx[k] = found;
+	}
+	return TM_OK;
+}
+
+/* A table first seen in the stream: registered when its schema is
+ * replicated as a whole. */
+static int
+register_new_table(apply *a, const pgoutput_msg *m, catalog_table **out)
+{
+	const char *schema = m->u.relation.nspname;
+	const char *name = m->u.relation.relname;
+	tabledef *def = NULL;
+	bool replicated = false, added = false;
+	int rc = catalog_load_table(a->sink, a->cfg.slot, schema, name, out);
+
+	if (rc != TM_OK || *out != NULL)
+		return rc;
+	rc = catalog_has_schema(a->sink, a->cfg.slot, schema, &replicated);
+	if (rc != TM_OK || !replicated || a->cfg.resolve == NULL)
+		return rc;
+	rc = a->cfg.resolve(a->cfg.resolve_ctx, m, &def);
+	if (rc == TM_OK && def != NULL)
+		rc = catalog_add_table(a->sink, a->cfg.slot, def, a->group_end, &added);
+	if (rc == TM_OK && def != NULL) {
+		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
+		         schema, name);
+		rc = catalog_load_table(a->sink, a->cfg.slot, schema, name, out);
+	}
+	tabledef_free(def);
+	return rc;
+}
+
+static int
+attach_table(apply *a, apply_rel *r, const pgoutput_msg *m)
+{
+	catalog_table *t = find_table(a, r->nspname, r->relname);
+	int rc = TM_OK;
+
+	if (t == NULL) {
+		catalog_table *loaded = NULL;
+
+		rc = register_new_table(a, m, &loaded);
+		if (rc != TM_OK)
+			return rc;
+		if (loaded != NULL) {
+			t = adopt_table(a, loaded);
+			free(loaded);
+		}
+	}
+	r->table = t;
+	if (t == NULL) {
+		log_warn("changes of %s.%s arrive but the table is not registered for replication; "
+		         "they are skipped. Fix: tidemark setup --table '%s.%s'", r->nspname, r->relname,
+		         r->nspname, r->relname);
+		return TM_OK;
+	}
+	return resolve_keys(r);
+}
+
+static int
+apply_relation(apply *a, const pgoutput_msg *m)
+{
+	apply_rel *r = find_rel(a, m->u.relation.relid);
+
+	if (r == NULL)
+		r = new_rel(a, m->u.relation.relid);
+	rel_clear(r);
+	r->nspname = xstrdup(m->u.relation.nspname);
+	r->relname = xstrdup(m->u.relation.relname);
+	r->ncols = m->u.relation.ncols;
+	r->colnames = calloc((size_t) r->ncols + 1, sizeof(char *));
+	if (r->colnames == NULL)
+		abort();
+	for (int i = 0; i < r->ncols; i++)
+		r->colnames[i] = xstrdup(m->u.relation.cols[i].name);
+	return attach_table(a, r, m);
+}
+
+/* ---- statements ---- */
+
+static dml_sql_table
+rel_sql_table(const apply_rel *r)
+{
+	dml_sql_table t = {r->table->target_schema, r->table->target_table, r->ncols,
+	                   (const char *const *) r->colnames, r->nkeys, r->key_idx};
+
+	return t;
+}
+
+static sink_stmt *
+stmt_upsert(apply *a, apply_rel *r)
+{
+	if (r->upsert == NULL) {
+		strbuf sql = STRBUF_INIT;
+		dml_sql_table t = rel_sql_table(r);
+
+		dml_sql_upsert(&sql, &t);
+		r->upsert = sink_stmt_get(a->sink, sql.data, r->ncols);
+		strbuf_free(&sql);
+	}
+	return r->upsert;
+}
+
+static sink_stmt *
+stmt_delete(apply *a, apply_rel *r)
+{
+	if (r->delete == NULL) {
+		strbuf sql = STRBUF_INIT;
+		dml_sql_table t = rel_sql_table(r);
+
+		dml_sql_delete(&sql, &t);
+		r->delete = sink_stmt_get(a->sink, sql.data, r->nkeys);
+		strbuf_free(&sql);
+	}
+	return r->delete;
+}
+
+static sink_stmt *
+stmt_partial(apply *a, apply_rel *r, const bool *present)
+{
+	strbuf sql = STRBUF_INIT;
+	dml_sql_table t = rel_sql_table(r);
+	apply_partial *p;
+	int nparams;
+
+	for (int i = 0; i < r->npartials; i++)
+		if (memcmp(r->partials[i].present, present, sizeof(bool) * (size_t) r->ncols) == 0)
+			return r->partials[i].stmt;
+	dml_sql_update_present(&sql, &t, present, &nparams);
+	r->partials = realloc(r->partials, sizeof *p * (size_t) (r->npartials + 1));
+	if (r->partials == NULL)
+		abort();
+	p = &r->partials[r->npartials++];
+	p->present = malloc(sizeof(bool) * (size_t) r->ncols);
+	if (p->present == NULL)
+		abort();
+	memcpy(p->present, present, sizeof(bool) * (size_t) r->ncols);
+	p->stmt = sink_stmt_get(a->sink, sql.data, nparams);
+	strbuf_free(&sql);
+	return p->stmt;
+}
+
+/* ---- values ---- */
+
+static int
+check_tuple(const apply_rel *r, const pgoutput_tuple *t)
+{
+	if (t->ncols != r->ncols) {
+		log_error("source table %s.%s: a row has %d columns but its relation described %d",
+		          r->nspname, r->relname, t->ncols, r->ncols);
+		return TM_EXIT_SOURCE;
+	}
+	for (int i = 0; i < t->ncols; i++)
+		if (t->values[i].kind == PGOUTPUT_VALUE_BINARY) {
+			log_error("source table %s.%s: binary value received, but text was requested",
+			          r->nspname, r->relname);
+			return TM_EXIT_SOURCE;
+		}
+	return TM_OK;
+}
+
+/* Text parameters must be NUL-terminated: copied into scratch. */
+static const char *
+value_param(const pgoutput_value *v, arena *scratch)
+{
+	if (v->kind != PGOUTPUT_VALUE_TEXT)
+		return NULL;
+	return arena_strndup(scratch, v->data, v->len);
+}
+
+static const char **
+tuple_params(const pgoutput_tuple *t, arena *scratch)
+{
+	const char **p = arena_alloc(scratch, sizeof(char *) * ((size_t) t->ncols + 1));
+
+	for (int i = 0; i < t->ncols; i++)
+		p[i] = value_param(&t->values[i], scratch);
+	return p;
+}
+
+static const char **
+key_params(const apply_rel *r, const pgoutput_tuple *t, arena *scratch)
+{
+	const char **p = arena_alloc(scratch, sizeof(char *) * ((size_t) r->nkeys + 1));
+
+	for (int k = 0; k < r->nkeys; k++)
+		p[k] = value_param(&t->values[r->key_idx[k]], scratch);
+	return p;
+}
+
+static bool
+key_differs(const apply_rel *r, const pgoutput_tuple *oldt, const pgoutput_tuple *newt)
+{
+	for (int k = 0; k < r->nkeys; k++) {
+		const pgoutput_value *o = &oldt->values[r->key_idx[k]];
+		const pgoutput_value *n = &newt->values[r->key_idx[k]];
+
+		if (o->kind != n->kind || o->len != n->len ||
+		    (o->len > 0 && memcmp(o->data, n->data, o->len) != 0))
+			return true;
+	}
+	return false;
+}
+
+static bool
+has_unchanged(const pgoutput_tuple *t)
+{
+	for (int i = 0; i < t->ncols; i++)
+		if (t->values[i].kind == PGOUTPUT_VALUE_UNCHANGED)
+			return true;
+	return false;
+}
+
+/* ---- changes ---- */
+
+static apply_rel *
+change_rel(apply *a, uint32_t relid)
+{
+	apply_rel *r = find_rel(a, relid);
+
+	if (r == NULL)
+		log_error("a change refers to relation %u, which the stream never described", relid);
+	return r;
+}
+
+static void
+count_change(apply *a)
+{
+	a->group_changes++;
+	a->pending.changes++;
+}
+
+static int
+apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
+{
+	apply_rel *r = change_rel(a, m->u.insert.relid);
+	int rc;
+
+	if (r == NULL)
+		return TM_EXIT_SOURCE;
+	if (r->table == NULL || a->skipping)
+		return TM_OK;
+	if ((rc = check_tuple(r, &m->u.insert.newtup)) != TM_OK)
+		return rc;
+	count_change(a);
+	return sink_send(a->sink, stmt_upsert(a, r), tuple_params(&m->u.insert.newtup, scratch),
+	                 NULL);
+}
+
+/* An update some of whose columns were not sent (unchanged TOAST): set the
+ * sent ones, keyed by the old key. */
+static int
+update_partial(apply *a, apply_rel *r, const pgoutput_tuple *keyt, const pgoutput_tuple *newt,
+               arena *scratch)
+{
+	bool *present = arena_alloc(scratch, sizeof(bool) * (size_t) r->ncols);
+	const char **p = arena_alloc(scratch, sizeof(char *) * (size_t) (r->ncols + r->nkeys));
+	const char **keys = key_params(r, keyt, scratch);
+	int n = 0;
+
+	for (int i = 0; i < r->ncols; i++) {
+		present[i] = newt->values[i].kind != PGOUTPUT_VALUE_UNCHANGED;
+		if (present[i])
+			p[n++] = value_param(&newt->values[i], scratch);
+	}
+	for (int k = 0; k < r->nkeys; k++)
+		p[n++] = keys[k];
+	return sink_send(a->sink, stmt_partial(a, r, present), p, NULL);
+}
+
+static int
+apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
+{
+	apply_rel *r = change_rel(a, m->u.update.relid);
+	const pgoutput_tuple *newt = &m->u.update.newtup;
+	const pgoutput_tuple *oldt = &m->u.update.oldtup;
+	bool moved;
+	int rc;
+
+	if (r == NULL)
+		return TM_EXIT_SOURCE;
+	if (r->table == NULL || a->skipping)
+		return TM_OK;
+	if ((rc = check_tuple(r, newt)) != TM_OK ||
+	    (m->u.update.old_kind != 0 && (rc = check_tuple(r, oldt)) != TM_OK))
+		return rc;
+	count_change(a);
+	moved = m->u.update.old_kind != 0 && key_differs(r, oldt, newt);
+	if (has_unchanged(newt))
+		return update_partial(a, r, moved ? oldt : newt, newt, scratch);
+	if (moved && (rc = sink_send(a->sink, stmt_delete(a, r), key_params(r, oldt, scratch),
+	                             NULL)) != TM_OK)
+		return rc;
+	return sink_send(a->sink, stmt_upsert(a, r), tuple_params(newt, scratch), NULL);
+}
+
+static int
+apply_delete(apply *a, const pgoutput_msg *m, arena *scratch)
+{
+	apply_rel *r = change_rel(a, m->u.delete.relid);
+	int rc;
+
+	if (r == NULL)
+		return TM_EXIT_SOURCE;
+	if (r->table == NULL || a->skipping)
+		return TM_OK;
+	if ((rc = check_tuple(r, &m->u.delete.oldtup)) != TM_OK)
+		return rc;
+	count_change(a);
+	return sink_send(a->sink, stmt_delete(a, r), key_params(r, &m->u.delete.oldtup, scratch),
+	                 NULL);
+}
+
+static int
+apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
+{
+	const char **schemas = arena_alloc(scratch, sizeof(char *) * (m->u.truncate.nrelids + 1));
+	const char **names = arena_alloc(scratch, sizeof(char *) * (m->u.truncate.nrelids + 1));
+	strbuf sql = STRBUF_INIT;
+	int n = 0;
+	int rc;
+
+	if (a->skipping)
+		return TM_OK;
+	for (uint32_t i = 0; i < m->u.truncate.nrelids; i++) {
+		apply_rel *r = change_rel(a, m->u.truncate.relids[i]);
+
+		if (r == NULL)
+			return TM_EXIT_SOURCE;
+		if (r->table == NULL)
+			continue;
+		schemas[n] = r->table->target_schema;
+		names[n++] = r->table->target_table;
+	}
+	if (n == 0)
+		return TM_OK;
+	count_change(a);
+	dml_sql_truncate(&sql, n, schemas, names);
+	rc = sink_send(a->sink, sink_stmt_get(a->sink, sql.data, 0), NULL, NULL);
+	strbuf_free(&sql);
+	return rc;
+}
+
+/* ---- transactions ---- */
+
+static int
+elapsed_ms(const struct timespec *since)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int) ((now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000);
+}
+
+static int
+group_commit(apply *a)
+{
+	int rc = catalog_save_progress(a->sink, a->cfg.slot, a->group_end, a->group_commit_time);
+
+	if (rc == TM_OK)
+		rc = sink_commit(a->sink);
+	a->group_open = false;
+	if (rc != TM_OK)
+		return rc;
+	a->applied = a->group_end;
+	a->stats.txs += a->pending.txs;
+	a->stats.changes += a->pending.changes;
+	a->stats.groups++;
+	if (a->group_commit_time != 0)
+		a->stats.last_commit_time = a->group_commit_time;
+	memset(&a->pending, 0, sizeof a->pending);
+	a->group_txs = 0;
+	a->group_changes = 0;
+	if (a->marker_in_group)
+		a->marker_reached = true;
+	return TM_OK;
+}
+
+static int
+apply_begin(apply *a, const pgoutput_msg *m)
+{
+	int rc;
+
+	a->in_source_tx = true;
+	/* the server resumes after our position; this guards the rule */
+	a->skipping = m->u.begin.final_lsn < a->applied;
+	if (a->skipping || a->group_open)
+		return TM_OK;
+	if ((rc = sink_begin(a->sink)) != TM_OK)
+		return rc;
+	a->group_open = true;
+	clock_gettime(CLOCK_MONOTONIC, &a->group_started);
+	return TM_OK;
+}
+
+static bool
+group_full(const apply *a)
+{
+	return a->group_txs >= a->cfg.group_max_txs || a->group_changes >= a->cfg.group_max_changes ||
+	       elapsed_ms(&a->group_started) >= a->cfg.group_max_ms || a->marker_in_group;
+}
+
+static int
+apply_commit(apply *a, const pgoutput_msg *m)
+{
+	a->in_source_tx = false;
+	if (a->skipping) {
+		a->skipping = false;
+		return TM_OK;
+	}
+	a->group_txs++;
+	a->pending.txs++;
+	a->group_end = m->u.commit.end_lsn;
+	a->group_commit_time = m->u.commit.commit_time;
+	return group_full(a) ? group_commit(a) : TM_OK;
+}
+
+static int
+apply_logical_message(apply *a, const pgoutput_msg *m)
+{
+	if (!(m->u.message.flags & PGOUTPUT_MESSAGE_TRANSACTIONAL) || a->skipping)
+		return TM_OK;
+	if (a->marker != NULL && strcmp(m->u.message.prefix, "tidemark.mark") == 0 &&
+	    m->u.message.len == strlen(a->marker) &&
+	    memcmp(m->u.message.content, a->marker, m->u.message.len) == 0)
+		a->marker_in_group = true;
+	return TM_OK;
+}
+
+int
+apply_message(apply *a, const pgoutput_msg *m, arena *scratch)
+{
+	switch (m->kind) {
+	case PGOUTPUT_BEGIN: return apply_begin(a, m);
+	case PGOUTPUT_COMMIT: return apply_commit(a, m);
+	case PGOUTPUT_RELATION: return apply_relation(a, m);
+	case PGOUTPUT_INSERT: return apply_insert(a, m, scratch);
+	case PGOUTPUT_UPDATE: return apply_update(a, m, scratch);
+	case PGOUTPUT_DELETE: return apply_delete(a, m, scratch);
+	case PGOUTPUT_TRUNCATE: return apply_truncate(a, m, scratch);
+	case PGOUTPUT_MESSAGE: return apply_logical_message(a, m);
+	case PGOUTPUT_ORIGIN:
+	case PGOUTPUT_TYPE:
+		return TM_OK;
+	default:
+		log_error("unexpected %s message: streaming of in-progress transactions was not "
+		          "requested", pgoutput_kind_name(m->kind));
+		return TM_EXIT_INTERNAL;
+	}
+}
+
+int
+apply_idle(apply *a)
+{
+	if (a->group_open && !a->in_source_tx && a->group_txs > 0)
+		return group_commit(a);
+	return TM_OK;
+}
+
+int
+apply_advance(apply *a, tm_lsn lsn)
+{
+	int rc;
+
+	if (a->group_open || a->in_source_tx || lsn <= a->applied)
+		return TM_OK;
+	rc = sink_begin(a->sink);
+	if (rc == TM_OK)
+		rc = catalog_save_progress(a->sink, a->cfg.slot, lsn, 0);
+	if (rc == TM_OK)
+		rc = sink_commit(a->sink);
+	if (rc == TM_OK)
+		a->applied = lsn;
+	return rc;
+}
+
+tm_lsn
+apply_position(const apply *a)
+{
+	return a->applied;
+}
+
+bool
+apply_in_transaction(const apply *a)
+{
+	return a->in_source_tx || a->group_open;
+}
+
+const apply_stats *
+apply_get_stats(const apply *a)
+{
+	return &a->stats;
+}
+
+void
+apply_set_marker(apply *a, const char *content)
+{
+	free(a->marker);
+	a->marker = content ? xstrdup(content) : NULL;
+	a->marker_in_group = false;
+	a->marker_reached = false;
+}
+
+bool
+apply_marker_reached(const apply *a)
+{
+	return a->marker_reached;
+}

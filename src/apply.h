@@ -1,0 +1,78 @@
+/*
+ * apply.h: turns decoded pgoutput messages into target writes.
+ *
+ * Each source transaction is applied whole inside one target transaction;
+ * consecutive source transactions may share a target transaction (a group),
+ * never split. The end position of the group's last source commit is
+ * written to tidemark.progress in the same target transaction, so the
+ * target always holds exactly the transactions up to its stored position.
+ *
+ * Rows: inserts and updates are keyed upserts, deletes by key, updates that
+ * change the key delete the old key; a column sent as "unchanged TOAST"
+ * keeps the target's value (a partial UPDATE), never becomes NULL.
+ */
+#ifndef TIDEMARK_APPLY_H
+#define TIDEMARK_APPLY_H
+
+#include <stdbool.h>
+
+#include "arena.h"
+#include "catalog.h"
+#include "lsn.h"
+#include "pgoutput.h"
+#include "sink.h"
+#include "tabledef.h"
+
+typedef struct apply apply;
+
+/* What a Relation message says of a table that is not registered yet but
+ * belongs to a replicated schema: the callback builds its definition
+ * (types resolved on the source). *out new, or NULL to skip the table. */
+typedef int (*apply_resolve_fn)(void *ctx, const pgoutput_msg *relation, tabledef **out);
+
+typedef struct apply_config {
+	const char *slot;          /* borrowed */
+	int group_max_txs;         /* source transactions per target transaction */
+	long group_max_changes;    /* rows per target transaction (soft: whole txs) */
+	int group_max_ms;          /* age of a target transaction before it commits */
+	apply_resolve_fn resolve;  /* may be NULL */
+	void *resolve_ctx;
+} apply_config;
+
+typedef struct apply_stats {
+	long long txs;             /* source transactions applied (committed) */
+	long long changes;         /* row changes applied (committed) */
+	long long groups;          /* target transactions committed */
+	pg_timestamp last_commit_time; /* source commit time of the last applied tx */
+} apply_stats;
+
+/* Loads the catalog (tables, applied position) through the sink (borrowed). */
+int apply_new(sink *s, const apply_config *cfg, apply **out);
+void apply_free(apply *a);
+
+/* Applies one message. Scratch memory (the caller's arena, reset by the
+ * caller after each message) holds the message's arrays. */
+int apply_message(apply *a, const pgoutput_msg *m, arena *scratch);
+
+/* The source has nothing more right now: commit an open group when it ends
+ * on a source transaction boundary. */
+int apply_idle(apply *a);
+
+/* Everything up to lsn has been received and nothing is pending (a
+ * keepalive while idle): store lsn as applied so the source may free WAL. */
+int apply_advance(apply *a, tm_lsn lsn);
+
+/* The position durably applied on the target (the flush position). */
+tm_lsn apply_position(const apply *a);
+bool apply_in_transaction(const apply *a);
+const apply_stats *apply_get_stats(const apply *a);
+
+/* The marker message content that ends `run --until-caught-up`; once its
+ * transaction is committed on the target, apply_marker_reached is true. */
+void apply_set_marker(apply *a, const char *content);
+bool apply_marker_reached(const apply *a);
+
+/* Reloads the table list from the catalog (after `snapshot` requests). */
+int apply_reload_tables(apply *a);
+
+#endif

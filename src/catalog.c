@@ -1,0 +1,298 @@
+#include "catalog.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pgconn.h"
+#include "strbuf.h"
+#include "target_ddl.h"
+
+int
+catalog_ensure_progress(sink *s, const char *slot)
+{
+	const char *p[] = {slot};
+
+	return sink_command(s, "registering the replication",
+	                    "INSERT INTO tidemark.progress (slot_name) VALUES ($1)"
+	                    " ON CONFLICT (slot_name) DO NOTHING", 1, p);
+}
+
+int
+catalog_read_progress(sink *s, const char *slot, tm_lsn *applied)
+{
+	const char *p[] = {slot};
+	PGresult *r;
+	int rc = sink_query(s, "reading the applied position",
+	                    "SELECT applied_lsn FROM tidemark.progress WHERE slot_name = $1", 1, p, &r);
+
+	if (rc != TM_OK)
+		return rc;
+	*applied = LSN_INVALID;
+	if (PQntuples(r) == 0) {
+		log_error("target: no replication \"%s\" is registered here. Fix: run `tidemark setup` "
+		          "(with the same --slot)", slot);
+		rc = TM_EXIT_CONFIG;
+	} else if (!PQgetisnull(r, 0, 0))
+		lsn_parse(PQgetvalue(r, 0, 0), applied);
+	PQclear(r);
+	return rc;
+}
+
+int
+catalog_save_progress(sink *s, const char *slot, tm_lsn applied, pg_timestamp commit_time)
+{
+	static const char *const sql =
+		"UPDATE tidemark.progress SET applied_lsn = $2::pg_lsn,"
+		" source_commit_time = CASE WHEN $3::bigint = 0 THEN source_commit_time"
+		"   ELSE to_timestamp($3::bigint / 1000000.0) END,"
+		" applied_at = now() WHERE slot_name = $1";
+	char lsn[LSN_TEXT_MAX], ts[32];
+	const char *p[] = {slot, lsn, ts};
+
+	lsn_format(applied, lsn);
+	snprintf(ts, sizeof ts, "%lld",
+	         commit_time ? (long long) pgoutput_timestamp_to_unix_us(commit_time) : 0LL);
+	return sink_send(s, sink_stmt_get(s, sql, 3), p, NULL);
+}
+
+static int
+create_target_table(sink *s, const tabledef *def)
+{
+	strbuf sql = STRBUF_INIT;
+	tm_error err;
+	int rc;
+
+	target_ddl_create_schema(&sql, def->schema);
+	rc = sink_command(s, "creating the target schema", sql.data, 0, NULL);
+	strbuf_reset(&sql);
+	if (rc == TM_OK && target_ddl_create_table(&sql, def->schema, def->name, def, &err) != 0) {
+		log_error("target: cannot create table %s.%s: %s", def->schema, def->name, err.msg);
+		rc = TM_EXIT_TARGET;
+	}
+	if (rc == TM_OK)
+		rc = sink_command(s, "creating the target table", sql.data, 0, NULL);
+	strbuf_free(&sql);
+	return rc;
+}
+
+static char *
+keys_json(const tabledef *def)
+{
+	json_t *arr = json_array();
+	char *text;
+
+	for (int i = 0; i < def->ncols; i++)
+		if (def->cols[i].is_key)
+			json_array_append_new(arr, json_string(def->cols[i].name));
+	text = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	return text;
+}
+
+static int
+insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from, bool *added)
+{
+	char *keys = keys_json(def);
+	json_t *cols = tabledef_columns_to_json(def);
+	char *cols_text = json_dumps(cols, JSON_COMPACT);
+	char lsn[LSN_TEXT_MAX];
+	const char *p[] = {slot, def->schema, def->name, keys, cols_text, lsn_format(valid_from, lsn)};
+	PGresult *r = NULL;
+	int rc = sink_query(
+		s, "registering a table",
+		"WITH t AS (INSERT INTO tidemark.tables (slot_name, source_schema, source_table,"
+		"   target_schema, target_table, key_columns)"
+		"  SELECT $1, $2, $3, $2, $3, ARRAY(SELECT jsonb_array_elements_text($4::jsonb))"
+		"  ON CONFLICT (slot_name, source_schema, source_table) DO NOTHING RETURNING table_id)"
+		" INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
+		" SELECT table_id, 1, $6::pg_lsn, $5::jsonb FROM t RETURNING table_id",
+		6, p, &r);
+
+	if (rc == TM_OK)
+		*added = PQntuples(r) > 0;
+	PQclear(r);
+	free(keys);
+	free(cols_text);
+	json_decref(cols);
+	return rc;
+}
+
+int
+catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from, bool *added)
+{
+	int rc = create_target_table(s, def);
+
+	if (rc == TM_OK)
+		rc = insert_table_row(s, slot, def, valid_from, added);
+	return rc;
+}
+
+int
+catalog_add_schema(sink *s, const char *slot, const char *schema)
+{
+	const char *p[] = {slot, schema};
+
+	return sink_command(s, "registering a schema",
+	                    "INSERT INTO tidemark.schemas (slot_name, source_schema) VALUES ($1, $2)"
+	                    " ON CONFLICT DO NOTHING", 2, p);
+}
+
+int
+catalog_has_schema(sink *s, const char *slot, const char *schema, bool *out)
+{
+	const char *p[] = {slot, schema};
+	PGresult *r;
+	int rc = sink_query(s, "reading the replicated schemas",
+	                    "SELECT 1 FROM tidemark.schemas WHERE slot_name = $1 AND source_schema = $2",
+	                    2, p, &r);
+
+	if (rc == TM_OK) {
+		*out = PQntuples(r) > 0;
+		PQclear(r);
+	}
+	return rc;
+}
+
+#define TABLE_COLUMNS                                                                     \
+	"table_id, source_schema, source_table, target_schema, target_table,"                 \
+	" array_to_json(key_columns)::text, state, array_to_json(snapshot_last_key)::text,"   \
+	" snapshot_rows, snapshot_chunks, coalesce(snapshot_estimate, -1),"                    \
+	" snapshot_requested_at IS NOT NULL"
+
+static char *
+xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+/* A JSON array of strings (or JSON null) into a new array of new strings. */
+static char **
+strings_from_json(const char *text, int *n)
+{
+	json_t *arr = json_loads(text, JSON_DECODE_ANY, NULL);
+	char **out = NULL;
+	size_t i;
+	json_t *v;
+
+	*n = 0;
+	if (!json_is_array(arr)) {
+		json_decref(arr);
+		return NULL;
+	}
+	out = calloc(json_array_size(arr) + 1, sizeof(char *));
+	if (out == NULL)
+		abort();
+	json_array_foreach(arr, i, v)
+		out[(*n)++] = xstrdup(json_is_string(v) ? json_string_value(v) : "");
+	json_decref(arr);
+	return out;
+}
+
+static void
+table_from_row(PGresult *r, int row, catalog_table *t)
+{
+	memset(t, 0, sizeof *t);
+	t->table_id = atoi(PQgetvalue(r, row, 0));
+	t->source_schema = xstrdup(PQgetvalue(r, row, 1));
+	t->source_table = xstrdup(PQgetvalue(r, row, 2));
+	t->target_schema = xstrdup(PQgetvalue(r, row, 3));
+	t->target_table = xstrdup(PQgetvalue(r, row, 4));
+	t->key_columns = strings_from_json(PQgetvalue(r, row, 5), &t->nkeys);
+	snprintf(t->state, sizeof t->state, "%s", PQgetvalue(r, row, 6));
+	if (!PQgetisnull(r, row, 7))
+		t->snapshot_last_key = strings_from_json(PQgetvalue(r, row, 7), &t->nlast_key);
+	t->snapshot_rows = atoll(PQgetvalue(r, row, 8));
+	t->snapshot_chunks = atoi(PQgetvalue(r, row, 9));
+	t->snapshot_estimate = atoll(PQgetvalue(r, row, 10));
+	t->snapshot_requested = strcmp(PQgetvalue(r, row, 11), "t") == 0;
+}
+
+int
+catalog_load_tables(sink *s, const char *slot, catalog_table **out, int *n)
+{
+	const char *p[] = {slot};
+	PGresult *r;
+	int rc = sink_query(s, "reading the replicated tables",
+	                    "SELECT " TABLE_COLUMNS " FROM tidemark.tables"
+	                    " WHERE slot_name = $1 AND state <> 'dropped' ORDER BY table_id", 1, p, &r);
+
+	if (rc != TM_OK)
+		return rc;
+	*n = PQntuples(r);
+	*out = calloc((size_t) *n + 1, sizeof(catalog_table));
+	if (*out == NULL)
+		abort();
+	for (int i = 0; i < *n; i++)
+		table_from_row(r, i, &(*out)[i]);
+	PQclear(r);
+	return TM_OK;
+}
+
+int
+catalog_load_table(sink *s, const char *slot, const char *schema, const char *name,
+                   catalog_table **out)
+{
+	const char *p[] = {slot, schema, name};
+	PGresult *r;
+	int rc = sink_query(s, "reading a replicated table",
+	                    "SELECT " TABLE_COLUMNS " FROM tidemark.tables WHERE slot_name = $1"
+	                    " AND source_schema = $2 AND source_table = $3 AND state <> 'dropped'",
+	                    3, p, &r);
+
+	if (rc != TM_OK)
+		return rc;
+	*out = NULL;
+	if (PQntuples(r) == 1) {
+		*out = calloc(1, sizeof(catalog_table));
+		if (*out == NULL)
+			abort();
+		table_from_row(r, 0, *out);
+	}
+	PQclear(r);
+	return TM_OK;
+}
+
+static void
+free_strings(char **arr, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(arr[i]);
+	free(arr);
+}
+
+static void
+table_clear(catalog_table *t)
+{
+	free(t->source_schema);
+	free(t->source_table);
+	free(t->target_schema);
+	free(t->target_table);
+	free_strings(t->key_columns, t->nkeys);
+	free_strings(t->snapshot_last_key, t->nlast_key);
+}
+
+void
+catalog_table_free(catalog_table *t)
+{
+	if (t == NULL)
+		return;
+	table_clear(t);
+	free(t);
+}
+
+void
+catalog_tables_free(catalog_table *arr, int n)
+{
+	if (arr == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+		table_clear(&arr[i]);
+	free(arr);
+}

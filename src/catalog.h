@@ -1,0 +1,64 @@
+/*
+ * catalog.h: tidemark's catalog on the target (migrations/target/): the
+ * applied position, the replicated tables with their snapshot state, the
+ * replicated schemas and the schema versions. All access goes through the
+ * sink, so that writes made while applying share the target transaction of
+ * the rows they describe.
+ */
+#ifndef TIDEMARK_CATALOG_H
+#define TIDEMARK_CATALOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lsn.h"
+#include "pgoutput.h"
+#include "sink.h"
+#include "tabledef.h"
+
+typedef struct catalog_table {
+	int table_id;
+	char *source_schema;     /* owned, like every string here */
+	char *source_table;
+	char *target_schema;
+	char *target_table;
+	int nkeys;
+	char **key_columns;      /* owned array */
+	char state[24];          /* snapshot_pending, snapshotting, streaming, dropped */
+	int nlast_key;
+	char **snapshot_last_key;/* owned array; NULL before the first chunk */
+	long long snapshot_rows;
+	int snapshot_chunks;
+	long long snapshot_estimate;
+	bool snapshot_requested;
+} catalog_table;
+
+/* Creates the progress row of a slot if missing. */
+int catalog_ensure_progress(sink *s, const char *slot);
+
+/* The applied position (LSN_INVALID when nothing was applied yet). */
+int catalog_read_progress(sink *s, const char *slot, tm_lsn *applied);
+
+/* Queues the position update (inside the caller's transaction). */
+int catalog_save_progress(sink *s, const char *slot, tm_lsn applied, pg_timestamp commit_time);
+
+/* Registers a table: target schema and table created if missing, catalog
+ * row and first schema version (valid from valid_from). *added tells
+ * whether it was new. Runs in the caller's transaction, if any. */
+int catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from,
+                      bool *added);
+
+int catalog_add_schema(sink *s, const char *slot, const char *schema);
+
+/* Loads the slot's tables (not dropped). *out: new array (catalog_tables_free). */
+int catalog_load_tables(sink *s, const char *slot, catalog_table **out, int *n);
+/* Loads one table by source name; *out NULL when not registered. */
+int catalog_load_table(sink *s, const char *slot, const char *schema, const char *name,
+                       catalog_table **out);
+void catalog_table_free(catalog_table *t);
+void catalog_tables_free(catalog_table *arr, int n);
+
+/* Is schema replicated as a whole (setup --schema)? */
+int catalog_has_schema(sink *s, const char *slot, const char *schema, bool *out);
+
+#endif

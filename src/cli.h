@@ -1,0 +1,62 @@
+/*
+ * cli.h: command-line options shared by every command.
+ *
+ * Each command accepts the connection options (--source, --target, with the
+ * TIDEMARK_SOURCE / TIDEMARK_TARGET environment fallbacks) and --help; the
+ * rest is accepted only by the commands listed in cli.c's option table.
+ */
+#ifndef TIDEMARK_CLI_H
+#define TIDEMARK_CLI_H
+
+#include <stdbool.h>
+
+typedef enum cli_command {
+	CLI_SETUP,
+	CLI_RUN,
+	CLI_STATUS,
+	CLI_SNAPSHOT,
+	CLI_SCHEMA,
+	CLI_DDL_LOG,
+	CLI_VERIFY,
+	CLI_TEARDOWN,
+	CLI_NCOMMANDS
+} cli_command;
+
+typedef struct cli_options {
+	cli_command command;
+	const char *source;       /* borrowed from argv/environ */
+	const char *target;
+	const char *slot;         /* default "tidemark" */
+	const char *publication;  /* default "tidemark" */
+	const char **tables;      /* owned array of borrowed strings: --table, or positional */
+	int ntables;
+	const char **schemas;     /* owned array: --schema */
+	int nschemas;
+	bool until_caught_up;
+	bool json;
+	bool help;
+	bool drop_target;         /* teardown: also drop the target catalog */
+	long chunk_rows;          /* run: snapshot chunk size (0: default) */
+	int snapshot_readers;     /* run: parallel snapshot reader connections */
+	const char *since;        /* ddl-log: --since POSITION */
+	const char *policy;       /* run: schema-change policy (widen, follow, quarantine, stop) */
+	const char **table_policies; /* owned array of borrowed "SCHEMA.TABLE=POLICY" */
+	int ntable_policies;
+	double progress_interval; /* run: seconds between progress lines */
+	int verbose;              /* -v count; -q sets -1 */
+} cli_options;
+
+/* Parses argv. Returns TM_OK, or TM_EXIT_USAGE after printing the reason. */
+int cli_parse(int argc, char **argv, cli_options *opts);
+void cli_options_free(cli_options *opts);
+
+/* Prints the help of one command (or the overview for CLI_NCOMMANDS). */
+void cli_print_help(cli_command command);
+
+/* Checks that --source and/or --target were given (directly or by the
+ * environment); prints what is missing. Returns TM_OK or TM_EXIT_USAGE. */
+int cli_require(const cli_options *opts, bool source, bool target);
+
+const char *cli_command_name(cli_command command);
+
+#endif

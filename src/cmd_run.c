@@ -1,0 +1,341 @@
+/*
+ * cmd_run.c: `tidemark run`. One session = one source stream + one target
+ * sink, resuming from the position stored on the target. A transient
+ * failure of either side ends the session; a new one starts after a
+ * backoff, from the target's position again, so nothing is lost or applied
+ * twice whatever the instant of the failure.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apply.h"
+#include "commands.h"
+#include "log.h"
+#include "pgconn.h"
+#include "pgoutput.h"
+#include "source.h"
+#include "source_query.h"
+
+#define FEEDBACK_INTERVAL_MS 10000
+#define ADVANCE_INTERVAL_MS 5000
+#define BACKOFF_MAX_MS 30000
+
+static volatile sig_atomic_t stop_requests;
+
+static void
+on_stop_signal(int sig)
+{
+	(void) sig;
+	stop_requests++;
+}
+
+static void
+install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+typedef struct run_state {
+	const cli_options *opts;
+	char marker[64];            /* --until-caught-up marker content, "" if none */
+	PGconn *control;            /* owned: ordinary source connection */
+	sink *sink;                 /* owned */
+	apply *apply;               /* owned */
+	source *stream;             /* owned */
+	pgoutput_reader reader;
+	arena scratch;              /* per-message memory */
+	tm_lsn wal_end;             /* the source's end of WAL, as last reported */
+	double last_feedback, last_advance, last_progress;
+	long long progress_txs, progress_changes;
+	bool made_progress;
+} run_state;
+
+/* ---- new tables in replicated schemas ---- */
+
+static int
+resolve_table(void *ctx, const pgoutput_msg *m, tabledef **out)
+{
+	run_state *st = ctx;
+	int rc = source_query_table_def(st->control, m->u.relation.nspname, m->u.relation.relname,
+	                                out);
+
+	if (rc == TM_EXIT_CONFIG) {
+		/* no key, or gone already: logged; the table is skipped */
+		*out = NULL;
+		return TM_OK;
+	}
+	return rc;
+}
+
+/* ---- progress ---- */
+
+static void
+log_progress(run_state *st, bool force)
+{
+	double now = now_s();
+	double dt = now - st->last_progress;
+	const apply_stats *s = apply_get_stats(st->apply);
+	char applied[LSN_TEXT_MAX];
+	tm_lsn pos = apply_position(st->apply);
+	double lag_s = 0;
+	long long lag_b = st->wal_end > pos ? (long long) (st->wal_end - pos) : 0;
+
+	if (!force && dt < st->opts->progress_interval)
+		return;
+	if (lag_b > 0 && s->last_commit_time != 0) {
+		struct timespec wall;
+
+		clock_gettime(CLOCK_REALTIME, &wall);
+		lag_s = ((double) wall.tv_sec * 1e6 + wall.tv_nsec / 1e3 -
+		         (double) pgoutput_timestamp_to_unix_us(s->last_commit_time)) / 1e6;
+		if (lag_s < 0)
+			lag_s = 0;
+	}
+	log_info("applied %s, lag %lld bytes %.1f s, %.0f tx/s, %.0f rows/s",
+	         lsn_format(pos, applied), lag_b, lag_s,
+	         dt > 0 ? (double) (s->txs - st->progress_txs) / dt : 0,
+	         dt > 0 ? (double) (s->changes - st->progress_changes) / dt : 0);
+	st->last_progress = now;
+	st->progress_txs = s->txs;
+	st->progress_changes = s->changes;
+}
+
+/* ---- the session ---- */
+
+static int
+send_feedback(run_state *st, bool force)
+{
+	double now = now_s();
+
+	if (!force && (now - st->last_feedback) * 1000 < FEEDBACK_INTERVAL_MS)
+		return TM_OK;
+	st->last_feedback = now;
+	return source_feedback(st->stream, apply_position(st->apply), false);
+}
+
+/* A keepalive while nothing is in flight: every transaction before its
+ * position has been received and applied. */
+static int
+handle_keepalive(run_state *st, const pgoutput_copydata *cd)
+{
+	double now = now_s();
+	int rc = TM_OK;
+
+	if (cd->wal_end > st->wal_end)
+		st->wal_end = cd->wal_end;
+	if (!apply_in_transaction(st->apply) && !source_has_pending(st->stream) &&
+	    (now - st->last_advance) * 1000 >= ADVANCE_INTERVAL_MS) {
+		rc = apply_advance(st->apply, cd->wal_end);
+		st->last_advance = now;
+	}
+	if (rc == TM_OK)
+		rc = send_feedback(st, cd->reply_requested);
+	return rc;
+}
+
+static int
+handle_xlogdata(run_state *st, const pgoutput_copydata *cd)
+{
+	pgoutput_msg m;
+	tm_error err;
+	char pos[LSN_TEXT_MAX];
+	int rc;
+
+	if (cd->wal_end > st->wal_end)
+		st->wal_end = cd->wal_end;
+	if (pgoutput_read_message(&st->reader, cd->data, cd->len, &st->scratch, &m, &err) != 0) {
+		log_error("source: cannot decode the message at %s: %s", lsn_format(cd->wal_start, pos),
+		          err.msg);
+		return TM_EXIT_SOURCE;
+	}
+	rc = apply_message(st->apply, &m, &st->scratch);
+	arena_reset(&st->scratch);
+	if (m.kind == PGOUTPUT_COMMIT)
+		st->made_progress = true;
+	return rc;
+}
+
+static int
+handle_copydata(run_state *st, const char *buf, size_t len)
+{
+	pgoutput_copydata cd;
+	tm_error err;
+
+	if (pgoutput_read_copydata(buf, len, &cd, &err) != 0) {
+		log_error("source: malformed replication message: %s", err.msg);
+		return TM_EXIT_SOURCE;
+	}
+	if (cd.kind == PGOUTPUT_COPY_KEEPALIVE)
+		return handle_keepalive(st, &cd);
+	return handle_xlogdata(st, &cd);
+}
+
+static bool
+session_done(run_state *st)
+{
+	if (stop_requests > 0 && !apply_in_transaction(st->apply))
+		return true;
+	return st->marker[0] != '\0' && apply_marker_reached(st->apply);
+}
+
+static int
+stream_loop(run_state *st)
+{
+	int rc = TM_OK;
+
+	while (rc == TM_OK && !session_done(st) && stop_requests < 2) {
+		const char *buf;
+		size_t len;
+
+		rc = source_read(st->stream, 500, &buf, &len);
+		if (rc == TM_OK && len > 0)
+			rc = handle_copydata(st, buf, len);
+		if (rc == TM_OK && (len == 0 || stop_requests > 0 || !source_has_pending(st->stream)))
+			rc = apply_idle(st->apply);
+		if (rc == TM_OK)
+			rc = send_feedback(st, false);
+		log_progress(st, false);
+	}
+	if (rc == TM_OK && stop_requests >= 2 && apply_in_transaction(st->apply))
+		log_warn("second stop signal: the open target transaction is rolled back; it is applied "
+		         "again at the next start");
+	return rc;
+}
+
+static int
+session_open(run_state *st)
+{
+	const cli_options *o = st->opts;
+	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st};
+	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
+	char pos[LSN_TEXT_MAX];
+	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
+
+	if (rc == TM_OK)
+		rc = sink_open(o->target, "apply", &st->sink);
+	if (rc == TM_OK)
+		rc = apply_new(st->sink, &cfg, &st->apply);
+	if (rc != TM_OK)
+		return rc;
+	if (st->marker[0] != '\0')
+		apply_set_marker(st->apply, st->marker);
+	so.start = apply_position(st->apply);
+	rc = source_open(&so, &st->stream);
+	if (rc == TM_OK)
+		log_info("streaming from slot \"%s\" at %s", o->slot, lsn_format(so.start, pos));
+	return rc;
+}
+
+static void
+session_close(run_state *st)
+{
+	source_close(st->stream);
+	apply_free(st->apply);
+	sink_close(st->sink);
+	PQfinish(st->control);
+	st->stream = NULL;
+	st->apply = NULL;
+	st->sink = NULL;
+	st->control = NULL;
+}
+
+static int
+run_session(run_state *st)
+{
+	int rc = session_open(st);
+
+	pgoutput_reader_init(&st->reader, 2);
+	st->last_progress = st->last_advance = now_s();
+	if (rc == TM_OK)
+		rc = stream_loop(st);
+	if (rc == TM_OK)
+		log_progress(st, true);
+	session_close(st);
+	return rc;
+}
+
+/* The marker: a message written into the source's WAL now; once applied,
+ * everything the source had written before it is on the target. */
+static int
+write_marker(run_state *st)
+{
+	PGconn *conn;
+	int rc = pgconn_open(st->opts->source, PGCONN_SOURCE, "control", false, &conn);
+
+	snprintf(st->marker, sizeof st->marker, "caught-up %d %ld", (int) getpid(), (long) time(NULL));
+	if (rc == TM_OK)
+		rc = source_query_emit(conn, "tidemark.mark", st->marker, NULL);
+	PQfinish(conn);
+	return rc;
+}
+
+static void
+backoff_sleep(int ms)
+{
+	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
+
+	while (stop_requests == 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+int
+cmd_run(const cli_options *o)
+{
+	run_state st;
+	int backoff_ms = 500;
+	int rc = cli_require(o, true, true);
+
+	if (rc != TM_OK)
+		return rc;
+	if ((rc = pgconn_check_conninfo(o->source, "--source")) != TM_OK ||
+	    (rc = pgconn_check_conninfo(o->target, "--target")) != TM_OK)
+		return rc;
+	memset(&st, 0, sizeof st);
+	st.opts = o;
+	arena_init(&st.scratch, 64 * 1024);
+	install_signals();
+	for (;;) {
+		if (o->until_caught_up && st.marker[0] == '\0')
+			rc = write_marker(&st);
+		else
+			rc = TM_OK;
+		if (rc == TM_OK) {
+			st.made_progress = false;
+			rc = run_session(&st);
+		}
+		if (!PGCONN_IS_RETRY(rc) || stop_requests > 0)
+			break;
+		backoff_ms = st.made_progress ? 500 : (backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+		                                                                       : backoff_ms * 2);
+		log_warn("connection trouble; resuming from the target's position in %.1f s",
+		         backoff_ms / 1000.0);
+		backoff_sleep(backoff_ms);
+	}
+	arena_free(&st.scratch);
+	if (PGCONN_IS_RETRY(rc) && stop_requests > 0)
+		rc = TM_OK; /* stopped by a signal while retrying */
+	if (rc == TM_OK && o->until_caught_up && stop_requests == 0)
+		log_info("caught up: everything the source had written at start is applied");
+	return rc;
+}

@@ -1,0 +1,197 @@
+/*
+ * cmd_status.c: `tidemark status [--json]`: the slot and the WAL it
+ * retains (source), the applied position and each table's state (target).
+ * The report is built as one JSON document and printed as JSON or text.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "log.h"
+#include "lsn.h"
+#include "pgconn.h"
+
+static json_t *
+value_json(PGresult *r, int row, int col)
+{
+	const char *v;
+	Oid type;
+
+	if (PQgetisnull(r, row, col))
+		return json_null();
+	v = PQgetvalue(r, row, col);
+	type = PQftype(r, col);
+	if (type == 20 || type == 21 || type == 23) /* int8, int2, int4 */
+		return json_integer(strtoll(v, NULL, 10));
+	if (type == 700 || type == 701 || type == 1700)
+		return json_real(strtod(v, NULL));
+	if (type == 16)
+		return json_boolean(v[0] == 't');
+	return json_string(v);
+}
+
+static json_t *
+row_json(PGresult *r, int row)
+{
+	json_t *o = json_object();
+
+	for (int c = 0; c < PQnfields(r); c++)
+		json_object_set_new(o, PQfname(r, c), value_json(r, row, c));
+	return o;
+}
+
+static int
+source_part(const cli_options *o, json_t *out)
+{
+	const char *p[] = {o->slot};
+	PGconn *conn;
+	PGresult *r;
+	int rc = pgconn_open(o->source, PGCONN_SOURCE, "status", false, &conn);
+
+	if (rc != TM_OK)
+		return rc;
+	rc = pgconn_exec(conn, PGCONN_SOURCE, "reading the slot",
+	                 "SELECT s.slot_name AS slot, s.active, s.active_pid, s.wal_status,"
+	                 " s.restart_lsn::text, s.confirmed_flush_lsn::text,"
+	                 " pg_current_wal_lsn()::text AS source_lsn,"
+	                 " pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::bigint"
+	                 "   AS retained_wal_bytes"
+	                 " FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1",
+	                 1, p, &r);
+	if (rc == TM_OK) {
+		json_object_set_new(out, "source", row_json(r, 0));
+		PQclear(r);
+	}
+	PQfinish(conn);
+	return rc;
+}
+
+static int
+target_part(const cli_options *o, json_t *out)
+{
+	const char *p[] = {o->slot};
+	PGconn *conn;
+	PGresult *r;
+	json_t *tables = json_array();
+	int rc = pgconn_open(o->target, PGCONN_TARGET, "status", false, &conn);
+
+	json_object_set_new(out, "tables", tables);
+	if (rc != TM_OK)
+		return rc;
+	rc = pgconn_exec(conn, PGCONN_TARGET, "reading the applied position",
+	                 "SELECT applied_lsn::text, source_commit_time::text, applied_at::text"
+	                 " FROM tidemark.progress WHERE slot_name = $1", 1, p, &r);
+	if (rc == TM_OK) {
+		json_object_set_new(out, "target", PQntuples(r) ? row_json(r, 0) : json_null());
+		PQclear(r);
+		rc = pgconn_exec(
+			conn, PGCONN_TARGET, "reading the tables",
+			"SELECT format('%s.%s', quote_ident(source_schema), quote_ident(source_table))"
+			"   AS table, state, snapshot_rows AS rows_copied, snapshot_chunks AS chunks_done,"
+			" CASE WHEN snapshot_estimate > 0 THEN snapshot_estimate END AS rows_estimate,"
+			" round((snapshot_rows / greatest(extract(epoch FROM coalesce(snapshot_finished_at,"
+			"   now()) - snapshot_started_at), 0.001))::numeric, 0)::float8 AS rows_per_second,"
+			" snapshot_started_at::text, snapshot_finished_at::text"
+			" FROM tidemark.tables WHERE slot_name = $1 ORDER BY 1", 1, p, &r);
+	}
+	if (rc == TM_OK) {
+		for (int i = 0; i < PQntuples(r); i++)
+			json_array_append_new(tables, row_json(r, i));
+		PQclear(r);
+	}
+	PQfinish(conn);
+	return rc;
+}
+
+static const char *
+str(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_string(v) ? json_string_value(v) : "-";
+}
+
+static long long
+num(json_t *o, const char *key)
+{
+	return (long long) json_integer_value(json_object_get(o, key));
+}
+
+static void
+print_table(json_t *t)
+{
+	const char *state = str(t, "state");
+	long long rows = num(t, "rows_copied");
+	long long est = num(t, "rows_estimate");
+
+	printf("  %-40s ", str(t, "table"));
+	if (strcmp(state, "snapshot_pending") == 0)
+		printf("snapshot not started\n");
+	else if (strcmp(state, "snapshotting") == 0) {
+		printf("snapshot chunk %lld", num(t, "chunks_done") + 1);
+		if (est > 0)
+			printf(" (about %.0f%% of ~%lld rows)", 100.0 * (double) rows / (double) est, est);
+		printf(", %lld rows copied, %.0f rows/s\n", rows,
+		       json_real_value(json_object_get(t, "rows_per_second")));
+	} else if (strcmp(state, "streaming") == 0)
+		printf("streaming, snapshot done (%lld rows copied)\n", rows);
+	else
+		printf("%s\n", state);
+}
+
+static void
+print_text(json_t *doc)
+{
+	json_t *src = json_object_get(doc, "source");
+	json_t *tgt = json_object_get(doc, "target");
+	size_t i;
+	json_t *t;
+
+	printf("slot %s: %s, wal_status %s, retains %lld bytes of WAL; source at %s\n",
+	       str(src, "slot"), json_is_true(json_object_get(src, "active")) ? "active" : "inactive",
+	       str(src, "wal_status"), num(src, "retained_wal_bytes"), str(src, "source_lsn"));
+	printf("applied up to %s (source commit time %s), lag %lld bytes\n",
+	       str(tgt, "applied_lsn"), str(tgt, "source_commit_time"), num(doc, "lag_bytes"));
+	printf("tables:\n");
+	json_array_foreach(json_object_get(doc, "tables"), i, t)
+		print_table(t);
+}
+
+static void
+add_lag(json_t *doc)
+{
+	tm_lsn src = 0, applied = 0;
+
+	if (lsn_parse(str(json_object_get(doc, "source"), "source_lsn"), &src) &&
+	    lsn_parse(str(json_object_get(doc, "target"), "applied_lsn"), &applied))
+		json_object_set_new(doc, "lag_bytes",
+		                    json_integer(src > applied ? (json_int_t) (src - applied) : 0));
+	else
+		json_object_set_new(doc, "lag_bytes", json_null());
+}
+
+int
+cmd_status(const cli_options *o)
+{
+	json_t *doc = json_object();
+	int rc = cli_require(o, true, true);
+
+	if (rc == TM_OK)
+		rc = source_part(o, doc);
+	if (rc == TM_OK)
+		rc = target_part(o, doc);
+	if (rc == TM_OK) {
+		add_lag(doc);
+		if (o->json) {
+			char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+			puts(text);
+			free(text);
+		} else
+			print_text(doc);
+	}
+	json_decref(doc);
+	return rc;
+}

@@ -1,0 +1,44 @@
+/*
+ * dml_sql.h: the statements that apply row changes to a target table,
+ * built with quoted identifiers and $n parameters only. Pure.
+ *
+ * Column lists are given as names in the order the parameters follow;
+ * key columns are a subset of them, identified by index.
+ */
+#ifndef TIDEMARK_DML_SQL_H
+#define TIDEMARK_DML_SQL_H
+
+#include <stdbool.h>
+
+#include "strbuf.h"
+
+typedef struct dml_sql_table {
+	const char *schema;
+	const char *name;
+	int ncols;
+	const char *const *cols;  /* borrowed names */
+	int nkeys;
+	const int *key_idx;       /* indexes into cols */
+} dml_sql_table;
+
+/* INSERT INTO t (c1..cn) VALUES ($1..$n)
+ *   ON CONFLICT (keys) DO UPDATE SET c = EXCLUDED.c ... (DO NOTHING when
+ *   every column is a key). */
+void dml_sql_upsert(strbuf *sql, const dml_sql_table *t);
+
+/* DELETE FROM t WHERE k1 = $1 AND ... (parameters: the key values in
+ * key_idx order). */
+void dml_sql_delete(strbuf *sql, const dml_sql_table *t);
+
+/* UPDATE t SET c = $i ... WHERE k1 = $(n+1) ...: sets the columns with
+ * present[i] (keys included when they changed), keyed by the old key
+ * values passed after them. Used when some columns were not sent
+ * (unchanged TOAST): those keep the target's value. */
+void dml_sql_update_present(strbuf *sql, const dml_sql_table *t, const bool *present,
+                            int *nparams);
+
+/* TRUNCATE t1, t2, ... */
+void dml_sql_truncate(strbuf *sql, int ntables, const char *const *schemas,
+                      const char *const *names);
+
+#endif

@@ -1,0 +1,19 @@
+/*
+ * ident.h: reading SQL identifiers the way PostgreSQL does, for names given
+ * on the command line ('public."Line Items"', 'Sales.Orders').
+ */
+#ifndef TIDEMARK_IDENT_H
+#define TIDEMARK_IDENT_H
+
+#include "tm_error.h"
+
+/*
+ * Splits "schema.name" into its two identifiers: unquoted parts are folded
+ * to lower case, quoted parts are kept as written ("" is a quote). Without a
+ * schema, default_schema is used. *schema and *name are new strings (caller
+ * frees). Returns 0, or -1 with err set.
+ */
+int ident_parse_qualified(const char *text, const char *default_schema, char **schema,
+                          char **name, tm_error *err);
+
+#endif

@@ -1,0 +1,266 @@
+#include "sqltype.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Names format_type() writes as SQL keywords, possibly with modifiers in
+ * the middle ("timestamp(3) with time zone"). Longest first. */
+static const char *const keyword_types[] = {
+	"timestamp without time zone", "timestamp with time zone", "time without time zone",
+	"time with time zone", "character varying", "double precision", "bit varying",
+	"timestamp", "time", "character", "interval", "bit", NULL,
+};
+
+/* Interval field spellings after "interval". */
+static const char *const interval_fields[] = {
+	"year to month", "day to hour", "day to minute", "day to second", "hour to minute",
+	"hour to second", "minute to second", "year", "month", "day", "hour", "minute", "second",
+	NULL,
+};
+
+typedef struct cursor {
+	const char *s;
+	const char *text;
+	tm_error *err;
+} cursor;
+
+static void
+skip_space(cursor *c)
+{
+	while (*c->s == ' ')
+		c->s++;
+}
+
+static int
+read_quoted(cursor *c, char *out, size_t size)
+{
+	size_t n = 0;
+
+	c->s++;
+	for (;;) {
+		if (*c->s == '\0')
+			return tm_error_set(c->err, "type \"%s\": unterminated quoted name", c->text);
+		if (*c->s == '"' && c->s[1] != '"')
+			break;
+		if (*c->s == '"')
+			c->s++;
+		if (n + 1 >= size)
+			return tm_error_set(c->err, "type \"%s\": name too long", c->text);
+		out[n++] = *c->s++;
+	}
+	c->s++;
+	out[n] = '\0';
+	return n == 0 ? tm_error_set(c->err, "type \"%s\": empty name", c->text) : 0;
+}
+
+static int
+read_plain(cursor *c, char *out, size_t size)
+{
+	size_t n = 0;
+
+	if (!(islower((unsigned char) *c->s) || *c->s == '_'))
+		return tm_error_set(c->err, "type \"%s\": unexpected \"%c\"", c->text, *c->s);
+	while (islower((unsigned char) *c->s) || isdigit((unsigned char) *c->s) || *c->s == '_' ||
+	       *c->s == '$') {
+		if (n + 1 >= size)
+			return tm_error_set(c->err, "type \"%s\": name too long", c->text);
+		out[n++] = *c->s++;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+static int
+read_name(cursor *c, char *out, size_t size, bool *quoted)
+{
+	*quoted = *c->s == '"';
+	return *quoted ? read_quoted(c, out, size) : read_plain(c, out, size);
+}
+
+static int
+read_mods(cursor *c, sqltype *t)
+{
+	if (*c->s != '(')
+		return 0;
+	c->s++;
+	for (;;) {
+		char *end;
+		long v = strtol(c->s, &end, 10);
+
+		if (end == c->s || v < -1000000 || v > 1000000 || t->nmods == SQLTYPE_MAX_MODS)
+			return tm_error_set(c->err, "type \"%s\": bad modifier", c->text);
+		t->mods[t->nmods++] = (int) v;
+		c->s = end;
+		if (*c->s == ')')
+			break;
+		if (*c->s != ',')
+			return tm_error_set(c->err, "type \"%s\": bad modifier list", c->text);
+		c->s++;
+	}
+	c->s++;
+	return 0;
+}
+
+/* Matches a keyword type: its words, with modifiers allowed after the
+ * first word. */
+static bool
+match_keyword_type(cursor *c, const char *kw, sqltype *t)
+{
+	const char *s = c->s;
+	const char *space = strchr(kw, ' ');
+	size_t first = space ? (size_t) (space - kw) : strlen(kw);
+	cursor save = *c;
+
+	if (strncmp(s, kw, first) != 0 || isalnum((unsigned char) s[first]) || s[first] == '_')
+		return false;
+	c->s = s + first;
+	t->nmods = 0;
+	if (read_mods(c, t) != 0) {
+		*c = save;
+		return false;
+	}
+	if (space != NULL) {
+		size_t rest = strlen(space);
+
+		if (strncmp(c->s, space, rest) != 0 || isalnum((unsigned char) c->s[rest])) {
+			*c = save;
+			return false;
+		}
+		c->s += rest;
+	}
+	snprintf(t->name, sizeof t->name, "%s", kw);
+	return true;
+}
+
+static void
+read_interval_fields(cursor *c, sqltype *t)
+{
+	for (int i = 0; interval_fields[i] != NULL; i++) {
+		size_t n = strlen(interval_fields[i]);
+
+		if (c->s[0] == ' ' && strncmp(c->s + 1, interval_fields[i], n) == 0 &&
+		    !isalnum((unsigned char) c->s[n + 1])) {
+			snprintf(t->fields, sizeof t->fields, "%s", interval_fields[i]);
+			c->s += n + 1;
+			return;
+		}
+	}
+}
+
+static int
+read_type_name(cursor *c, sqltype *t)
+{
+	char first[SQLTYPE_NAME_MAX];
+	bool quoted;
+
+	for (int i = 0; keyword_types[i] != NULL; i++)
+		if (match_keyword_type(c, keyword_types[i], t)) {
+			if (strcmp(t->name, "interval") == 0)
+				read_interval_fields(c, t);
+			return 0;
+		}
+	if (read_name(c, first, sizeof first, &quoted) != 0)
+		return -1;
+	if (*c->s == '.') {
+		c->s++;
+		memcpy(t->schema, first, sizeof first);
+		t->schema_quoted = quoted;
+		if (read_name(c, t->name, sizeof t->name, &t->quoted) != 0)
+			return -1;
+	} else {
+		memcpy(t->name, first, sizeof first);
+		t->quoted = quoted;
+	}
+	return read_mods(c, t);
+}
+
+int
+sqltype_parse(const char *text, sqltype *out, tm_error *err)
+{
+	cursor c = {text, text, err};
+
+	memset(out, 0, sizeof *out);
+	skip_space(&c);
+	if (read_type_name(&c, out) != 0)
+		return -1;
+	/* interval(3) second-style precision after fields is spelled
+	 * "interval second(3)" by format_type; handle trailing mods */
+	if (out->fields[0] != '\0' && read_mods(&c, out) != 0)
+		return -1;
+	while (c.s[0] == '[' && c.s[1] == ']') {
+		out->ndims++;
+		c.s += 2;
+	}
+	skip_space(&c);
+	if (*c.s != '\0')
+		return tm_error_set(err, "type \"%s\": unexpected text \"%s\"", text, c.s);
+	return 0;
+}
+
+static bool
+is_keyword_type(const char *name)
+{
+	for (int i = 0; keyword_types[i] != NULL; i++)
+		if (strcmp(name, keyword_types[i]) == 0)
+			return true;
+	return false;
+}
+
+static void
+render_mods(const sqltype *t, strbuf *sb)
+{
+	if (t->nmods == 0)
+		return;
+	strbuf_appendc(sb, '(');
+	for (int i = 0; i < t->nmods; i++)
+		strbuf_appendf(sb, "%s%d", i ? "," : "", t->mods[i]);
+	strbuf_appendc(sb, ')');
+}
+
+/* A name read unquoted is one plain token ([a-z_][a-z0-9_$]*, checked by
+ * read_plain): it is written back as it was. */
+static void
+append_name(strbuf *sb, const char *name, bool quoted)
+{
+	if (quoted)
+		strbuf_append_ident(sb, name);
+	else
+		strbuf_append(sb, name);
+}
+
+void
+sqltype_render(const sqltype *t, strbuf *sb)
+{
+	if (t->schema[0] == '\0' && is_keyword_type(t->name)) {
+		const char *space = strchr(t->name, ' ');
+		size_t first = space ? (size_t) (space - t->name) : strlen(t->name);
+
+		strbuf_appendn(sb, t->name, first);
+		if (t->fields[0] == '\0')
+			render_mods(t, sb);
+		if (space != NULL)
+			strbuf_append(sb, space);
+		if (t->fields[0] != '\0') {
+			strbuf_appendc(sb, ' ');
+			strbuf_append(sb, t->fields);
+			render_mods(t, sb);
+		}
+	} else {
+		if (t->schema[0] != '\0') {
+			append_name(sb, t->schema, t->schema_quoted);
+			strbuf_appendc(sb, '.');
+		}
+		append_name(sb, t->name, t->quoted);
+		render_mods(t, sb);
+	}
+	for (int i = 0; i < t->ndims; i++)
+		strbuf_append(sb, "[]");
+}
+
+const char *
+sqltype_base(const sqltype *t)
+{
+	return t->name;
+}

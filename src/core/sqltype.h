@@ -1,0 +1,44 @@
+/*
+ * sqltype.h: type names as PostgreSQL's format_type() spells them
+ * ("numeric(12,2)", "character varying(20)", "timestamp(3) with time zone",
+ * "\"My Schema\".\"My Type\"[]"), parsed into parts and checked.
+ *
+ * A type name taken from a captured DDL message is untrusted text: it is
+ * accepted into target DDL only if it parses here, and is then rendered
+ * again from the parts, so nothing but a type name can reach the target.
+ */
+#ifndef TIDEMARK_SQLTYPE_H
+#define TIDEMARK_SQLTYPE_H
+
+#include <stdbool.h>
+
+#include "strbuf.h"
+#include "tm_error.h"
+
+#define SQLTYPE_NAME_MAX 128
+#define SQLTYPE_MAX_MODS 4
+
+typedef struct sqltype {
+	char schema[SQLTYPE_NAME_MAX]; /* "" when unqualified */
+	char name[SQLTYPE_NAME_MAX];   /* e.g. "numeric", "character varying",
+	                                * "timestamp with time zone", "My Type" */
+	bool quoted;                   /* name was a quoted identifier */
+	bool schema_quoted;
+	int nmods;
+	int mods[SQLTYPE_MAX_MODS];    /* typmod arguments: (12,2) -> 12, 2 */
+	char fields[32];               /* interval fields: "year to month" */
+	int ndims;                     /* array dimensions: [] count */
+} sqltype;
+
+/* Parses format_type() output. Returns 0, or -1 with err set. */
+int sqltype_parse(const char *text, sqltype *out, tm_error *err);
+
+/* Writes the type back as SQL: keyword names and plain lower-case names as
+ * they are (a single token, such as integer or boolean), anything that was
+ * quoted as a quoted identifier. */
+void sqltype_render(const sqltype *t, strbuf *sb);
+
+/* The same type without modifiers or array bounds ("numeric"). */
+const char *sqltype_base(const sqltype *t);
+
+#endif

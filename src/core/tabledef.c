@@ -1,0 +1,154 @@
+#include "tabledef.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char *
+xstrdup(const char *s)
+{
+	char *p = strdup(s ? s : "");
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+tabledef *
+tabledef_new(const char *schema, const char *name, uint32_t relid)
+{
+	tabledef *t = calloc(1, sizeof *t);
+
+	if (t == NULL)
+		abort();
+	t->schema = xstrdup(schema);
+	t->name = xstrdup(name);
+	t->relid = relid;
+	return t;
+}
+
+tabledef_column *
+tabledef_add_column(tabledef *t, int attnum, const char *name, const char *type_sql,
+                    uint32_t type_oid, int32_t typmod, bool not_null, bool is_key)
+{
+	tabledef_column *cols = realloc(t->cols, sizeof *cols * (size_t) (t->ncols + 1));
+	tabledef_column *c;
+
+	if (cols == NULL)
+		abort();
+	t->cols = cols;
+	c = &cols[t->ncols++];
+	c->attnum = attnum;
+	c->name = xstrdup(name);
+	c->type_sql = xstrdup(type_sql);
+	c->target_type = xstrdup(type_sql);
+	c->type_oid = type_oid;
+	c->typmod = typmod;
+	c->not_null = not_null;
+	c->is_key = is_key;
+	return c;
+}
+
+void
+tabledef_free(tabledef *t)
+{
+	if (t == NULL)
+		return;
+	for (int i = 0; i < t->ncols; i++) {
+		free(t->cols[i].name);
+		free(t->cols[i].type_sql);
+		free(t->cols[i].target_type);
+	}
+	free(t->cols);
+	free(t->schema);
+	free(t->name);
+	free(t);
+}
+
+tabledef *
+tabledef_copy(const tabledef *t)
+{
+	tabledef *c = tabledef_new(t->schema, t->name, t->relid);
+
+	for (int i = 0; i < t->ncols; i++) {
+		const tabledef_column *col = &t->cols[i];
+
+		tabledef_column *nc = tabledef_add_column(c, col->attnum, col->name, col->type_sql,
+		                                          col->type_oid, col->typmod, col->not_null,
+		                                          col->is_key);
+
+		tabledef_set_target_type(nc, col->target_type);
+	}
+	return c;
+}
+
+void
+tabledef_set_target_type(tabledef_column *c, const char *target_type)
+{
+	free(c->target_type);
+	c->target_type = xstrdup(target_type ? target_type : c->type_sql);
+}
+
+int
+tabledef_nkeys(const tabledef *t)
+{
+	int n = 0;
+
+	for (int i = 0; i < t->ncols; i++)
+		n += t->cols[i].is_key;
+	return n;
+}
+
+const tabledef_column *
+tabledef_find(const tabledef *t, const char *name)
+{
+	for (int i = 0; i < t->ncols; i++)
+		if (strcmp(t->cols[i].name, name) == 0)
+			return &t->cols[i];
+	return NULL;
+}
+
+json_t *
+tabledef_columns_to_json(const tabledef *t)
+{
+	json_t *arr = json_array();
+
+	for (int i = 0; i < t->ncols; i++) {
+		const tabledef_column *c = &t->cols[i];
+
+		json_array_append_new(arr, json_pack("{s:i, s:s, s:s, s:s, s:I, s:i, s:b, s:b}",
+		                                     "attnum", c->attnum, "name", c->name,
+		                                     "type", c->type_sql, "target_type",
+		                                     c->target_type, "type_oid",
+		                                     (json_int_t) c->type_oid, "typmod", (int) c->typmod,
+		                                     "not_null", c->not_null, "key", c->is_key));
+	}
+	return arr;
+}
+
+int
+tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err)
+{
+	size_t i;
+	json_t *c;
+
+	if (!json_is_array(cols))
+		return tm_error_set(err, "table definition: \"columns\" is not an array");
+	json_array_foreach(cols, i, c) {
+		int attnum = 0, typmod = -1, not_null = 0, key = 0;
+		json_int_t oid = 0;
+		const char *name = NULL, *type = NULL, *target_type = NULL;
+		json_error_t jerr;
+
+		if (json_unpack_ex((json_t *) c, &jerr, 0, "{s:i, s:s, s:s, s?s, s?I, s?i, s?b, s?b}",
+		                   "attnum", &attnum, "name", &name, "type", &type, "target_type",
+		                   &target_type, "type_oid", &oid,
+		                   "typmod", &typmod, "not_null", &not_null, "key", &key) != 0)
+			return tm_error_set(err, "table definition: column %zu: %s", i, jerr.text);
+		if (attnum <= 0 || name[0] == '\0' || type[0] == '\0' || oid < 0 || oid > UINT32_MAX)
+			return tm_error_set(err, "table definition: column %zu is not valid", i);
+		tabledef_set_target_type(tabledef_add_column(t, attnum, name, type, (uint32_t) oid,
+		                                             typmod, not_null, key),
+		                         target_type);
+	}
+	return 0;
+}

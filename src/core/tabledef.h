@@ -1,0 +1,56 @@
+/*
+ * tabledef.h: a table's definition as tidemark keeps it: columns by attnum
+ * with their types, NOT NULL flags and the key. Built from the source's
+ * catalog (setup), from DDL capture messages, and stored per schema version
+ * on the target as JSON.
+ */
+#ifndef TIDEMARK_TABLEDEF_H
+#define TIDEMARK_TABLEDEF_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tm_error.h"
+
+typedef struct tabledef_column {
+	int attnum;
+	char *name;       /* owned */
+	char *type_sql;   /* owned: the source type as SQL, e.g. numeric(12,2) */
+	char *target_type;/* owned: the type a new target column gets: the same for
+	                   * built-in types, the base type for a domain, text for
+	                   * enums and other types the target may lack */
+	uint32_t type_oid;
+	int32_t typmod;
+	bool not_null;
+	bool is_key;      /* part of the primary key / replica identity */
+} tabledef_column;
+
+typedef struct tabledef {
+	char *schema;     /* owned */
+	char *name;       /* owned */
+	uint32_t relid;
+	int ncols;
+	tabledef_column *cols; /* owned array, in attnum order */
+} tabledef;
+
+tabledef *tabledef_new(const char *schema, const char *name, uint32_t relid);
+/* Appends a column; strings are copied. Returns the new column. */
+tabledef_column *tabledef_add_column(tabledef *t, int attnum, const char *name,
+                                     const char *type_sql, uint32_t type_oid, int32_t typmod,
+                                     bool not_null, bool is_key);
+/* Sets a column's target type (copied); NULL means "same as type_sql". */
+void tabledef_set_target_type(tabledef_column *c, const char *target_type);
+void tabledef_free(tabledef *t);
+tabledef *tabledef_copy(const tabledef *t);
+
+int tabledef_nkeys(const tabledef *t);
+const tabledef_column *tabledef_find(const tabledef *t, const char *name);
+
+/* The columns as a JSON array (new reference). */
+json_t *tabledef_columns_to_json(const tabledef *t);
+/* Adds the columns of a JSON array made by tabledef_columns_to_json (or by
+ * the source's capture trigger) to t. Returns 0, or -1 with err set. */
+int tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * log.h: log lines on stderr, one write(2) per line so that lines from the
+ * snapshot reader thread and the apply loop never interleave.
+ *
+ * Nothing that may hold a password is ever passed here: connection strings
+ * are logged only through conninfo_describe().
+ */
+#ifndef TIDEMARK_LOG_H
+#define TIDEMARK_LOG_H
+
+#include <stdbool.h>
+
+typedef enum log_level {
+	LOG_DEBUG = 0,
+	LOG_INFO = 1,
+	LOG_WARN = 2,
+	LOG_ERROR = 3,
+} log_level;
+
+void log_set_level(log_level level);
+log_level log_get_level(void);
+void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+
+/* True when stderr is a terminal (progress bars instead of log lines). */
+bool log_is_tty(void);
+/* Writes a raw line (no prefix), e.g. a progress bar redraw. */
+void log_raw(const char *text);
+
+#endif

@@ -1,0 +1,222 @@
+#include "pgconn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "strbuf.h"
+
+#define SESSION_OPTIONS                                                                   \
+	"-c DateStyle=ISO,YMD -c IntervalStyle=postgres -c TimeZone=UTC "                     \
+	"-c extra_float_digits=3 -c bytea_output=hex -c client_encoding=UTF8 "                \
+	"-c lc_monetary=C -c search_path=pg_catalog"
+
+const char *
+pgconn_side_name(pgconn_side side)
+{
+	return side == PGCONN_SOURCE ? "source" : "target";
+}
+
+/*
+ * libpq's parse errors quote the offending part of the string, which may be
+ * a password: never show them.
+ */
+int
+pgconn_check_conninfo(const char *conninfo, const char *option_name)
+{
+	char *errmsg = NULL;
+	PQconninfoOption *opts = PQconninfoParse(conninfo, &errmsg);
+
+	if (opts == NULL) {
+		log_error("the connection string given by %s is not valid; it is not shown because it "
+		          "may hold a password: check its syntax (key=value pairs or a postgresql:// URI)",
+		          option_name);
+		PQfreemem(errmsg);
+		return TM_EXIT_CONFIG;
+	}
+	PQconninfoFree(opts);
+	return TM_OK;
+}
+
+static const char *
+conninfo_value(PQconninfoOption *opts, const char *key)
+{
+	for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+		if (strcmp(o->keyword, key) == 0 && o->val != NULL && o->val[0] != '\0')
+			return o->val;
+	return NULL;
+}
+
+const char *
+pgconn_describe(const char *conninfo, char *buf, size_t size)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+	const char *host, *port, *db, *user;
+
+	if (opts == NULL) {
+		snprintf(buf, size, "(invalid connection string)");
+		return buf;
+	}
+	host = conninfo_value(opts, "host");
+	if (host == NULL)
+		host = conninfo_value(opts, "hostaddr");
+	port = conninfo_value(opts, "port");
+	db = conninfo_value(opts, "dbname");
+	user = conninfo_value(opts, "user");
+	snprintf(buf, size, "host=%s port=%s dbname=%s user=%s", host ? host : "(default)",
+	         port ? port : "(default)", db ? db : "(default)", user ? user : "(default)");
+	PQconninfoFree(opts);
+	return buf;
+}
+
+/* The user's own "options" come first so that ours win where they clash. */
+static char *
+session_options(const char *conninfo)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+	const char *user_opts = opts ? conninfo_value(opts, "options") : NULL;
+	strbuf sb = STRBUF_INIT;
+
+	if (user_opts != NULL) {
+		strbuf_append(&sb, user_opts);
+		strbuf_appendc(&sb, ' ');
+	}
+	strbuf_append(&sb, SESSION_OPTIONS);
+	if (opts != NULL)
+		PQconninfoFree(opts);
+	return strbuf_steal(&sb);
+}
+
+int
+pgconn_open(const char *conninfo, pgconn_side side, const char *role, bool replication,
+            PGconn **out)
+{
+	char appname[64];
+	char *options = session_options(conninfo);
+	/* later keywords override what the user's string says */
+	const char *keys[] = {"dbname", "application_name", "options", "connect_timeout",
+	                      "keepalives", "keepalives_idle", "keepalives_interval",
+	                      "keepalives_count", replication ? "replication" : NULL, NULL};
+	const char *vals[] = {conninfo, appname, options, "10", "1", "10", "5", "3", "database",
+	                      NULL};
+	char where[256];
+	PGconn *conn;
+	int rc;
+
+	snprintf(appname, sizeof appname, "tidemark %s", role);
+	conn = PQconnectdbParams(keys, vals, 1);
+	free(options);
+	if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
+		*out = conn;
+		return TM_OK;
+	}
+	rc = pgconn_classify(side, NULL, false);
+	/* authentication and unknown database are configuration problems */
+	if (conn != NULL && (strstr(PQerrorMessage(conn), "authentication failed") != NULL ||
+	                     strstr(PQerrorMessage(conn), "does not exist") != NULL ||
+	                     strstr(PQerrorMessage(conn), "no pg_hba.conf entry") != NULL ||
+	                     strstr(PQerrorMessage(conn), "password") != NULL))
+		rc = TM_EXIT_CONFIG;
+	log_error("%s: cannot connect (%s) as %s: %s", pgconn_side_name(side),
+	          pgconn_describe(conninfo, where, sizeof where), role,
+	          conn ? PQerrorMessage(conn) : "out of memory");
+	PQfinish(conn);
+	return rc;
+}
+
+static bool
+sqlstate_is(const char *state, const char *prefix)
+{
+	return strncmp(state, prefix, strlen(prefix)) == 0;
+}
+
+int
+pgconn_classify(pgconn_side side, const char *sqlstate, bool connection_ok)
+{
+	int side_code = side == PGCONN_SOURCE ? TM_EXIT_SOURCE : TM_EXIT_TARGET;
+
+	int retry = side == PGCONN_SOURCE ? PGCONN_RETRY_SOURCE : PGCONN_RETRY_TARGET;
+
+	if (!connection_ok || sqlstate == NULL)
+		return retry;
+	if (sqlstate_is(sqlstate, "08") ||          /* connection exception */
+	    sqlstate_is(sqlstate, "57P") ||         /* admin/crash shutdown, cannot connect now */
+	    sqlstate_is(sqlstate, "40") ||          /* serialization failure, deadlock */
+	    strcmp(sqlstate, "55P03") == 0 ||       /* lock not available */
+	    strcmp(sqlstate, "55006") == 0 ||       /* object in use (slot active elsewhere) */
+	    strcmp(sqlstate, "25006") == 0 ||       /* read-only transaction: server in recovery */
+	    strcmp(sqlstate, "53300") == 0 ||       /* too many connections */
+	    strcmp(sqlstate, "53100") == 0 ||       /* disk full: retried, loudly */
+	    strcmp(sqlstate, "53200") == 0)         /* out of memory */
+		return retry;
+	if (strcmp(sqlstate, "42501") == 0)         /* insufficient privilege */
+		return TM_EXIT_CONFIG;
+	return side_code;
+}
+
+int
+pgconn_fail(PGconn *conn, pgconn_side side, const char *what, const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = res ? PQresultErrorMessage(res) : NULL;
+	bool ok = conn != NULL && PQstatus(conn) == CONNECTION_OK;
+	int rc;
+
+	if (msg == NULL || msg[0] == '\0')
+		msg = conn ? PQerrorMessage(conn) : "no connection";
+	rc = pgconn_classify(side, state, ok);
+	log_error("%s: %s: %s%s%s", pgconn_side_name(side), what, msg, state ? " SQLSTATE " : "",
+	          state ? state : "");
+	return rc;
+}
+
+int
+pgconn_exec(PGconn *conn, pgconn_side side, const char *what, const char *sql, int nparams,
+            const char *const *params, PGresult **res)
+{
+	PGresult *r = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+	int rc;
+
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		if (res != NULL)
+			*res = r;
+		else
+			PQclear(r);
+		return TM_OK;
+	}
+	rc = pgconn_fail(conn, side, what, r);
+	PQclear(r);
+	return rc;
+}
+
+int
+pgconn_command(PGconn *conn, pgconn_side side, const char *what, const char *sql, int nparams,
+               const char *const *params)
+{
+	return pgconn_exec(conn, side, what, sql, nparams, params, NULL);
+}
+
+int
+pgconn_script(PGconn *conn, pgconn_side side, const char *what, const char *sql)
+{
+	PGresult *r = PQexec(conn, sql);
+	ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+	int rc = TM_OK;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		rc = pgconn_fail(conn, side, what, r);
+	PQclear(r);
+	return rc;
+}
+
+int
+pgconn_exit_code(int rc)
+{
+	if (rc == PGCONN_RETRY_SOURCE)
+		return TM_EXIT_SOURCE;
+	if (rc == PGCONN_RETRY_TARGET)
+		return TM_EXIT_TARGET;
+	return rc;
+}

@@ -1,0 +1,354 @@
+#include "sink.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pgconn.h"
+
+#define TGT PGCONN_TARGET
+/* Statements queued before a sync point: bounds client memory and keeps
+ * the server's unread results far below socket buffer sizes. */
+#define SINK_BATCH 512
+#define SINK_BUCKETS 256
+
+struct sink_stmt {
+	sink_stmt *next;   /* bucket chain */
+	char *sql;         /* owned */
+	uint64_t hash;
+	int nparams;
+	bool prepared;     /* Parse sent on this connection */
+	char name[24];
+};
+
+struct sink {
+	PGconn *conn;                     /* owned */
+	bool in_tx;
+	int queued;                       /* statements since the last sync */
+	const char *queued_sql[SINK_BATCH]; /* borrowed: what each queued statement is */
+	long nstatements;
+	int nstmts;
+	sink_stmt *buckets[SINK_BUCKETS]; /* owned chains */
+};
+
+int
+sink_open(const char *conninfo, const char *role, sink **out)
+{
+	PGconn *conn;
+	sink *s;
+	int rc = pgconn_open(conninfo, TGT, role, false, &conn);
+
+	if (rc != TM_OK)
+		return rc;
+	/* the flush position reported to the source relies on durable commits */
+	rc = pgconn_command(conn, TGT, "configuring the session",
+	                    "SET synchronous_commit = on", 0, NULL);
+	if (rc == TM_OK && PQenterPipelineMode(conn) != 1)
+		rc = pgconn_fail(conn, TGT, "entering pipeline mode", NULL);
+	if (rc != TM_OK) {
+		PQfinish(conn);
+		return rc;
+	}
+	s = calloc(1, sizeof *s);
+	if (s == NULL)
+		abort();
+	s->conn = conn;
+	*out = s;
+	return TM_OK;
+}
+
+void
+sink_close(sink *s)
+{
+	if (s == NULL)
+		return;
+	for (int i = 0; i < SINK_BUCKETS; i++) {
+		sink_stmt *st = s->buckets[i];
+
+		while (st != NULL) {
+			sink_stmt *next = st->next;
+
+			free(st->sql);
+			free(st);
+			st = next;
+		}
+	}
+	PQfinish(s->conn);
+	free(s);
+}
+
+/* Logs the first failure of a sync round with the statement it belongs to. */
+static int
+fail_result(sink *s, int index, PGresult *r)
+{
+	char what[200];
+	const char *sql = index < s->queued ? s->queued_sql[index] : NULL;
+
+	snprintf(what, sizeof what, "applying \"%.150s\"", sql ? sql : "(statement)");
+	return pgconn_fail(s->conn, TGT, what, r);
+}
+
+/*
+ * Reads every result up to the sync point. Keeps the result of the last
+ * statement in *last when asked. Returns the first failure's status.
+ */
+static int
+drain(sink *s, PGresult **last)
+{
+	int rc = TM_OK;
+	int index = 0;
+	int nulls = 0;
+
+	if (PQpipelineSync(s->conn) != 1)
+		return pgconn_fail(s->conn, TGT, "sending a sync point", NULL);
+	for (;;) {
+		PGresult *r = PQgetResult(s->conn);
+		ExecStatusType st;
+
+		if (r == NULL) {
+			/* one NULL ends each statement's results; two in a row mean the
+			 * connection is gone before the sync point */
+			if (++nulls > 1 || PQstatus(s->conn) != CONNECTION_OK) {
+				if (rc == TM_OK)
+					rc = pgconn_fail(s->conn, TGT, "reading results", NULL);
+				break;
+			}
+			index++;
+			continue;
+		}
+		nulls = 0;
+		st = PQresultStatus(r);
+		if (st == PGRES_PIPELINE_SYNC) {
+			PQclear(r);
+			break;
+		}
+		if (st == PGRES_FATAL_ERROR && rc == TM_OK)
+			rc = fail_result(s, index, r);
+		if (last != NULL && rc == TM_OK && index == s->queued - 1) {
+			PQclear(*last);
+			*last = r;
+		} else
+			PQclear(r);
+	}
+	s->queued = 0;
+	return rc;
+}
+
+int
+sink_sync(sink *s)
+{
+	return drain(s, NULL);
+}
+
+static int
+note_queued(sink *s, const char *sql)
+{
+	s->queued_sql[s->queued++] = sql;
+	s->nstatements++;
+	return s->queued >= SINK_BATCH - 1 ? sink_sync(s) : TM_OK;
+}
+
+static int
+send_params(sink *s, const char *sql, int nparams, const char *const *params)
+{
+	if (PQsendQueryParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0) != 1)
+		return pgconn_fail(s->conn, TGT, "sending a statement", NULL);
+	return note_queued(s, sql);
+}
+
+int
+sink_query(sink *s, const char *what, const char *sql, int nparams, const char *const *params,
+           PGresult **res)
+{
+	PGresult *last = NULL;
+	int rc;
+
+	if (s->queued > 0 && (rc = sink_sync(s)) != TM_OK)
+		return rc;
+	if (PQsendQueryParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0) != 1)
+		return pgconn_fail(s->conn, TGT, what, NULL);
+	s->queued_sql[s->queued++] = what;
+	rc = drain(s, &last);
+	if (rc == TM_OK && res != NULL)
+		*res = last;
+	else
+		PQclear(last);
+	return rc;
+}
+
+int
+sink_command(sink *s, const char *what, const char *sql, int nparams, const char *const *params)
+{
+	return sink_query(s, what, sql, nparams, params, NULL);
+}
+
+/* Leaves pipeline mode for work it does not allow (COPY, scripts). */
+static int
+pipeline_leave(sink *s)
+{
+	int rc = s->queued > 0 ? sink_sync(s) : TM_OK;
+
+	if (rc == TM_OK && PQexitPipelineMode(s->conn) != 1)
+		rc = pgconn_fail(s->conn, TGT, "leaving pipeline mode", NULL);
+	return rc;
+}
+
+static int
+pipeline_enter(sink *s)
+{
+	if (PQenterPipelineMode(s->conn) != 1)
+		return pgconn_fail(s->conn, TGT, "entering pipeline mode", NULL);
+	return TM_OK;
+}
+
+int
+sink_script(sink *s, const char *what, const char *sql)
+{
+	int rc = pipeline_leave(s);
+
+	if (rc == TM_OK)
+		rc = pgconn_script(s->conn, TGT, what, sql);
+	if (rc == TM_OK)
+		rc = pipeline_enter(s);
+	return rc;
+}
+
+int
+sink_begin(sink *s)
+{
+	int rc = send_params(s, "BEGIN", 0, NULL);
+
+	if (rc == TM_OK)
+		s->in_tx = true;
+	return rc;
+}
+
+bool
+sink_in_transaction(const sink *s)
+{
+	return s->in_tx;
+}
+
+int
+sink_commit(sink *s)
+{
+	int rc = send_params(s, "COMMIT", 0, NULL);
+
+	if (rc == TM_OK)
+		rc = sink_sync(s);
+	s->in_tx = false;
+	return rc;
+}
+
+void
+sink_rollback(sink *s)
+{
+	s->in_tx = false;
+	if (PQstatus(s->conn) != CONNECTION_OK)
+		return;
+	if (PQsendQueryParams(s->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0) == 1) {
+		s->queued_sql[s->queued++] = "ROLLBACK";
+		(void) sink_sync(s);
+	}
+}
+
+static uint64_t
+hash_text(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+	return h;
+}
+
+sink_stmt *
+sink_stmt_get(sink *s, const char *sql, int nparams)
+{
+	uint64_t h = hash_text(sql);
+	sink_stmt **bucket = &s->buckets[h % SINK_BUCKETS];
+	sink_stmt *st;
+
+	for (st = *bucket; st != NULL; st = st->next)
+		if (st->hash == h && strcmp(st->sql, sql) == 0)
+			return st;
+	st = calloc(1, sizeof *st);
+	if (st == NULL || (st->sql = strdup(sql)) == NULL)
+		abort();
+	st->hash = h;
+	st->nparams = nparams;
+	snprintf(st->name, sizeof st->name, "tm_%d", ++s->nstmts);
+	st->next = *bucket;
+	*bucket = st;
+	return st;
+}
+
+int
+sink_send(sink *s, sink_stmt *st, const char *const *values, const int *lengths)
+{
+	int rc;
+
+	if (!st->prepared) {
+		if (PQsendPrepare(s->conn, st->name, st->sql, st->nparams, NULL) != 1)
+			return pgconn_fail(s->conn, TGT, "preparing a statement", NULL);
+		st->prepared = true;
+		if ((rc = note_queued(s, st->sql)) != TM_OK)
+			return rc;
+	}
+	if (PQsendQueryPrepared(s->conn, st->name, st->nparams, values, lengths, NULL, 0) != 1)
+		return pgconn_fail(s->conn, TGT, "sending a statement", NULL);
+	return note_queued(s, st->sql);
+}
+
+int
+sink_copy_begin(sink *s, const char *sql)
+{
+	PGresult *r;
+	int rc = pipeline_leave(s);
+
+	if (rc != TM_OK)
+		return rc;
+	r = PQexec(s->conn, sql);
+	if (PQresultStatus(r) != PGRES_COPY_IN) {
+		rc = pgconn_fail(s->conn, TGT, "starting COPY", r);
+		PQclear(r);
+		(void) pipeline_enter(s);
+		return rc;
+	}
+	PQclear(r);
+	return TM_OK;
+}
+
+int
+sink_copy_data(sink *s, const char *data, int len)
+{
+	if (PQputCopyData(s->conn, data, len) != 1)
+		return pgconn_fail(s->conn, TGT, "sending COPY data", NULL);
+	return TM_OK;
+}
+
+int
+sink_copy_end(sink *s)
+{
+	PGresult *r;
+	int rc = TM_OK;
+
+	if (PQputCopyEnd(s->conn, NULL) != 1)
+		rc = pgconn_fail(s->conn, TGT, "ending COPY", NULL);
+	while ((r = PQgetResult(s->conn)) != NULL) {
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TM_OK)
+			rc = pgconn_fail(s->conn, TGT, "loading rows with COPY", r);
+		PQclear(r);
+	}
+	if (rc == TM_OK)
+		rc = pipeline_enter(s);
+	return rc;
+}
+
+long
+sink_statements(const sink *s)
+{
+	return s->nstatements;
+}

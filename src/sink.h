@@ -1,0 +1,65 @@
+/*
+ * sink.h: the target connection. Statements that apply source changes are
+ * sent in libpq pipeline mode as prepared statements, in an explicit
+ * transaction; they are checked at each sync point. Ordinary queries
+ * (catalog reads and writes) may be mixed in and are answered in order.
+ *
+ * The sink never commits by itself: the caller decides where target
+ * transactions end (whole source transactions only), and writes the
+ * applied position inside the transaction before sink_commit.
+ *
+ * Failures are logged here once; the returned status says whether to retry
+ * (PGCONN_RETRY_*) or stop (an exit class).
+ */
+#ifndef TIDEMARK_SINK_H
+#define TIDEMARK_SINK_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+typedef struct sink sink;
+typedef struct sink_stmt sink_stmt; /* a prepared statement, owned by its sink */
+
+int sink_open(const char *conninfo, const char *role, sink **out);
+void sink_close(sink *s);
+
+/* Multi-statement SQL without parameters, outside any transaction (setup,
+ * migrations). */
+int sink_script(sink *s, const char *what, const char *sql);
+
+/* Runs one statement and waits for its result (flushing what is queued
+ * before it). res may be NULL; otherwise the caller owns *res (PQclear). */
+int sink_query(sink *s, const char *what, const char *sql, int nparams,
+               const char *const *params, PGresult **res);
+int sink_command(sink *s, const char *what, const char *sql, int nparams,
+                 const char *const *params);
+
+int sink_begin(sink *s);
+bool sink_in_transaction(const sink *s);
+/* Commits and waits: when this returns TM_OK the transaction is durable
+ * (the session uses synchronous_commit = on). */
+int sink_commit(sink *s);
+/* Rolls back (after a failure); the connection stays usable if it can. */
+void sink_rollback(sink *s);
+
+/* The statement for this SQL text, prepared on first use. Borrowed: valid
+ * until sink_close. */
+sink_stmt *sink_stmt_get(sink *s, const char *sql, int nparams);
+
+/* Queues one execution. values[i] NULL is SQL NULL; lengths may be NULL
+ * (NUL-terminated values). Errors surface at the next sync point. */
+int sink_send(sink *s, sink_stmt *stmt, const char *const *values, const int *lengths);
+
+/* Waits for everything queued so far and reports the first failure. */
+int sink_sync(sink *s);
+
+/* COPY ... FROM STDIN inside the current transaction: start, rows as COPY
+ * text lines, end. */
+int sink_copy_begin(sink *s, const char *sql);
+int sink_copy_data(sink *s, const char *data, int len);
+int sink_copy_end(sink *s);
+
+/* Statements sent since open (for progress counters). */
+long sink_statements(const sink *s);
+
+#endif

@@ -1,0 +1,199 @@
+#include "source.h"
+
+#include <errno.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "log.h"
+#include "pgconn.h"
+#include "pgoutput.h"
+#include "source_query.h"
+#include "strbuf.h"
+
+#define SRC PGCONN_SOURCE
+
+struct source {
+	PGconn *conn;       /* owned */
+	char *slot;         /* owned */
+	char *pending;      /* owned by libpq (PQfreemem): the last payload handed out */
+	char *peeked;       /* owned by libpq: a payload read ahead by source_has_pending */
+	int peeked_len;
+};
+
+static int
+start_replication(source *s, const source_options *o)
+{
+	strbuf sql = STRBUF_INIT;
+	char lsn[LSN_TEXT_MAX];
+	PGresult *r;
+	int rc = TM_OK;
+	char *pub = PQescapeLiteral(s->conn, o->publication, strlen(o->publication));
+
+	strbuf_append(&sql, "START_REPLICATION SLOT ");
+	strbuf_append_ident(&sql, o->slot);
+	strbuf_appendf(&sql, " LOGICAL %s (proto_version '%d', publication_names %s,"
+	               " messages 'true')", lsn_format(o->start, lsn), o->proto_version, pub);
+	PQfreemem(pub);
+	r = PQexec(s->conn, sql.data);
+	if (PQresultStatus(r) != PGRES_COPY_BOTH) {
+		rc = pgconn_fail(s->conn, SRC, "starting replication", r);
+		source_query_explain_slot(s->conn, o->slot);
+	}
+	PQclear(r);
+	strbuf_free(&sql);
+	return rc;
+}
+
+int
+source_open(const source_options *o, source **out)
+{
+	source *s = calloc(1, sizeof *s);
+	int rc;
+
+	if (s == NULL)
+		abort();
+	rc = pgconn_open(o->conninfo, SRC, "stream", true, &s->conn);
+	if (rc == TM_OK)
+		rc = start_replication(s, o);
+	if (rc != TM_OK) {
+		source_close(s);
+		return rc;
+	}
+	s->slot = strdup(o->slot);
+	*out = s;
+	return TM_OK;
+}
+
+void
+source_close(source *s)
+{
+	if (s == NULL)
+		return;
+	if (s->pending)
+		PQfreemem(s->pending);
+	if (s->peeked)
+		PQfreemem(s->peeked);
+	PQfinish(s->conn);
+	free(s->slot);
+	free(s);
+}
+
+/* The stream ended or failed: a retry, with the server's reason. */
+static int
+stream_ended(source *s)
+{
+	PGresult *r = PQgetResult(s->conn);
+	int rc;
+
+	if (r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK) {
+		log_warn("source: the server ended the replication stream");
+		rc = PGCONN_RETRY_SOURCE;
+	} else
+		rc = pgconn_fail(s->conn, SRC, "reading the replication stream", r);
+	PQclear(r);
+	return rc;
+}
+
+/* Reads a buffered payload without waiting: >0 length, 0 none, <0 error. */
+static int
+read_nowait(source *s, char **buf)
+{
+	int n = PQgetCopyData(s->conn, buf, 1);
+
+	if (n == 0) {
+		if (PQconsumeInput(s->conn) != 1)
+			return -2;
+		n = PQgetCopyData(s->conn, buf, 1);
+	}
+	return n;
+}
+
+static int
+wait_socket(source *s, int timeout_ms)
+{
+	struct pollfd pfd = {PQsocket(s->conn), POLLIN, 0};
+	int n = poll(&pfd, 1, timeout_ms);
+
+	if (n < 0 && errno != EINTR) {
+		log_error("source: waiting for the stream: %s", strerror(errno));
+		return PGCONN_RETRY_SOURCE;
+	}
+	return TM_OK;
+}
+
+int
+source_read(source *s, int timeout_ms, const char **buf, size_t *len)
+{
+	char *data = NULL;
+	int n;
+
+	if (s->pending) {
+		PQfreemem(s->pending);
+		s->pending = NULL;
+	}
+	*len = 0;
+	if (s->peeked) {
+		s->pending = s->peeked;
+		*buf = s->peeked;
+		*len = (size_t) s->peeked_len;
+		s->peeked = NULL;
+		return TM_OK;
+	}
+	n = read_nowait(s, &data);
+	if (n == 0) {
+		int rc = wait_socket(s, timeout_ms);
+
+		if (rc != TM_OK)
+			return rc;
+		n = read_nowait(s, &data);
+	}
+	if (n == 0)
+		return TM_OK;
+	if (n < 0)
+		return stream_ended(s);
+	s->pending = data;
+	*buf = data;
+	*len = (size_t) n;
+	return TM_OK;
+}
+
+bool
+source_has_pending(source *s)
+{
+	char *data = NULL;
+	int n;
+
+	if (s->peeked)
+		return true;
+	n = read_nowait(s, &data);
+	if (n > 0) {
+		s->peeked = data;
+		s->peeked_len = n;
+		return true;
+	}
+	return false;
+}
+
+static pg_timestamp
+now_pg(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return pgoutput_timestamp_from_unix_us((int64_t) tv.tv_sec * 1000000 + tv.tv_usec);
+}
+
+int
+source_feedback(source *s, tm_lsn flushed, bool reply_requested)
+{
+	char msg[PGOUTPUT_STATUS_LEN];
+	size_t n = pgoutput_write_status(msg, flushed, flushed, flushed, now_pg(), false);
+
+	(void) reply_requested;
+	if (PQputCopyData(s->conn, msg, (int) n) != 1 || PQflush(s->conn) != 0)
+		return pgconn_fail(s->conn, SRC, "sending a status update", NULL);
+	return TM_OK;
+}

@@ -1,0 +1,50 @@
+/*
+ * source_query.h: ordinary (non-replication) SQL on the source: server
+ * checks, table definitions, publication and slot management, watermark and
+ * marker messages. Every failure is logged here with its fix.
+ */
+#ifndef TIDEMARK_SOURCE_QUERY_H
+#define TIDEMARK_SOURCE_QUERY_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+#include "lsn.h"
+#include "tabledef.h"
+
+/* Server version >= 15, wal_level = logical, replication privilege. */
+int source_query_check_server(PGconn *conn);
+
+/* Superuser? (needed to create the DDL capture event trigger) */
+int source_query_is_superuser(PGconn *conn, bool *out);
+
+/* Reads a table's definition; the key is the replica identity index or the
+ * primary key. A table with neither is a configuration error naming the
+ * fix. *out is new (caller frees with tabledef_free). */
+int source_query_table_def(PGconn *conn, const char *schema, const char *name, tabledef **out);
+
+/* Names of the ordinary and partitioned tables of a schema (new array of
+ * new strings, both freed by the caller; NULL-terminated). */
+int source_query_schema_tables(PGconn *conn, const char *schema, char ***names);
+
+/* Creates the publication if missing and adds the tables and schemas it
+ * lacks. tables: "schema"/"name" pairs as tabledefs. */
+int source_query_ensure_publication(PGconn *conn, const char *publication,
+                                    tabledef *const *tables, int ntables,
+                                    const char *const *schemas, int nschemas);
+
+/* Creates the logical slot (pgoutput) if missing. *created tells which;
+ * *lsn is the slot's consistent point when created, else its
+ * confirmed_flush_lsn. */
+int source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn);
+
+/* pg_current_wal_lsn() */
+int source_query_current_lsn(PGconn *conn, tm_lsn *out);
+
+/* A transactional logical message in its own transaction; *lsn: its LSN. */
+int source_query_emit(PGconn *conn, const char *prefix, const char *content, tm_lsn *lsn);
+
+/* Explains, as a log line, who holds an active slot (or why it is lost). */
+void source_query_explain_slot(PGconn *conn, const char *slot);
+
+#endif
