@@ -45,6 +45,7 @@ struct apply {
 	int nrels;
 	tm_lsn applied;             /* durable on the target */
 	bool in_source_tx;
+	uint32_t xid;               /* of the source transaction being applied */
 	bool skipping;              /* this source tx is already applied */
 	bool group_open;
 	int group_txs;
@@ -460,6 +461,68 @@ has_unchanged(const pgoutput_tuple *t)
 	return false;
 }
 
+/* ---- observers ---- */
+
+static bool
+watching(const apply *a, const apply_rel *r)
+{
+	const apply_hooks *h = &a->cfg.hooks;
+
+	return h->watching != NULL && h->watching(h->ctx, r->table->table_id);
+}
+
+static void
+key_text(const apply_rel *r, const pgoutput_tuple *t, arena *scratch, const char ***key,
+         size_t **len)
+{
+	*key = arena_alloc(scratch, sizeof(char *) * (size_t) (r->nkeys + 1));
+	*len = arena_alloc(scratch, sizeof(size_t) * (size_t) (r->nkeys + 1));
+	for (int k = 0; k < r->nkeys; k++) {
+		const pgoutput_value *v = &t->values[r->key_idx[k]];
+
+		(*key)[k] = v->data ? v->data : "";
+		(*len)[k] = v->len;
+	}
+}
+
+static void
+observe_row(apply *a, const apply_rel *r, const pgoutput_tuple *t, arena *scratch)
+{
+	const char **key;
+	size_t *len;
+
+	if (!watching(a, r))
+		return;
+	key_text(r, t, scratch, &key, &len);
+	a->cfg.hooks.on_row(a->cfg.hooks.ctx, r->table->table_id, key, len);
+}
+
+static void
+observe_partial(apply *a, const apply_rel *r, const pgoutput_tuple *t, arena *scratch)
+{
+	const char **key, **names, **vals;
+	size_t *len, *vlen;
+	int n = 0;
+
+	if (!watching(a, r))
+		return;
+	key_text(r, t, scratch, &key, &len);
+	names = arena_alloc(scratch, sizeof(char *) * (size_t) (r->ncols + 1));
+	vals = arena_alloc(scratch, sizeof(char *) * (size_t) (r->ncols + 1));
+	vlen = arena_alloc(scratch, sizeof(size_t) * (size_t) (r->ncols + 1));
+	for (int i = 0; i < r->ncols; i++) {
+		const pgoutput_value *v = &t->values[i];
+
+		if (v->kind == PGOUTPUT_VALUE_UNCHANGED)
+			continue;
+		names[n] = r->colnames[i];
+		vals[n] = v->kind == PGOUTPUT_VALUE_TEXT ? v->data : NULL;
+		vlen[n++] = v->len;
+	}
+	a->cfg.hooks.on_partial(a->cfg.hooks.ctx, r->table->table_id, key, len, n, names, vals,
+	                        vlen);
+}
+
 /* ---- changes ---- */
 
 static apply_rel *
@@ -492,6 +555,7 @@ apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 	if ((rc = check_tuple(r, &m->u.insert.newtup)) != TM_OK)
 		return rc;
 	count_change(a);
+	observe_row(a, r, &m->u.insert.newtup, scratch);
 	return sink_send(a->sink, stmt_upsert(a, r), tuple_params(&m->u.insert.newtup, scratch),
 	                 NULL);
 }
@@ -535,8 +599,13 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	count_change(a);
 	moved = m->u.update.old_kind != 0 && key_differs(r, oldt, newt);
-	if (has_unchanged(newt))
+	if (moved)
+		observe_row(a, r, oldt, scratch);
+	if (has_unchanged(newt)) {
+		observe_partial(a, r, newt, scratch);
 		return update_partial(a, r, moved ? oldt : newt, newt, scratch);
+	}
+	observe_row(a, r, newt, scratch);
 	if (moved && (rc = sink_send(a->sink, stmt_delete(a, r), key_params(r, oldt, scratch),
 	                             NULL)) != TM_OK)
 		return rc;
@@ -556,6 +625,7 @@ apply_delete(apply *a, const pgoutput_msg *m, arena *scratch)
 	if ((rc = check_tuple(r, &m->u.delete.oldtup)) != TM_OK)
 		return rc;
 	count_change(a);
+	observe_row(a, r, &m->u.delete.oldtup, scratch);
 	return sink_send(a->sink, stmt_delete(a, r), key_params(r, &m->u.delete.oldtup, scratch),
 	                 NULL);
 }
@@ -580,6 +650,8 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 			continue;
 		schemas[n] = r->table->target_schema;
 		names[n++] = r->table->target_table;
+		if (watching(a, r))
+			a->cfg.hooks.on_truncate(a->cfg.hooks.ctx, r->table->table_id);
 	}
 	if (n == 0)
 		return TM_OK;
@@ -631,6 +703,7 @@ apply_begin(apply *a, const pgoutput_msg *m)
 	int rc;
 
 	a->in_source_tx = true;
+	a->xid = m->u.begin.xid;
 	/* the server resumes after our position; this guards the rule */
 	a->skipping = m->u.begin.final_lsn < a->applied;
 	if (a->skipping || a->group_open)
@@ -657,6 +730,8 @@ apply_commit(apply *a, const pgoutput_msg *m)
 		a->skipping = false;
 		return TM_OK;
 	}
+	if (a->cfg.hooks.on_commit != NULL)
+		a->cfg.hooks.on_commit(a->cfg.hooks.ctx, a->xid, m->u.commit.commit_lsn);
 	a->group_txs++;
 	a->pending.txs++;
 	a->group_end = m->u.commit.end_lsn;
@@ -669,10 +744,14 @@ apply_logical_message(apply *a, const pgoutput_msg *m)
 {
 	if (!(m->u.message.flags & PGOUTPUT_MESSAGE_TRANSACTIONAL) || a->skipping)
 		return TM_OK;
-	if (a->marker != NULL && strcmp(m->u.message.prefix, "tidemark.mark") == 0 &&
-	    m->u.message.len == strlen(a->marker) &&
-	    memcmp(m->u.message.content, a->marker, m->u.message.len) == 0)
-		a->marker_in_group = true;
+	if (strcmp(m->u.message.prefix, "tidemark.mark") == 0) {
+		if (a->marker != NULL && m->u.message.len == strlen(a->marker) &&
+		    memcmp(m->u.message.content, a->marker, m->u.message.len) == 0)
+			a->marker_in_group = true;
+		return TM_OK;
+	}
+	if (strncmp(m->u.message.prefix, "tidemark.", 9) == 0 && a->cfg.hooks.on_message != NULL)
+		return a->cfg.hooks.on_message(a->cfg.hooks.ctx, m);
 	return TM_OK;
 }
 
@@ -754,4 +833,19 @@ bool
 apply_marker_reached(const apply *a)
 {
 	return a->marker_reached;
+}
+
+bool
+apply_stream_columns(const apply *a, int table_id, int *ncols, const char *const **names)
+{
+	for (int i = 0; i < a->nrels; i++) {
+		const apply_rel *r = a->rels[i];
+
+		if (r->table != NULL && r->table->table_id == table_id) {
+			*ncols = r->ncols;
+			*names = (const char *const *) r->colnames;
+			return true;
+		}
+	}
+	return false;
 }

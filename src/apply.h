@@ -30,6 +30,25 @@ typedef struct apply apply;
  * (types resolved on the source). *out new, or NULL to skip the table. */
 typedef int (*apply_resolve_fn)(void *ctx, const pgoutput_msg *relation, tabledef **out);
 
+/*
+ * Observers of the stream, for the snapshot's chunk windows. Key values
+ * are text with lengths, in the table's key order; names/values are the
+ * columns an update sent (values[i] NULL: SQL NULL).
+ */
+typedef struct apply_hooks {
+	void *ctx;
+	bool (*watching)(void *ctx, int table_id);
+	void (*on_row)(void *ctx, int table_id, const char *const *key, const size_t *key_len);
+	void (*on_partial)(void *ctx, int table_id, const char *const *key, const size_t *key_len,
+	                   int n, const char *const *names, const char *const *values,
+	                   const size_t *value_len);
+	void (*on_truncate)(void *ctx, int table_id);
+	void (*on_commit)(void *ctx, uint32_t xid, tm_lsn commit_lsn);
+	/* a transactional message with a "tidemark." prefix (but the marker),
+	 * met inside the open target transaction */
+	int (*on_message)(void *ctx, const pgoutput_msg *m);
+} apply_hooks;
+
 typedef struct apply_config {
 	const char *slot;          /* borrowed */
 	int group_max_txs;         /* source transactions per target transaction */
@@ -37,6 +56,7 @@ typedef struct apply_config {
 	int group_max_ms;          /* age of a target transaction before it commits */
 	apply_resolve_fn resolve;  /* may be NULL */
 	void *resolve_ctx;
+	apply_hooks hooks;         /* members may be NULL */
 } apply_config;
 
 typedef struct apply_stats {
@@ -74,5 +94,9 @@ bool apply_marker_reached(const apply *a);
 
 /* Reloads the table list from the catalog (after `snapshot` requests). */
 int apply_reload_tables(apply *a);
+
+/* The columns the stream last described for a table (borrowed names), or
+ * false when the stream has not described it in this session. */
+bool apply_stream_columns(const apply *a, int table_id, int *ncols, const char *const **names);
 
 #endif

@@ -469,3 +469,49 @@ done:
 	free(flen);
 	return kept;
 }
+
+/* Decodes an encoded key back into its values and writes them as a line. */
+static void
+write_key_line(const snap_chunk *c, const entry *e, const char *suffix, strbuf *out)
+{
+	for (int i = 0; i < c->ncols; i++) {
+		int k = -1;
+
+		for (int j = 0; j < c->nkeys && k < 0; j++)
+			if (c->key_idx[j] == i)
+				k = j;
+		if (i > 0)
+			strbuf_appendc(out, '\t');
+		if (k < 0) {
+			strbuf_append(out, "\\N");
+			continue;
+		}
+		{
+			/* values are in key order: find the k-th */
+			const char *q = e->key;
+			uint32_t l = 0;
+
+			for (int j = 0; j <= k; j++) {
+				memcpy(&l, q, sizeof l);
+				if (j < k)
+					q += sizeof l + l;
+			}
+			strbuf_append_copy_text(out, q + sizeof l, l);
+		}
+	}
+	strbuf_append(out, suffix);
+	strbuf_appendc(out, '\n');
+}
+
+long
+snap_window_keys_copy(const snap_window *w, const snap_chunk *c, const char *suffix, strbuf *out)
+{
+	long n = 0;
+
+	for (size_t i = 0; i < w->nslots; i++)
+		if (w->slots[i].key != NULL) {
+			write_key_line(c, &w->slots[i], suffix, out);
+			n++;
+		}
+	return n;
+}

@@ -74,6 +74,12 @@ long snap_window_changes(const snap_window *w);
  */
 long snap_window_merge(snap_window *w, const snap_chunk *c, strbuf *out, tm_error *err);
 
+/* Writes one COPY line per key the window saw (the chunk's columns: key
+ * values at the key positions, NULL elsewhere), each ending with suffix
+ * before the newline. Returns the number of lines. */
+long snap_window_keys_copy(const snap_window *w, const snap_chunk *c, const char *suffix,
+                           strbuf *out);
+
 /* COPY text helpers, shared with the loader. */
 /* Splits a line into fields; out[i] points into line, len[i] its escaped
  * length. Returns the field count (up to max), or -1 if more than max. */

@@ -1,0 +1,757 @@
+#include "snap_reader.h"
+
+#include <errno.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "pgconn.h"
+#include "source_query.h"
+#include "strbuf.h"
+
+#define SRC PGCONN_SOURCE
+/* A chunk's rows are held in memory until its high watermark: the chunk
+ * size in rows is lowered so that a chunk stays near this many bytes. */
+#define CHUNK_BYTES_TARGET (24L * 1024 * 1024)
+#define CHUNK_ROWS_MIN 16
+
+typedef struct job_slot {
+	snap_job job;            /* the latest submission */
+	bool active;
+	int claimed_by;          /* thread index, -1: free */
+	bool read_to_end;        /* the reader met the end for this generation */
+} job_slot;
+
+typedef struct issued {
+	struct issued *next;
+	char id[64];
+	int table_id;
+	long generation;
+	int thread;
+	snap_result *result;     /* owned; NULL until the read is done */
+} issued;
+
+struct snap_reader {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *conninfo;          /* owned */
+	char session[32];
+	int nthreads;
+	pthread_t *threads;      /* owned */
+	int *outstanding;        /* per thread: results not yet released */
+	bool stop;
+	int status;
+	job_slot *jobs;          /* owned array */
+	int njobs;
+	issued *issued;          /* owned list */
+	long seq;
+};
+
+typedef struct reader_thread {
+	snap_reader *r;
+	int index;
+} reader_thread;
+
+/* The state of one table being read by one thread. */
+typedef struct table_cursor {
+	snap_job job;            /* owned copy */
+	int ncols;
+	char **colnames;         /* owned */
+	int *key_idx;            /* owned */
+	char **next_after;       /* owned: key of the last row read */
+	long long estimate;
+	long rows_limit;
+	bool loaded;
+} table_cursor;
+
+/* ---- keys and jobs ---- */
+
+void
+snap_keys_free(char **keys, int n)
+{
+	if (keys == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
+char **
+snap_keys_copy(char *const *keys, int n)
+{
+	char **out;
+
+	if (keys == NULL)
+		return NULL;
+	out = calloc((size_t) n + 1, sizeof(char *));
+	if (out == NULL)
+		abort();
+	for (int i = 0; i < n; i++)
+		if ((out[i] = strdup(keys[i])) == NULL)
+			abort();
+	return out;
+}
+
+static char *
+xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+static void
+job_copy(snap_job *dst, const snap_job *src)
+{
+	*dst = *src;
+	dst->schema = xstrdup(src->schema);
+	dst->name = xstrdup(src->name);
+	dst->key_columns = snap_keys_copy(src->key_columns, src->nkeys);
+	dst->start_key = snap_keys_copy(src->start_key, src->nkeys);
+}
+
+void
+snap_job_clear(snap_job *job)
+{
+	free(job->schema);
+	free(job->name);
+	snap_keys_free(job->key_columns, job->nkeys);
+	snap_keys_free(job->start_key, job->nkeys);
+	memset(job, 0, sizeof *job);
+}
+
+static void
+result_free(snap_result *res)
+{
+	if (res == NULL)
+		return;
+	snap_chunk_free(res->chunk);
+	snap_keys_free(res->prev_key, res->nkeys);
+	snap_keys_free(res->last_key, res->nkeys);
+	free(res->xip);
+	free(res);
+}
+
+static void
+cursor_clear(table_cursor *c)
+{
+	snap_job_clear(&c->job);
+	snap_keys_free(c->colnames, c->ncols);
+	free(c->key_idx);
+	snap_keys_free(c->next_after, c->job.nkeys);
+	memset(c, 0, sizeof *c);
+}
+
+/* ---- source queries of a reader ---- */
+
+static int
+load_columns(PGconn *conn, table_cursor *c, bool *gone)
+{
+	const char *p[] = {c->job.schema, c->job.name};
+	PGresult *r;
+	int rc = pgconn_exec(conn, SRC, "reading the columns of a table to copy",
+	                     "SELECT a.attname, (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c"
+	                     "   WHERE c.oid = a.attrelid),"
+	                     " (SELECT pg_total_relation_size(a.attrelid)"
+	                     "   / greatest(c.reltuples, 1)::bigint FROM pg_class c"
+	                     "   WHERE c.oid = a.attrelid)"
+	                     " FROM pg_attribute a WHERE a.attrelid = (SELECT c.oid FROM pg_class c"
+	                     "   JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                     "   WHERE n.nspname = $1 AND c.relname = $2)"
+	                     " AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''"
+	                     " ORDER BY a.attnum", 2, p, &r);
+
+	if (rc != TM_OK)
+		return rc;
+	*gone = PQntuples(r) == 0;
+	c->ncols = PQntuples(r);
+	c->colnames = calloc((size_t) c->ncols + 1, sizeof(char *));
+	c->key_idx = calloc((size_t) c->job.nkeys + 1, sizeof(int));
+	if (c->colnames == NULL || c->key_idx == NULL)
+		abort();
+	for (int i = 0; i < c->ncols; i++)
+		c->colnames[i] = xstrdup(PQgetvalue(r, i, 0));
+	if (c->ncols > 0) {
+		long long width = atoll(PQgetvalue(r, 0, 2));
+
+		c->estimate = atoll(PQgetvalue(r, 0, 1));
+		c->rows_limit = c->job.chunk_rows;
+		if (width > 0 && CHUNK_BYTES_TARGET / width < c->rows_limit)
+			c->rows_limit = CHUNK_BYTES_TARGET / width;
+		if (c->rows_limit < CHUNK_ROWS_MIN)
+			c->rows_limit = CHUNK_ROWS_MIN;
+	}
+	PQclear(r);
+	for (int k = 0; !*gone && k < c->job.nkeys; k++) {
+		int found = -1;
+
+		for (int i = 0; i < c->ncols && found < 0; i++)
+			if (strcmp(c->colnames[i], c->job.key_columns[k]) == 0)
+				found = i;
+		if (found < 0) {
+			log_error("snapshot of %s.%s: key column \"%s\" no longer exists on the source",
+			          c->job.schema, c->job.name, c->job.key_columns[k]);
+			return TM_EXIT_SOURCE;
+		}
+		c->key_idx[k] = found;
+	}
+	return TM_OK;
+}
+
+static void
+append_key_cols(strbuf *sql, const table_cursor *c)
+{
+	for (int k = 0; k < c->job.nkeys; k++) {
+		if (k > 0)
+			strbuf_append(sql, ", ");
+		strbuf_append_ident(sql, c->job.key_columns[k]);
+	}
+}
+
+/* COPY (SELECT cols FROM t WHERE (keys) > (last) ORDER BY keys LIMIT n).
+ * COPY takes no parameters: the key values are escaped literals. */
+static void
+chunk_sql(PGconn *conn, const table_cursor *c, strbuf *sql)
+{
+	strbuf_append(sql, "COPY (SELECT ");
+	for (int i = 0; i < c->ncols; i++) {
+		if (i > 0)
+			strbuf_append(sql, ", ");
+		strbuf_append_ident(sql, c->colnames[i]);
+	}
+	strbuf_append(sql, " FROM ONLY ");
+	strbuf_append_qualified(sql, c->job.schema, c->job.name);
+	if (c->next_after != NULL) {
+		strbuf_append(sql, " WHERE (");
+		append_key_cols(sql, c);
+		strbuf_append(sql, ") > (");
+		for (int k = 0; k < c->job.nkeys; k++) {
+			char *lit = PQescapeLiteral(conn, c->next_after[k], strlen(c->next_after[k]));
+
+			if (lit == NULL)
+				abort();
+			strbuf_appendf(sql, "%s%s", k > 0 ? ", " : "", lit);
+			PQfreemem(lit);
+		}
+		strbuf_appendc(sql, ')');
+	}
+	strbuf_append(sql, " ORDER BY ");
+	append_key_cols(sql, c);
+	strbuf_appendf(sql, " LIMIT %ld) TO STDOUT", c->rows_limit);
+}
+
+/* "xmin:xmax:xip,xip,..." */
+static void
+parse_snapshot(const char *text, snap_result *res)
+{
+	const char *p = strchr(text, ':');
+	int n = 0;
+
+	p = p ? strchr(p + 1, ':') : NULL;
+	if (p == NULL || p[1] == '\0')
+		return;
+	for (const char *q = p + 1; *q; q++)
+		n += *q == ',';
+	res->xip = calloc((size_t) n + 1, sizeof(uint64_t));
+	if (res->xip == NULL)
+		abort();
+	for (const char *q = p + 1; *q; ) {
+		char *end;
+
+		res->xip[res->nxip++] = strtoull(q, &end, 10);
+		q = *end == ',' ? end + 1 : end;
+		if (end == q && *q != '\0')
+			break;
+	}
+}
+
+static int
+copy_rows(PGconn *conn, const char *sql, snap_chunk *chunk)
+{
+	PGresult *r = PQexec(conn, sql);
+	char *buf;
+	int n;
+	tm_error err;
+
+	if (PQresultStatus(r) != PGRES_COPY_OUT) {
+		int rc = pgconn_fail(conn, SRC, "reading a snapshot chunk", r);
+
+		PQclear(r);
+		return rc;
+	}
+	PQclear(r);
+	while ((n = PQgetCopyData(conn, &buf, 0)) > 0) {
+		int bad = snap_chunk_add(chunk, buf, (size_t) n, &err);
+
+		PQfreemem(buf);
+		if (bad) {
+			log_error("source: %s", err.msg);
+			return TM_EXIT_INTERNAL;
+		}
+	}
+	r = PQgetResult(conn);
+	n = PQresultStatus(r) == PGRES_COMMAND_OK ? TM_OK
+	                                           : pgconn_fail(conn, SRC, "reading a snapshot chunk", r);
+	PQclear(r);
+	while ((r = PQgetResult(conn)) != NULL)
+		PQclear(r);
+	return n;
+}
+
+/* The read itself: one short REPEATABLE READ transaction. */
+static int
+read_chunk(PGconn *conn, table_cursor *c, snap_result *res)
+{
+	strbuf sql = STRBUF_INIT;
+	PGresult *r = NULL;
+	int rc = pgconn_command(conn, SRC, "starting a snapshot read",
+	                        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
+
+	if (rc == TM_OK)
+		rc = pgconn_exec(conn, SRC, "taking the snapshot of a chunk",
+		                 "SELECT pg_current_snapshot()::text", 0, NULL, &r);
+	if (rc == TM_OK) {
+		parse_snapshot(PQgetvalue(r, 0, 0), res);
+		PQclear(r);
+		snap_chunk_free(res->chunk);
+		res->chunk = snap_chunk_new(c->ncols, (const char *const *) c->colnames, c->job.nkeys,
+		                            c->key_idx);
+		chunk_sql(conn, c, &sql);
+		rc = copy_rows(conn, sql.data, res->chunk);
+	}
+	if (rc == TM_OK)
+		rc = pgconn_command(conn, SRC, "ending a snapshot read", "COMMIT", 0, NULL);
+	else
+		PQclear(PQexec(conn, "ROLLBACK"));
+	strbuf_free(&sql);
+	return rc;
+}
+
+static int
+emit(PGconn *conn, char kind, const char *id)
+{
+	char content[80];
+
+	snprintf(content, sizeof content, "%c %s", kind, id);
+	return source_query_emit(conn, SNAP_WM_PREFIX, content, NULL);
+}
+
+/* ---- the shared state ---- */
+
+static job_slot *
+slot_of(snap_reader *r, int table_id)
+{
+	for (int i = 0; i < r->njobs; i++)
+		if (r->jobs[i].active && r->jobs[i].job.table_id == table_id)
+			return &r->jobs[i];
+	return NULL;
+}
+
+/* Under the lock: a job for this thread (its own first), or NULL. */
+static job_slot *
+claim(snap_reader *r, int index)
+{
+	job_slot *free_slot = NULL;
+
+	for (int i = 0; i < r->njobs; i++) {
+		job_slot *s = &r->jobs[i];
+
+		if (!s->active || s->read_to_end)
+			continue;
+		if (s->claimed_by == index)
+			return s;
+		if (s->claimed_by < 0 && free_slot == NULL)
+			free_slot = s;
+	}
+	if (free_slot != NULL)
+		free_slot->claimed_by = index;
+	return free_slot;
+}
+
+static issued *
+issue(snap_reader *r, int index, const snap_job *job)
+{
+	issued *is = calloc(1, sizeof *is);
+
+	if (is == NULL)
+		abort();
+	snprintf(is->id, sizeof is->id, "%s-%ld", r->session, ++r->seq);
+	is->table_id = job->table_id;
+	is->generation = job->generation;
+	is->thread = index;
+	is->next = r->issued;
+	r->issued = is;
+	return is;
+}
+
+static void
+unissue(snap_reader *r, issued *gone)
+{
+	for (issued **p = &r->issued; *p != NULL; p = &(*p)->next)
+		if (*p == gone) {
+			*p = gone->next;
+			result_free(gone->result);
+			free(gone);
+			return;
+		}
+}
+
+static void
+fail(snap_reader *r, int rc)
+{
+	if (r->status == TM_OK)
+		r->status = rc;
+	r->stop = true;
+	pthread_cond_broadcast(&r->cv);
+}
+
+/* ---- one thread ---- */
+
+/* A reader's transactions are short; should one ever hang, the server ends
+ * it rather than keep a snapshot open. A chunk never waits long behind a
+ * lock (a pending ALTER TABLE): it fails and the session retries. */
+static int
+open_conn(snap_reader *r, PGconn **conn)
+{
+	int rc = pgconn_open(r->conninfo, SRC, "snapshot", false, conn);
+
+	if (rc == TM_OK)
+		rc = pgconn_command(*conn, SRC, "configuring the snapshot session",
+		                    "SELECT set_config('idle_in_transaction_session_timeout', '60s', false),"
+		                    " set_config('lock_timeout', '5s', false)", 0, NULL);
+	return rc;
+}
+
+static void
+cursor_start(table_cursor *c, const job_slot *s)
+{
+	cursor_clear(c);
+	job_copy(&c->job, &s->job);
+	c->next_after = snap_keys_copy(s->job.start_key, s->job.nkeys);
+}
+
+static snap_result *
+new_result(const table_cursor *c, const issued *is)
+{
+	snap_result *res = calloc(1, sizeof *res);
+
+	if (res == NULL)
+		abort();
+	snprintf(res->id, sizeof res->id, "%s", is->id);
+	res->table_id = c->job.table_id;
+	res->generation = c->job.generation;
+	res->nkeys = c->job.nkeys;
+	res->prev_key = snap_keys_copy(c->next_after, c->job.nkeys);
+	res->estimate = c->estimate;
+	return res;
+}
+
+static int
+finish_result(table_cursor *c, snap_result *res)
+{
+	tm_error err;
+
+	res->final = res->chunk->nrows < c->rows_limit;
+	res->rows_limit = c->rows_limit;
+	if (res->chunk->nrows > 0) {
+		char **key;
+
+		if (snap_chunk_row_key(res->chunk, res->chunk->nrows - 1, &key, &err) != 0) {
+			log_error("snapshot of %s.%s: %s", c->job.schema, c->job.name, err.msg);
+			return TM_EXIT_INTERNAL;
+		}
+		res->last_key = key;
+		snap_keys_free(c->next_after, c->job.nkeys);
+		c->next_after = snap_keys_copy(key, c->job.nkeys);
+	}
+	return TM_OK;
+}
+
+/* Reads the chunk; a failure with the connection intact may mean the table
+ * was dropped meanwhile: *gone says so. */
+static int
+read_or_gone(PGconn *conn, table_cursor *c, snap_result *res, bool *gone)
+{
+	int rc = read_chunk(conn, c, res);
+
+	if (rc != TM_OK && PQstatus(conn) == CONNECTION_OK) {
+		table_cursor probe;
+		int probe_rc;
+
+		memset(&probe, 0, sizeof probe);
+		job_copy(&probe.job, &c->job);
+		probe_rc = load_columns(conn, &probe, gone);
+		cursor_clear(&probe);
+		if (probe_rc == TM_OK && *gone)
+			rc = TM_OK;
+	}
+	return rc;
+}
+
+/* Reads one chunk between its watermarks and publishes its result before
+ * the high watermark is written. A table found gone still gets both
+ * watermarks, so that the apply thread learns it at the right place. */
+static int
+one_chunk(snap_reader *r, PGconn *conn, table_cursor *c, issued *is)
+{
+	snap_result *res = new_result(c, is);
+	bool gone = false;
+	int rc = TM_OK;
+
+	if (!c->loaded) {
+		rc = load_columns(conn, c, &gone);
+		c->loaded = rc == TM_OK && !gone;
+	}
+	if (rc == TM_OK)
+		rc = emit(conn, 'L', is->id);
+	if (rc == TM_OK && !gone)
+		rc = read_or_gone(conn, c, res, &gone);
+	if (rc == TM_OK && gone) {
+		log_info("snapshot of %s.%s stops: the table no longer exists on the source",
+		         c->job.schema, c->job.name);
+		res->table_gone = res->final = true;
+	} else if (rc == TM_OK)
+		rc = finish_result(c, res);
+	pthread_mutex_lock(&r->mu);
+	if (rc == TM_OK) {
+		is->result = res;
+		r->outstanding[is->thread]++;
+	} else
+		result_free(res);
+	pthread_mutex_unlock(&r->mu);
+	return rc == TM_OK ? emit(conn, 'H', is->id) : rc;
+}
+
+/* Under the lock: the next piece of work of thread index, or NULL. */
+static job_slot *
+next_work(snap_reader *r, int index, table_cursor *c)
+{
+	for (;;) {
+		job_slot *s;
+
+		if (r->stop)
+			return NULL;
+		s = claim(r, index);
+		if (s != NULL && r->outstanding[index] < SNAP_READER_AHEAD) {
+			if (c->job.schema == NULL || c->job.table_id != s->job.table_id ||
+			    c->job.generation != s->job.generation)
+				cursor_start(c, s);
+			return s;
+		}
+		pthread_cond_wait(&r->cv, &r->mu);
+	}
+}
+
+static void *
+reader_main(void *arg)
+{
+	reader_thread *t = arg;
+	snap_reader *r = t->r;
+	table_cursor c;
+	PGconn *conn = NULL;
+	int rc = TM_OK;
+
+	memset(&c, 0, sizeof c);
+	pthread_mutex_lock(&r->mu);
+	for (job_slot *s; rc == TM_OK && (s = next_work(r, t->index, &c)) != NULL;) {
+		issued *is = issue(r, t->index, &c.job);
+
+		pthread_mutex_unlock(&r->mu);
+		if (conn == NULL)
+			rc = open_conn(r, &conn);
+		if (rc == TM_OK)
+			rc = one_chunk(r, conn, &c, is);
+		pthread_mutex_lock(&r->mu);
+		s = slot_of(r, c.job.table_id);
+		if (rc != TM_OK)
+			unissue(r, is);
+		else if (is->result->final && s != NULL && s->job.generation == c.job.generation) {
+			s->read_to_end = true;
+			s->claimed_by = -1;
+		}
+	}
+	if (rc != TM_OK)
+		fail(r, rc);
+	pthread_mutex_unlock(&r->mu);
+	cursor_clear(&c);
+	PQfinish(conn);
+	free(t);
+	return NULL;
+}
+
+/* ---- the apply thread's side ---- */
+
+int
+snap_reader_start(const char *conninfo, int nthreads, const char *session, snap_reader **out)
+{
+	snap_reader *r = calloc(1, sizeof *r);
+
+	if (r == NULL)
+		abort();
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	r->conninfo = xstrdup(conninfo);
+	snprintf(r->session, sizeof r->session, "%s", session);
+	r->nthreads = nthreads;
+	r->threads = calloc((size_t) nthreads, sizeof(pthread_t));
+	r->outstanding = calloc((size_t) nthreads, sizeof(int));
+	if (r->threads == NULL || r->outstanding == NULL)
+		abort();
+	for (int i = 0; i < nthreads; i++) {
+		reader_thread *t = malloc(sizeof *t);
+
+		if (t == NULL)
+			abort();
+		t->r = r;
+		t->index = i;
+		if (pthread_create(&r->threads[i], NULL, reader_main, t) != 0) {
+			log_error("cannot start a snapshot reader thread: %s", strerror(errno));
+			abort();
+		}
+	}
+	*out = r;
+	return TM_OK;
+}
+
+void
+snap_reader_stop(snap_reader *r)
+{
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&r->mu);
+	r->stop = true;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	for (int i = 0; i < r->nthreads; i++)
+		pthread_join(r->threads[i], NULL);
+	while (r->issued != NULL)
+		unissue(r, r->issued);
+	for (int i = 0; i < r->njobs; i++)
+		snap_job_clear(&r->jobs[i].job);
+	free(r->jobs);
+	free(r->threads);
+	free(r->outstanding);
+	free(r->conninfo);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+}
+
+void
+snap_reader_submit(snap_reader *r, const snap_job *job)
+{
+	job_slot *s;
+
+	pthread_mutex_lock(&r->mu);
+	s = slot_of(r, job->table_id);
+	if (s == NULL) {
+		r->jobs = realloc(r->jobs, sizeof *r->jobs * (size_t) (r->njobs + 1));
+		if (r->jobs == NULL)
+			abort();
+		s = &r->jobs[r->njobs++];
+		memset(s, 0, sizeof *s);
+		s->claimed_by = -1;
+	} else
+		snap_job_clear(&s->job);
+	job_copy(&s->job, job);
+	s->active = true;
+	s->read_to_end = false;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+void
+snap_reader_forget(snap_reader *r, int table_id)
+{
+	job_slot *s;
+
+	pthread_mutex_lock(&r->mu);
+	s = slot_of(r, table_id);
+	if (s != NULL) {
+		snap_job_clear(&s->job);
+		s->active = false;
+		s->claimed_by = -1;
+	}
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+bool
+snap_reader_has(snap_reader *r, int table_id, long *generation)
+{
+	job_slot *s;
+
+	pthread_mutex_lock(&r->mu);
+	s = slot_of(r, table_id);
+	if (s != NULL && generation != NULL)
+		*generation = s->job.generation;
+	pthread_mutex_unlock(&r->mu);
+	return s != NULL;
+}
+
+static issued *
+find_issued(snap_reader *r, const char *id)
+{
+	for (issued *is = r->issued; is != NULL; is = is->next)
+		if (strcmp(is->id, id) == 0)
+			return is;
+	return NULL;
+}
+
+bool
+snap_reader_issued(snap_reader *r, const char *id, int *table_id, long *generation)
+{
+	issued *is;
+
+	pthread_mutex_lock(&r->mu);
+	is = find_issued(r, id);
+	if (is != NULL) {
+		*table_id = is->table_id;
+		*generation = is->generation;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return is != NULL;
+}
+
+snap_result *
+snap_reader_take(snap_reader *r, const char *id)
+{
+	snap_result *res = NULL;
+	issued *is;
+
+	pthread_mutex_lock(&r->mu);
+	is = find_issued(r, id);
+	if (is != NULL && is->result != NULL) {
+		res = is->result;
+		is->result = NULL;
+		r->outstanding[is->thread]--;
+		unissue(r, is);
+		pthread_cond_broadcast(&r->cv);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return res;
+}
+
+void
+snap_reader_release(snap_reader *r, snap_result *res)
+{
+	(void) r;
+	result_free(res);
+}
+
+int
+snap_reader_status(snap_reader *r)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->mu);
+	rc = r->status;
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}

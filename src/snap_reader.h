@@ -1,0 +1,91 @@
+/*
+ * snap_reader.h: the snapshot reader threads. Each has its own source
+ * connection and copies tables chunk by chunk:
+ *
+ *   low watermark  pg_logical_emit_message(true, 'tidemark.wm', 'L <id>')
+ *   read           BEGIN REPEATABLE READ READ ONLY; pg_current_snapshot();
+ *                  COPY (SELECT ... WHERE key > last ORDER BY key LIMIT n)
+ *                  TO STDOUT; COMMIT     -- one short transaction, no lock
+ *                  beyond the ACCESS SHARE of any SELECT
+ *   result         handed to the apply thread (snap_reader_take)
+ *   high watermark pg_logical_emit_message(true, 'tidemark.wm', 'H <id>')
+ *
+ * The apply thread meets both watermarks in the stream and applies the
+ * chunk at the high one (snapshot.c). A reader runs at most
+ * SNAP_READER_AHEAD chunks ahead of what the apply thread has consumed, so
+ * memory stays bounded.
+ */
+#ifndef TIDEMARK_SNAP_READER_H
+#define TIDEMARK_SNAP_READER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lsn.h"
+#include "snap_window.h"
+
+#define SNAP_READER_AHEAD 2
+#define SNAP_WM_PREFIX "tidemark.wm"
+
+/* A table to copy, from start_key (exclusive) on. */
+typedef struct snap_job {
+	int table_id;
+	long generation;         /* bumped by the apply thread to restart a table */
+	char *schema;            /* owned, like every string here */
+	char *name;
+	int nkeys;
+	char **key_columns;
+	char **start_key;        /* NULL: from the first row */
+	long chunk_rows;
+} snap_job;
+
+/* A chunk read between its watermarks. */
+typedef struct snap_result {
+	char id[64];
+	int table_id;
+	long generation;
+	snap_chunk *chunk;       /* owned */
+	int nkeys;
+	char **prev_key;         /* owned; NULL for the first chunk */
+	char **last_key;         /* owned; NULL when the chunk is empty */
+	bool final;              /* fewer rows than asked: the table ends here */
+	long rows_limit;         /* the LIMIT the chunk was read with */
+	int nxip;
+	uint64_t *xip;           /* owned: transactions in progress at the read */
+	long long estimate;      /* pg_class.reltuples at the first chunk */
+	bool table_gone;         /* the table no longer exists on the source */
+} snap_result;
+
+typedef struct snap_reader snap_reader;
+
+/* Starts nthreads readers; conninfo is copied. session: unique text that
+ * makes this process's watermark ids its own. */
+int snap_reader_start(const char *conninfo, int nthreads, const char *session,
+                      snap_reader **out);
+/* Stops and joins the threads, frees everything not taken. */
+void snap_reader_stop(snap_reader *r);
+
+/* Copies (or copies again, with a new generation) a table. The job is
+ * copied. */
+void snap_reader_submit(snap_reader *r, const snap_job *job);
+/* Forgets a table (copied to the end, or dropped). */
+void snap_reader_forget(snap_reader *r, int table_id);
+/* Is this table being copied, and with which generation? */
+bool snap_reader_has(snap_reader *r, int table_id, long *generation);
+
+/* Was this watermark id issued by this process? Sets *table_id. */
+bool snap_reader_issued(snap_reader *r, const char *id, int *table_id, long *generation);
+/* Takes the result of a chunk whose high watermark was met; NULL when
+ * none (not ours, or already taken). The caller frees it with
+ * snap_reader_release, which also lets the reader go on. */
+snap_result *snap_reader_take(snap_reader *r, const char *id);
+void snap_reader_release(snap_reader *r, snap_result *res);
+
+/* A reader's failure, as a status (TM_OK when all is well). */
+int snap_reader_status(snap_reader *r);
+
+void snap_job_clear(snap_job *job);
+void snap_keys_free(char **keys, int n);
+char **snap_keys_copy(char *const *keys, int n);
+
+#endif
