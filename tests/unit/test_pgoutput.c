@@ -493,27 +493,28 @@ inside_transaction(const capture *c, size_t i)
 }
 
 static void
+assert_message(const pgoutput_msg *m, uint8_t flags, const char *content, size_t len)
+{
+	assert_int_equal(m->kind, PGOUTPUT_MESSAGE);
+	assert_int_equal(m->u.message.flags, flags);
+	assert_string_equal(m->u.message.prefix, "tidemark.test");
+	assert_int_equal(m->u.message.len, len);
+	assert_memory_equal(m->u.message.content, content, len);
+	assert_true(m->u.message.lsn != 0);
+}
+
+static void
 test_basic_messages(void **state)
 {
 	capture *c = get_capture("basic");
 	size_t i = find_kind(c, PGOUTPUT_MESSAGE, 0, 0);
-	const pgoutput_msg *m = &c->msgs[i];
+	size_t j = find_kind(c, PGOUTPUT_MESSAGE, 0, 1);
 
 	assert_int_equal(count_kind(c, PGOUTPUT_MESSAGE), 2);
-	assert_int_equal(m->u.message.flags, PGOUTPUT_MESSAGE_TRANSACTIONAL);
-	assert_string_equal(m->u.message.prefix, "tidemark.test");
-	assert_int_equal(m->u.message.len, strlen("transactional payload"));
-	assert_memory_equal(m->u.message.content, "transactional payload", m->u.message.len);
+	assert_message(&c->msgs[i], PGOUTPUT_MESSAGE_TRANSACTIONAL, "transactional payload", 21);
 	assert_true(inside_transaction(c, i));
-
-	i = find_kind(c, PGOUTPUT_MESSAGE, 0, 1);
-	m = &c->msgs[i];
-	assert_int_equal(m->u.message.flags, 0);
-	assert_string_equal(m->u.message.prefix, "tidemark.test");
-	assert_int_equal(m->u.message.len, 3);
-	assert_memory_equal(m->u.message.content, "\x00\xff\n", 3);
-	assert_true(m->u.message.lsn != 0);
-	assert_false(inside_transaction(c, i));
+	assert_message(&c->msgs[j], 0, "\x00\xff\n", 3);
+	assert_false(inside_transaction(c, j));
 }
 
 static void
