@@ -84,7 +84,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Seconds from 1970-01-01 to 2000-01-01, in microseconds. */
+/* From 1970-01-01 to 2000-01-01 (PostgreSQL's epoch), in microseconds. */
 #define PG_EPOCH_UNIX_US INT64_C(946684800000000)
 
 /*
@@ -97,7 +97,7 @@ typedef struct cursor {
 	size_t len;
 	size_t pos;
 	const char *msg;      /* message name, e.g. "Update" */
-	const char *tuple;    /* "old tuple", "new tuple" or NULL */
+	const char *tuple;    /* "old key", "old tuple", "new tuple" or NULL */
 	unsigned col;         /* 1-based column being read; 0 if none */
 	tm_error *err;
 } cursor;
@@ -135,9 +135,10 @@ cursor_fail(const cursor *c, size_t at, const char *field, const char *fmt, ...)
 	char detail[160];
 	va_list ap;
 
-	if (c->tuple != NULL || c->col > 0)
-		snprintf(where, sizeof where, "%s%s", c->tuple != NULL ? c->tuple : "",
-				 c->tuple != NULL ? " " : "");
+	if (c->err == NULL)
+		return -1;
+	if (c->tuple != NULL)
+		snprintf(where, sizeof where, "%s ", c->tuple);
 	if (c->col > 0)
 		snprintf(where + strlen(where), sizeof where - strlen(where), "column %u ", c->col);
 	va_start(ap, fmt);

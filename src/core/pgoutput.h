@@ -190,7 +190,7 @@ typedef struct pgoutput_msg {
  * pgoutput_reader_init.
  */
 typedef struct pgoutput_reader {
-	int proto_version;   /* 1..3; streaming needs 2 */
+	int proto_version;   /* 1..3; streaming needs 2; 0 accepts all */
 	bool in_stream;      /* between Stream Start and Stream Stop */
 } pgoutput_reader;
 
