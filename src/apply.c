@@ -814,6 +814,12 @@ apply_in_transaction(const apply *a)
 	return a->in_source_tx || a->group_open;
 }
 
+bool
+apply_in_source_transaction(const apply *a)
+{
+	return a->in_source_tx;
+}
+
 const apply_stats *
 apply_get_stats(const apply *a)
 {

@@ -84,7 +84,8 @@ int apply_advance(apply *a, tm_lsn lsn);
 
 /* The position durably applied on the target (the flush position). */
 tm_lsn apply_position(const apply *a);
-bool apply_in_transaction(const apply *a);
+bool apply_in_transaction(const apply *a);        /* a source tx or a target group open */
+bool apply_in_source_transaction(const apply *a); /* between a source Begin and Commit */
 const apply_stats *apply_get_stats(const apply *a);
 
 /* The marker message content that ends `run --until-caught-up`; once its

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "pgconn.h"
 #include "pgoutput.h"
+#include "snapshot.h"
 #include "source.h"
 #include "source_query.h"
 
@@ -62,6 +63,7 @@ typedef struct run_state {
 	PGconn *control;            /* owned: ordinary source connection */
 	sink *sink;                 /* owned */
 	apply *apply;               /* owned */
+	snapshot *snap;             /* owned */
 	source *stream;             /* owned */
 	pgoutput_reader reader;
 	arena scratch;              /* per-message memory */
@@ -191,12 +193,19 @@ handle_copydata(run_state *st, const char *buf, size_t len)
 	return handle_xlogdata(st, &cd);
 }
 
+/* Done when asked to stop, or caught up; either way only at a source
+ * transaction boundary, after committing what the target has open. */
 static bool
-session_done(run_state *st)
+session_done(run_state *st, int *rc)
 {
-	if (stop_requests > 0 && !apply_in_transaction(st->apply))
-		return true;
-	return st->marker[0] != '\0' && apply_marker_reached(st->apply);
+	bool wanted = stop_requests > 0 ||
+	              (st->marker[0] != '\0' && apply_marker_reached(st->apply) &&
+	               !snapshot_busy(st->snap));
+
+	if (!wanted || apply_in_source_transaction(st->apply))
+		return false;
+	*rc = apply_idle(st->apply);
+	return true;
 }
 
 static int
@@ -204,7 +213,7 @@ stream_loop(run_state *st)
 {
 	int rc = TM_OK;
 
-	while (rc == TM_OK && !session_done(st) && stop_requests < 2) {
+	while (rc == TM_OK && !session_done(st, &rc) && stop_requests < 2) {
 		const char *buf;
 		size_t len;
 
@@ -215,6 +224,8 @@ stream_loop(run_state *st)
 			rc = apply_idle(st->apply);
 		if (rc == TM_OK)
 			rc = send_feedback(st, false);
+		if (rc == TM_OK)
+			rc = snapshot_poll(st->snap);
 		log_progress(st, false);
 	}
 	if (rc == TM_OK && stop_requests >= 2 && apply_in_transaction(st->apply))
@@ -227,7 +238,9 @@ static int
 session_open(run_state *st)
 {
 	const cli_options *o = st->opts;
-	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st};
+	snapshot_config sc = {o->source, o->slot, o->chunk_rows > 0 ? o->chunk_rows : 20000,
+	                      o->snapshot_readers, o->progress_interval};
+	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
 	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
@@ -235,9 +248,14 @@ session_open(run_state *st)
 	if (rc == TM_OK)
 		rc = sink_open(o->target, "apply", &st->sink);
 	if (rc == TM_OK)
-		rc = apply_new(st->sink, &cfg, &st->apply);
+		rc = snapshot_new(&sc, st->sink, &st->snap);
 	if (rc != TM_OK)
 		return rc;
+	cfg.hooks = snapshot_hooks(st->snap);
+	rc = apply_new(st->sink, &cfg, &st->apply);
+	if (rc != TM_OK)
+		return rc;
+	snapshot_attach(st->snap, st->apply);
 	if (st->marker[0] != '\0')
 		apply_set_marker(st->apply, st->marker);
 	so.start = apply_position(st->apply);
@@ -251,11 +269,13 @@ static void
 session_close(run_state *st)
 {
 	source_close(st->stream);
+	snapshot_free(st->snap);
 	apply_free(st->apply);
 	sink_close(st->sink);
 	PQfinish(st->control);
 	st->stream = NULL;
 	st->apply = NULL;
+	st->snap = NULL;
 	st->sink = NULL;
 	st->control = NULL;
 }

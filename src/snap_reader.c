@@ -141,10 +141,10 @@ result_free(snap_result *res)
 static void
 cursor_clear(table_cursor *c)
 {
-	snap_job_clear(&c->job);
+	snap_keys_free(c->next_after, c->job.nkeys);
 	snap_keys_free(c->colnames, c->ncols);
 	free(c->key_idx);
-	snap_keys_free(c->next_after, c->job.nkeys);
+	snap_job_clear(&c->job);
 	memset(c, 0, sizeof *c);
 }
 
@@ -498,18 +498,20 @@ read_or_gone(PGconn *conn, table_cursor *c, snap_result *res, bool *gone)
  * the high watermark is written. A table found gone still gets both
  * watermarks, so that the apply thread learns it at the right place. */
 static int
-one_chunk(snap_reader *r, PGconn *conn, table_cursor *c, issued *is)
+one_chunk(snap_reader *r, PGconn *conn, table_cursor *c, issued *is, bool *final)
 {
 	snap_result *res = new_result(c, is);
+	char id[sizeof is->id];
 	bool gone = false;
 	int rc = TM_OK;
 
+	snprintf(id, sizeof id, "%s", is->id);
 	if (!c->loaded) {
 		rc = load_columns(conn, c, &gone);
 		c->loaded = rc == TM_OK && !gone;
 	}
 	if (rc == TM_OK)
-		rc = emit(conn, 'L', is->id);
+		rc = emit(conn, 'L', id);
 	if (rc == TM_OK && !gone)
 		rc = read_or_gone(conn, c, res, &gone);
 	if (rc == TM_OK && gone) {
@@ -518,14 +520,16 @@ one_chunk(snap_reader *r, PGconn *conn, table_cursor *c, issued *is)
 		res->table_gone = res->final = true;
 	} else if (rc == TM_OK)
 		rc = finish_result(c, res);
+	*final = res->final;
 	pthread_mutex_lock(&r->mu);
 	if (rc == TM_OK) {
+		/* from here on the apply thread may take and free it */
 		is->result = res;
 		r->outstanding[is->thread]++;
 	} else
 		result_free(res);
 	pthread_mutex_unlock(&r->mu);
-	return rc == TM_OK ? emit(conn, 'H', is->id) : rc;
+	return rc == TM_OK ? emit(conn, 'H', id) : rc;
 }
 
 /* Under the lock: the next piece of work of thread index, or NULL. */
@@ -561,17 +565,18 @@ reader_main(void *arg)
 	pthread_mutex_lock(&r->mu);
 	for (job_slot *s; rc == TM_OK && (s = next_work(r, t->index, &c)) != NULL;) {
 		issued *is = issue(r, t->index, &c.job);
+		bool final = false;
 
 		pthread_mutex_unlock(&r->mu);
 		if (conn == NULL)
 			rc = open_conn(r, &conn);
 		if (rc == TM_OK)
-			rc = one_chunk(r, conn, &c, is);
+			rc = one_chunk(r, conn, &c, is, &final);
 		pthread_mutex_lock(&r->mu);
 		s = slot_of(r, c.job.table_id);
 		if (rc != TM_OK)
-			unissue(r, is);
-		else if (is->result->final && s != NULL && s->job.generation == c.job.generation) {
+			unissue(r, is); /* still ours: a failed chunk publishes nothing */
+		else if (final && s != NULL && s->job.generation == c.job.generation) {
 			s->read_to_end = true;
 			s->claimed_by = -1;
 		}

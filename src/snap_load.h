@@ -1,0 +1,39 @@
+/*
+ * snap_load.h: loading a chunk's surviving rows into the target table,
+ * inside the open target transaction, at the high watermark's position.
+ *
+ * Fast path: when the target holds no row in the chunk's key range (the
+ * usual case of a first copy), the rows go straight in with COPY.
+ * Otherwise (a copy over existing rows: `tidemark snapshot` on a damaged
+ * target, or stream changes already in that range) the rows go through a
+ * temporary staging table: one set-based upsert, then rows of the range
+ * that are neither in the chunk nor touched by the stream in the window
+ * are deleted (they no longer exist on the source).
+ */
+#ifndef TIDEMARK_SNAP_LOAD_H
+#define TIDEMARK_SNAP_LOAD_H
+
+#include <stdbool.h>
+
+#include "sink.h"
+#include "snap_window.h"
+#include "strbuf.h"
+
+typedef struct snap_load_chunk {
+	int table_id;
+	const char *target_schema;    /* borrowed, like everything here */
+	const char *target_table;
+	int nkeys;
+	char *const *key_columns;
+	const snap_chunk *chunk;      /* column names, key positions */
+	const strbuf *rows;           /* the merged rows, COPY text */
+	long nrows;
+	const snap_window *window;    /* keys the stream touched in the window */
+	char *const *prev_key;        /* range start (exclusive); NULL: none */
+	char *const *last_key;        /* range end (inclusive); NULL: none (the last chunk) */
+} snap_load_chunk;
+
+/* Returns a status; *fast tells which path was taken. */
+int snap_load(sink *s, const snap_load_chunk *c, bool *fast);
+
+#endif

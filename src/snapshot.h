@@ -1,0 +1,52 @@
+/*
+ * snapshot.h: the incremental snapshot, on the apply thread's side.
+ *
+ * Finds the tables whose rows must be copied (catalog state
+ * snapshot_pending / snapshotting, or a `tidemark snapshot` request), has
+ * the reader threads copy them chunk by chunk, and applies each chunk when
+ * its high watermark comes through the stream (see snap_window.h for the
+ * rule). A chunk's rows and the table's progress (last key copied) are
+ * written in the same target transaction, so a restart resumes at the next
+ * chunk.
+ *
+ * A chunk is thrown away and read again when the table's columns changed
+ * between its read and its high watermark, or when a transaction that the
+ * read could not see had committed before the low watermark.
+ */
+#ifndef TIDEMARK_SNAPSHOT_H
+#define TIDEMARK_SNAPSHOT_H
+
+#include <stdbool.h>
+
+#include "apply.h"
+#include "sink.h"
+
+typedef struct snapshot snapshot;
+
+typedef struct snapshot_config {
+	const char *source;     /* conninfo, borrowed */
+	const char *slot;
+	long chunk_rows;
+	int readers;
+	double progress_interval;
+} snapshot_config;
+
+/* The sink is borrowed (the apply thread's target connection). */
+int snapshot_new(const snapshot_config *cfg, sink *s, snapshot **out);
+void snapshot_free(snapshot *s);
+
+/* Hooks for apply_config.hooks, and the apply (borrowed) they serve. */
+apply_hooks snapshot_hooks(snapshot *s);
+void snapshot_attach(snapshot *s, apply *a);
+
+/* Called often from the apply loop: schedules tables, reports progress,
+ * surfaces a reader's failure as a status. */
+int snapshot_poll(snapshot *s);
+
+/* Are tables still to be copied? (Known after the first poll.) */
+bool snapshot_busy(const snapshot *s);
+
+/* Asks for a table to be copied again: the next poll restarts it. */
+void snapshot_restart(snapshot *s, int table_id);
+
+#endif
