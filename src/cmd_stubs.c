@@ -15,8 +15,6 @@ not_yet(const cli_options *o)
 	return TM_EXIT_USAGE;
 }
 
-int cmd_snapshot(const cli_options *o) { return not_yet(o); }
 int cmd_schema(const cli_options *o) { return not_yet(o); }
 int cmd_ddl_log(const cli_options *o) { return not_yet(o); }
 int cmd_verify(const cli_options *o) { return not_yet(o); }
-int cmd_teardown(const cli_options *o) { return not_yet(o); }

@@ -1,0 +1,307 @@
+/*
+ * Integration tests of the incremental snapshot: existing rows join the
+ * live stream exactly once, under a concurrent workload, through kill -9
+ * of tidemark, without long source transactions or blocked writers, for
+ * every kind of key, and again on request over a damaged target.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tm_fixture.h"
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static void
+setup_table(tm_env *e, const char *table)
+{
+	char *out = NULL;
+	int rc = tm_run(e, 60, &out, "setup", "--table", table, NULL);
+
+	if (rc != 0)
+		fail_msg("setup exited %d:\n%s", rc, out);
+	free(out);
+}
+
+/* ---- watching the source while the snapshot runs ---- */
+
+typedef struct watcher {
+	const char *conninfo;
+	volatile bool stop;
+	long samples;
+	double longest_xact;     /* seconds, of any tidemark client backend */
+	long blocked;            /* samples where a tidemark backend blocked another */
+} watcher;
+
+static void *
+watcher_main(void *arg)
+{
+	watcher *w = arg;
+	PGconn *conn = PQconnectdb(w->conninfo);
+
+	while (!w->stop) {
+		PGresult *r = PQexec(
+			conn,
+			"SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start))"
+			"   FILTER (WHERE application_name LIKE 'tidemark%' AND backend_type = 'client backend'), 0),"
+			" count(*) FILTER (WHERE application_name NOT LIKE 'tidemark%' AND"
+			"   pg_blocking_pids(pid) && ARRAY(SELECT pid FROM pg_stat_activity"
+			"     WHERE application_name LIKE 'tidemark%'))"
+			" FROM pg_stat_activity");
+
+		if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+			double x = atof(PQgetvalue(r, 0, 0));
+
+			w->samples++;
+			if (x > w->longest_xact)
+				w->longest_xact = x;
+			w->blocked += atol(PQgetvalue(r, 0, 1));
+		}
+		PQclear(r);
+		sleep_ms(20);
+	}
+	PQfinish(conn);
+	return NULL;
+}
+
+/* ---- the workload: statuses updated, rows deleted, rows inserted ---- */
+
+#define ROWS 200000
+
+static void
+order_step(PGconn *conn, void *arg, unsigned i)
+{
+	unsigned k = (i * 2654435761u) % ROWS + 1;
+
+	(void) arg;
+	switch (i % 5) {
+	case 0:
+	case 1:
+		pgtest_exec(conn, "UPDATE orders SET status = 'step%u', updated = now()"
+		                  " WHERE id BETWEEN %u AND %u", i, k, k + 20);
+		break;
+	case 2:
+		pgtest_exec(conn, "DELETE FROM orders WHERE id BETWEEN %u AND %u", k, k + 5);
+		break;
+	case 3:
+		pgtest_exec(conn, "INSERT INTO orders (status, note) SELECT 'new', 'inserted %u'"
+		                  " FROM generate_series(1, 10)", i);
+		break;
+	default:
+		pgtest_exec(conn, "BEGIN; UPDATE orders SET note = NULL WHERE id = %u;"
+		                  " DELETE FROM orders WHERE id = %u; INSERT INTO orders (id, status)"
+		                  " VALUES (%u, 'reborn') ON CONFLICT DO NOTHING; COMMIT",
+		            k, k + 1, k + 1);
+	}
+}
+
+static long
+catalog_rows(tm_env *e)
+{
+	char *v = pgtest_query_value(e->t, "SELECT coalesce(sum(snapshot_rows), 0)"
+	                                   " FROM tidemark.tables");
+	long n = v ? atol(v) : 0;
+
+	free(v);
+	return n;
+}
+
+static void
+wait_rows_copied(tm_env *e, long at_least, pgtest_proc *run)
+{
+	for (int i = 0; i < 3000 && catalog_rows(e) < at_least; i++) {
+		if (!pgtest_proc_running(run))
+			fail_msg("tidemark run ended early:\n%s", pgtest_proc_output(run));
+		sleep_ms(20);
+	}
+	assert_true(catalog_rows(e) >= at_least);
+}
+
+static void
+test_snapshot_under_workload_with_kill9(void **state)
+{
+	tm_env *e = tm_env_new("snapwork");
+	watcher w = {0};
+	pthread_t th;
+	pgtest_workload *wl;
+	pgtest_proc *run;
+	long before_kill;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE orders (id bigserial PRIMARY KEY, status text NOT NULL,"
+	                  " note text, updated timestamptz DEFAULT now());"
+	                  "INSERT INTO orders (status, note) SELECT 'open', 'note ' || g"
+	                  " FROM generate_series(1, %d) g", ROWS);
+	setup_table(e, "orders");
+	w.conninfo = e->src;
+	pthread_create(&th, NULL, watcher_main, &w);
+	wl = pgtest_workload_start(e->src, order_step, NULL);
+	run = tm_spawn(e, "run", "--chunk-rows", "5000", NULL);
+	wait_rows_copied(e, ROWS / 3, run);
+	pgtest_proc_kill(run, SIGKILL);
+	assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
+	pgtest_proc_free(run);
+	before_kill = catalog_rows(e);
+	assert_true(before_kill < ROWS);
+	run = tm_spawn(e, "run", "--chunk-rows", "5000", NULL);
+	assert_true(pgtest_proc_wait_output(run, "resumes after the last chunk copied", 30));
+	sleep_ms(500);
+	pgtest_workload_stop(wl, NULL);
+	tm_stop_and_catch_up(e, run, 300);
+	w.stop = true;
+	pthread_join(th, NULL);
+	tm_assert_equal(e, "orders", "id");
+	print_message("watched %ld samples: longest tidemark transaction %.2f s, %ld blocked\n",
+	              w.samples, w.longest_xact, w.blocked);
+	assert_true(w.samples > 10);
+	assert_true(w.longest_xact < 5.0);
+	assert_int_equal(w.blocked, 0);
+	/* resumed, not restarted: fewer than the whole table copied after the kill */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                         " WHERE state = 'streaming'"), 1);
+	tm_env_free(e);
+}
+
+/* Keys of many types, NULLs, big TOASTed values, tiny chunks. */
+static void
+test_key_types_and_edges(void **state)
+{
+	tm_env *e = tm_env_new("snapkeys");
+	char *out = NULL;
+	const char *tables[][2] = {
+		{"k_text", "k"}, {"k_uuid", "k"}, {"k_ts", "k"}, {"k_comp", "a, b"},
+		{"empty", "id"}, {"one", "id"}, {"toasty", "id"},
+	};
+
+	(void) state;
+	pgtest_exec(e->s,
+	            "CREATE TABLE k_text (k text PRIMARY KEY, v int);"
+	            "INSERT INTO k_text SELECT 'key ' || g || E'\\t\\\\ \\u00e9', g FROM generate_series(1, 500) g;"
+	            "CREATE TABLE k_uuid (k uuid PRIMARY KEY, v text);"
+	            "INSERT INTO k_uuid SELECT md5(g::text)::uuid, NULL FROM generate_series(1, 300) g;"
+	            "CREATE TABLE k_ts (k timestamptz PRIMARY KEY, v numeric);"
+	            "INSERT INTO k_ts SELECT '2020-01-01 00:00:00.123456+00'::timestamptz + g * interval '37 minutes',"
+	            "  g / 7.0 FROM generate_series(1, 400) g;"
+	            "CREATE TABLE k_comp (a text, b int, v text, PRIMARY KEY (a, b));"
+	            "INSERT INTO k_comp SELECT chr(65 + g %% 5), g, CASE WHEN g %% 3 = 0 THEN NULL ELSE 'x' END"
+	            "  FROM generate_series(1, 350) g;"
+	            "CREATE TABLE empty (id int PRIMARY KEY);"
+	            "CREATE TABLE one (id int PRIMARY KEY, v text); INSERT INTO one VALUES (1, 'only');"
+	            "CREATE TABLE toasty (id int PRIMARY KEY, doc text);"
+	            "INSERT INTO toasty SELECT g, (SELECT string_agg(md5(g::text || i::text), '')"
+	            "  FROM generate_series(1, 20000) i) FROM generate_series(1, 12) g");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "k_text", "--table", "k_uuid",
+	                        "--table", "k_ts", "--table", "k_comp", "--table", "empty",
+	                        "--table", "one", "--table", "toasty", NULL), 0);
+	free(out);
+	out = NULL;
+	assert_int_equal(tm_run(e, 300, &out, "run", "--until-caught-up", "--chunk-rows", "7",
+	                        "--snapshot-readers", "2", NULL), 0);
+	free(out);
+	for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+		tm_assert_equal(e, tables[i][0], tables[i][1]);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                         " WHERE state <> 'streaming'"), 0);
+	tm_env_free(e);
+}
+
+/* Every row deleted while the table is being copied: none comes back. */
+static void
+test_all_rows_deleted_during_snapshot(void **state)
+{
+	tm_env *e = tm_env_new("snapdel");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO t SELECT g, 'v' FROM generate_series(1, 3000) g");
+	setup_table(e, "t");
+	run = tm_spawn(e, "run", "--chunk-rows", "20", NULL);
+	wait_rows_copied(e, 40, run);
+	pgtest_exec(e->s, "DELETE FROM t");
+	tm_stop_and_catch_up(e, run, 120);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM t"), 0);
+	tm_env_free(e);
+}
+
+/* A table dropped while being copied: a clear line, no crash, the rest goes on. */
+static void
+test_table_dropped_during_snapshot(void **state)
+{
+	tm_env *e = tm_env_new("snapdrop");
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE doomed (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO doomed SELECT g, 'v' FROM generate_series(1, 5000) g;"
+	                  "CREATE TABLE kept (id int PRIMARY KEY); INSERT INTO kept VALUES (1), (2)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "doomed", "--table", "kept", NULL), 0);
+	free(out);
+	run = tm_spawn(e, "run", "--chunk-rows", "20", NULL);
+	wait_rows_copied(e, 60, run);
+	pgtest_exec(e->s, "DROP TABLE doomed");
+	assert_true(pgtest_proc_wait_output(run, "no longer exists on the source", 60));
+	assert_true(pgtest_proc_running(run));
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "kept", "id");
+	tm_env_free(e);
+}
+
+/* `tidemark snapshot` repairs a damaged target while changes stream. */
+static void
+test_resnapshot_repairs_target(void **state)
+{
+	tm_env *e = tm_env_new("resnap");
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 2000) g");
+	setup_table(e, "t");
+	tm_catch_up(e, 120);
+	tm_assert_equal(e, "t", "id");
+	/* damage: missing, changed and extra rows */
+	pgtest_exec(e->t, "DELETE FROM t WHERE id %% 10 = 0; UPDATE t SET v = 'wrong' WHERE id %% 7 = 0;"
+	                  "INSERT INTO t VALUES (100000, 'extra'), (-5, 'extra')");
+	run = tm_spawn(e, "run", "--chunk-rows", "300", NULL);
+	assert_int_equal(tm_run(e, 60, &out, "snapshot", "public.t", NULL), 0);
+	free(out);
+	pgtest_exec(e->s, "UPDATE t SET v = 'live' WHERE id BETWEEN 500 AND 520");
+	assert_true(pgtest_wait_value(e->t, "SELECT state = 'streaming' AND snapshot_rows > 0"
+	                                    " FROM tidemark.tables", "t", 120));
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "t", "id");
+	tm_env_free(e);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_snapshot_under_workload_with_kill9),
+		cmocka_unit_test(test_key_types_and_edges),
+		cmocka_unit_test(test_all_rows_deleted_during_snapshot),
+		cmocka_unit_test(test_table_dropped_during_snapshot),
+		cmocka_unit_test(test_resnapshot_repairs_target),
+	};
+
+	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
+}

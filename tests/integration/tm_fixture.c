@@ -1,0 +1,171 @@
+#include "tm_fixture.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static pgtest_cluster *src_cluster;
+static pgtest_cluster *dst_cluster;
+
+int
+tm_clusters_start(void **state)
+{
+	(void) state;
+	src_cluster = pgtest_cluster_start_with("src", "max_wal_senders=20",
+	                                        "max_replication_slots=20");
+	dst_cluster = pgtest_cluster_start_with("dst", "max_connections=100");
+	return 0;
+}
+
+int
+tm_clusters_stop(void **state)
+{
+	(void) state;
+	pgtest_cluster_stop(src_cluster);
+	pgtest_cluster_stop(dst_cluster);
+	return 0;
+}
+
+tm_env *
+tm_env_new(const char *name)
+{
+	tm_env *e = calloc(1, sizeof *e);
+	PGconn *admin;
+
+	e->src_cluster = src_cluster;
+	e->dst_cluster = dst_cluster;
+	snprintf(e->slot, sizeof e->slot, "tm_%s", name);
+	admin = pgtest_connect(src_cluster);
+	pgtest_exec(admin, "CREATE DATABASE \"src_%s\"", name);
+	PQfinish(admin);
+	admin = pgtest_connect(dst_cluster);
+	pgtest_exec(admin, "CREATE DATABASE \"dst_%s\"", name);
+	PQfinish(admin);
+	{
+		char db[128];
+
+		snprintf(db, sizeof db, "src_%s", name);
+		e->src = pgtest_conninfo_db(src_cluster, db);
+		snprintf(db, sizeof db, "dst_%s", name);
+		e->dst = pgtest_conninfo_db(dst_cluster, db);
+	}
+	e->s = pgtest_connect_str(e->src);
+	e->t = pgtest_connect_str(e->dst);
+	return e;
+}
+
+void
+tm_env_free(tm_env *e)
+{
+	char *slot_drop = NULL;
+
+	if (e == NULL)
+		return;
+	/* free the slot: it would hold WAL for the rest of the file's tests */
+	slot_drop = pgtest_exec_error(e->s,
+	                              "SELECT pg_drop_replication_slot(slot_name)"
+	                              " FROM pg_replication_slots WHERE slot_name = '%s'"
+	                              " AND NOT active", e->slot);
+	free(slot_drop);
+	PQfinish(e->s);
+	PQfinish(e->t);
+	free(e->src);
+	free(e->dst);
+	free(e);
+}
+
+/* argv: the command, then --source, --target, --slot, then the caller's
+ * arguments (a NULL-terminated va_list). */
+static const char **
+build_argv(tm_env *e, const char *first, va_list ap)
+{
+	const char **argv = calloc(64, sizeof(char *));
+	int n = 0;
+
+	argv[n++] = first;
+	argv[n++] = "--source";
+	argv[n++] = e->src;
+	argv[n++] = "--target";
+	argv[n++] = e->dst;
+	argv[n++] = "--slot";
+	argv[n++] = e->slot;
+	argv[n++] = "--publication";
+	argv[n++] = e->slot;
+	for (const char *a; n < 63 && (a = va_arg(ap, const char *)) != NULL;)
+		argv[n++] = a;
+	return argv;
+}
+
+int
+tm_run(tm_env *e, double timeout_s, char **output, ...)
+{
+	va_list ap;
+	const char **argv;
+	const char *first;
+	int rc;
+
+	va_start(ap, output);
+	first = va_arg(ap, const char *);
+	argv = build_argv(e, first, ap);
+	va_end(ap);
+	rc = pgtest_run_tidemark(argv, timeout_s, output);
+	free(argv);
+	return rc;
+}
+
+pgtest_proc *
+tm_spawn(tm_env *e, ...)
+{
+	va_list ap;
+	const char **argv;
+	const char *first;
+	pgtest_proc *p;
+
+	va_start(ap, e);
+	first = va_arg(ap, const char *);
+	argv = build_argv(e, first, ap);
+	va_end(ap);
+	p = pgtest_spawn(argv, NULL);
+	free(argv);
+	return p;
+}
+
+void
+tm_catch_up(tm_env *e, double timeout_s)
+{
+	char *out = NULL;
+	int rc = tm_run(e, timeout_s, &out, "run", "--until-caught-up", NULL);
+
+	if (rc != 0)
+		fail_msg("tidemark run --until-caught-up exited %d:\n%s", rc, out ? out : "");
+	free(out);
+}
+
+void
+tm_stop_and_catch_up(tm_env *e, pgtest_proc *run, double timeout_s)
+{
+	int rc;
+
+	pgtest_proc_kill(run, SIGTERM);
+	rc = pgtest_proc_wait(run, 60);
+	if (rc != 0)
+		fail_msg("tidemark run exited %d after SIGTERM:\n%s", rc, pgtest_proc_output(run));
+	pgtest_proc_free(run);
+	tm_catch_up(e, timeout_s);
+}
+
+void
+tm_assert_equal(tm_env *e, const char *table, const char *order_by)
+{
+	char *diff = NULL;
+
+	if (!pgtest_tables_equal(e->s, e->t, table, order_by, &diff))
+		fail_msg("%s differs between source and target: %s", table, diff ? diff : "?");
+}

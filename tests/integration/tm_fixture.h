@@ -1,0 +1,40 @@
+/*
+ * tm_fixture.h: what the integration tests share beyond the harness: a
+ * source and a target cluster for the whole test file, a fresh pair of
+ * databases and a slot name per test, and running tidemark against them.
+ */
+#ifndef TIDEMARK_TM_FIXTURE_H
+#define TIDEMARK_TM_FIXTURE_H
+
+#include <stdbool.h>
+
+#include "pgtest.h"
+
+typedef struct tm_env {
+	pgtest_cluster *src_cluster;
+	pgtest_cluster *dst_cluster;
+	char *src;          /* conninfo of this test's source database */
+	char *dst;          /* conninfo of this test's target database */
+	char slot[64];
+	PGconn *s;          /* connections for the test itself */
+	PGconn *t;
+} tm_env;
+
+/* Group setup/teardown: start and stop the two clusters. */
+int tm_clusters_start(void **state);
+int tm_clusters_stop(void **state);
+/* Per test: new databases named after the test, a slot name, connections. */
+tm_env *tm_env_new(const char *name);
+void tm_env_free(tm_env *e);
+
+/* tidemark with --source/--target/--slot filled in; args NULL-terminated. */
+int tm_run(tm_env *e, double timeout_s, char **output, ...);
+pgtest_proc *tm_spawn(tm_env *e, ...);
+/* `run --until-caught-up`, expecting exit 0 (fails the test otherwise). */
+void tm_catch_up(tm_env *e, double timeout_s);
+/* Stops a background `run` with SIGTERM (expecting exit 0), then catches up. */
+void tm_stop_and_catch_up(tm_env *e, pgtest_proc *run, double timeout_s);
+/* Asserts the table is equal on both sides (fails with the difference). */
+void tm_assert_equal(tm_env *e, const char *table, const char *order_by);
+
+#endif
