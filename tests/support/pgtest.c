@@ -27,7 +27,7 @@
 extern char **environ;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t cleanup_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *test_dir;          /* owned; NULL until pgt_init */
 static bool dir_removed;
@@ -306,15 +306,33 @@ remove_test_dir(void)
 /* ---- ending everything ---------------------------------------------------- */
 
 void
-pgt_lock(void)
+pgt_registry_add(pgt_registry *r, void *item)
 {
-	pthread_mutex_lock(&list_lock);
+	pthread_mutex_lock(&registry_lock);
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 8;
+		r->items = realloc(r->items, r->cap * sizeof(void *));
+		if (r->items == NULL)
+			abort();
+	}
+	r->items[r->n++] = item;
+	pthread_mutex_unlock(&registry_lock);
 }
 
-void
-pgt_unlock(void)
+void *
+pgt_registry_take(pgt_registry *r, void *item)
 {
-	pthread_mutex_unlock(&list_lock);
+	void *found = NULL;
+
+	pthread_mutex_lock(&registry_lock);
+	for (size_t i = r->n; i-- > 0 && found == NULL;) {
+		if (item == NULL || r->items[i] == item) {
+			found = r->items[i];
+			r->items[i] = r->items[--r->n];
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return found;
 }
 
 /* Processes first: a tidemark still running would log errors about the

@@ -55,7 +55,6 @@ typedef struct pgtest_cluster {
 	int port;        /* on 127.0.0.1; kept across restart and kill9 */
 	char *conninfo;  /* host=127.0.0.1 port=N dbname=postgres user=postgres */
 	char *log_path;  /* the server log */
-	struct pgtest_cluster *next; /* the harness's list */
 } pgtest_cluster;
 
 /* Starts a new cluster (wal_level=logical, trust auth). Fails the test. */

@@ -11,7 +11,7 @@
 
 #define MAX_PGCLUSTER_ARGS 16
 
-static pgtest_cluster *clusters;    /* the live ones; guarded by pgt_lock */
+static pgt_registry clusters;       /* the running ones */
 
 /*
  * Runs pgcluster with args (NULL-terminated, after the program name). Its
@@ -64,41 +64,6 @@ pgcluster_cmd(const char *cmd, const char *name, const char *const extra[])
 }
 
 static void
-link_cluster(pgtest_cluster *c)
-{
-	pgt_lock();
-	c->next = clusters;
-	clusters = c;
-	pgt_unlock();
-}
-
-static void
-unlink_cluster(pgtest_cluster *c)
-{
-	pgt_lock();
-	for (pgtest_cluster **p = &clusters; *p; p = &(*p)->next)
-		if (*p == c) {
-			*p = c->next;
-			break;
-		}
-	pgt_unlock();
-}
-
-/* Takes any cluster off the list, or returns NULL. */
-static pgtest_cluster *
-pop_cluster(void)
-{
-	pgtest_cluster *c;
-
-	pgt_lock();
-	c = clusters;
-	if (c != NULL)
-		clusters = c->next;
-	pgt_unlock();
-	return c;
-}
-
-static void
 free_cluster(pgtest_cluster *c)
 {
 	free(c->name);
@@ -136,7 +101,7 @@ pgtest_cluster_start_at(const char *file, int line, const char *name, const char
 	c->port = port;
 	c->conninfo = pgtest_conninfo_db(c, "postgres");
 	c->log_path = pgt_format("%s/%s.log", pgtest_dir(), name);
-	link_cluster(c);
+	pgt_registry_add(&clusters, c);
 	return c;
 }
 
@@ -160,7 +125,7 @@ pgtest_cluster_stop(pgtest_cluster *c)
 {
 	if (c == NULL)
 		return;
-	unlink_cluster(c);
+	pgt_registry_take(&clusters, c);
 	stop_cluster(c, "fast");
 	free_cluster(c);
 }
@@ -187,7 +152,7 @@ pgt_clusters_cleanup(bool on_signal)
 {
 	pgtest_cluster *c;
 
-	while ((c = pop_cluster()) != NULL) {
+	while ((c = pgt_registry_take(&clusters, NULL)) != NULL) {
 		stop_cluster(c, "immediate");
 		if (!on_signal)
 			free_cluster(c);

@@ -34,10 +34,21 @@ void pgt_workload_count_error(void);
 
 /* Creates the directory and installs the exit and signal handlers, once. */
 void pgt_init(void);
-/* Guards the lists of clusters, processes and workloads; never held while
- * running a child or failing a test. */
-void pgt_lock(void);
-void pgt_unlock(void);
+/*
+ * What the harness has started and not yet ended, one registry per kind,
+ * for the cleanup at exit. Thread-safe. The registry holds the pointers,
+ * not the items.
+ */
+typedef struct pgt_registry {
+	void **items;               /* owned array; the items are not */
+	size_t n;
+	size_t cap;
+} pgt_registry;
+
+void pgt_registry_add(pgt_registry *r, void *item);
+/* Takes item out (item NULL: the latest one); returns it, or NULL if it
+ * was not there. */
+void *pgt_registry_take(pgt_registry *r, void *item);
 
 /*
  * Forks and executes path (PATH is searched when it has no slash) with a

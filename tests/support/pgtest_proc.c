@@ -20,36 +20,10 @@ struct pgtest_proc {
 	int status;                 /* once exited: as pgtest_proc_wait returns */
 	char *out_path;             /* owned: standard output and error */
 	char *output;               /* owned: the last pgtest_proc_output */
-	pgtest_proc *next;          /* the live ones; guarded by pgt_lock */
 };
 
-static pgtest_proc *procs;
+static pgt_registry procs;          /* the ones not freed yet */
 static unsigned proc_count;
-
-static void
-link_proc(pgtest_proc *p)
-{
-	pgt_lock();
-	p->next = procs;
-	procs = p;
-	pgt_unlock();
-}
-
-/* Takes p off the list; p NULL: takes any. Returns what it took. */
-static pgtest_proc *
-unlink_proc(pgtest_proc *p)
-{
-	pgtest_proc **pp;
-
-	pgt_lock();
-	for (pp = &procs; *pp && (p == NULL || *pp != p); pp = &(*pp)->next)
-		;
-	p = *pp;
-	if (p != NULL)
-		*pp = p->next;
-	pgt_unlock();
-	return p;
-}
 
 static const char *
 base_name(const char *path)
@@ -90,7 +64,7 @@ pgtest_spawn_at(const char *file, int line, const char *path,
 	free(full);
 	if (p->pid < 0)
 		pgt_fail(file, line, "cannot run %s: %s", path, strerror(err));
-	link_proc(p);
+	pgt_registry_add(&procs, p);
 	return p;
 }
 
@@ -209,7 +183,7 @@ pgtest_proc_free(pgtest_proc *p)
 {
 	if (p == NULL)
 		return;
-	unlink_proc(p);
+	pgt_registry_take(&procs, p);
 	kill_group(p);
 	kill(-p->pid, SIGKILL);     /* children that outlived it */
 	free(p->out_path);
@@ -235,7 +209,7 @@ pgt_procs_cleanup(bool on_signal)
 {
 	pgtest_proc *p;
 
-	while ((p = unlink_proc(NULL)) != NULL) {
+	while ((p = pgt_registry_take(&procs, NULL)) != NULL) {
 		if (on_signal)
 			kill(-p->pid, SIGKILL);
 		else

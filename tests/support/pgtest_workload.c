@@ -17,10 +17,9 @@ struct pgtest_workload {
 	atomic_bool stop;
 	atomic_uint iterations;
 	atomic_uint errors;
-	pgtest_workload *next;      /* the running ones; guarded by pgt_lock */
 };
 
-static pgtest_workload *workloads;
+static pgt_registry workloads;      /* the running ones */
 static _Thread_local pgtest_workload *current;
 
 bool
@@ -86,10 +85,7 @@ pgtest_workload_start(const char *conninfo, pgtest_step_fn step, void *arg)
 	atomic_init(&w->errors, 0);
 	if (pthread_create(&w->thread, NULL, workload_thread, w) != 0)
 		abort();
-	pgt_lock();
-	w->next = workloads;
-	workloads = w;
-	pgt_unlock();
+	pgt_registry_add(&workloads, w);
 	return w;
 }
 
@@ -99,28 +95,12 @@ pgtest_workload_iterations(const pgtest_workload *w)
 	return atomic_load(&w->iterations);
 }
 
-/* Takes w off the list; w NULL: takes any. Returns what it took. */
-static pgtest_workload *
-unlink_workload(pgtest_workload *w)
-{
-	pgtest_workload **pp;
-
-	pgt_lock();
-	for (pp = &workloads; *pp && (w == NULL || *pp != w); pp = &(*pp)->next)
-		;
-	w = *pp;
-	if (w != NULL)
-		*pp = w->next;
-	pgt_unlock();
-	return w;
-}
-
 unsigned
 pgtest_workload_stop(pgtest_workload *w, unsigned *errors)
 {
 	unsigned n;
 
-	unlink_workload(w);
+	pgt_registry_take(&workloads, w);
 	atomic_store(&w->stop, true);
 	pthread_join(w->thread, NULL);
 	n = atomic_load(&w->iterations);
@@ -136,6 +116,6 @@ pgt_workloads_cleanup(void)
 {
 	pgtest_workload *w;
 
-	while ((w = unlink_workload(NULL)) != NULL)
+	while ((w = pgt_registry_take(&workloads, NULL)) != NULL)
 		pgtest_workload_stop(w, NULL);
 }
