@@ -20,8 +20,10 @@ set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
 ROOT=$PWD
 
-PACKAGES=(cmake gcc make pkg-config libpq-dev libpg-query-dev libjansson-dev
-	libcmocka-dev postgresql-15 valgrind clang)
+# Installed without recommended packages, so what gcc and clang only
+# recommend (the C library headers, clang's sanitizer runtime) is named.
+PACKAGES=(cmake gcc make pkg-config libc6-dev libpq-dev libpg-query-dev libjansson-dev
+	libcmocka-dev postgresql-15 valgrind clang libclang-rt-14-dev)
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 LABELS='^(unit|integration)$'
 QUICK=0
