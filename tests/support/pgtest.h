@@ -12,7 +12,12 @@
  * unless PGTEST_KEEP=1 is set. A test process that dies without cleaning up
  * (SIGKILL, a CTest timeout) still leaves nothing running: each cluster has
  * a watchdog that stops it once the test process is gone, and spawned
- * processes are killed when their parent dies.
+ * processes are killed when their parent dies. Its directory, with the
+ * server logs, stays for inspection until the next test process starts.
+ *
+ * Clusters: each is a fresh initdb (its own system identifier), which takes
+ * a second or two; share clusters between the tests of a file (cmocka group
+ * setup) where the tests allow it.
  *
  * Failures: the helpers marked "fails the test" report the caller's file
  * and line and the cause, then fail the running cmocka test (outside one,
