@@ -45,6 +45,7 @@ strbuf_reserve(strbuf *sb, size_t extra)
 		fprintf(stderr, "tidemark: out of memory growing a buffer to %zu bytes\n", cap);
 		abort();
 	}
+	p[sb->len] = '\0';          /* a first allocation holds no string yet */
 	sb->data = p;
 	sb->cap = cap;
 }

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+#
+# tests/run-all.sh: tidemark's whole test suite, the command CI runs.
+#
+#   ./tests/run-all.sh [--quick] [-- CTEST-ARGS...]
+#
+# 1. Installs the build and test dependencies that are missing (Debian; as
+#    root with apt-get, otherwise it says what to install).
+# 2. Builds build/ (gcc) and build-asan/ (clang, AddressSanitizer and
+#    UndefinedBehaviorSanitizer).
+# 3. Runs the unit and integration tests (ctest) in both.
+# 4. Runs the unit tests under valgrind (memory errors, definite leaks).
+#
+# --quick: build/ and its tests only. CTEST-ARGS go to every ctest run,
+# e.g. -- -R harness. JOBS sets the parallelism (default: the core count).
+# Exits non-zero if any step fails; works from any directory.
+
+set -uo pipefail
+
+cd "$(dirname "$(readlink -f "$0")")/.." || exit 1
+ROOT=$PWD
+
+# Installed without recommended packages, so what gcc and clang only
+# recommend (the C library headers, clang's sanitizer runtime) is named.
+PACKAGES=(cmake gcc make pkg-config libc6-dev libpq-dev libpg-query-dev libjansson-dev
+	libcmocka-dev postgresql-15 valgrind clang libclang-rt-14-dev)
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+LABELS='^(unit|integration)$'
+QUICK=0
+CTEST_ARGS=()
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) QUICK=1 ;;
+	--) shift; CTEST_ARGS=("$@"); break ;;
+	-h | --help) sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "run-all: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+STEPS=()         # "name status seconds note" per step, for the summary
+FAILED=()
+
+section() {
+	printf '\n==== %s ====\n' "$*"
+}
+
+# step NAME COMMAND...: runs a step, records its outcome and duration.
+step() {
+	local name=$1 start rc
+	shift
+	section "$name"
+	start=$SECONDS
+	"$@"
+	rc=$?
+	record "$name" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" $((SECONDS - start))
+	return $rc
+}
+
+record() {
+	STEPS+=("$(printf '  %-4s  %-12s %4ss  %s' "$2" "$1" "$3" "${4:-}")")
+	[ "$2" = PASS ] || FAILED+=("$1")
+}
+
+# ---- dependencies -------------------------------------------------------
+
+missing_packages() {
+	local p
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+			echo "$p"
+	done
+}
+
+# The package's own cluster (15/main), started by installing it, is no
+# part of the suite: stop it rather than leave a server running.
+stop_packaged_cluster() {
+	if command -v pg_lsclusters >/dev/null && pg_lsclusters 2>/dev/null | grep -q '^15 *main .*online'; then
+		echo "stopping the cluster 15/main that installing postgresql-15 started"
+		pg_ctlcluster 15 main stop || true
+	fi
+}
+
+install_dependencies() {
+	local missing
+	if ! command -v dpkg-query >/dev/null; then
+		echo "not a Debian system: assuming the dependencies are present (${PACKAGES[*]})"
+		return 0
+	fi
+	mapfile -t missing < <(missing_packages)
+	if [ ${#missing[@]} -eq 0 ]; then
+		echo "all dependencies are installed"
+		return 0
+	fi
+	echo "missing: ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "run as root, or install them first:" >&2
+		echo "  sudo apt-get install -y ${missing[*]}" >&2
+		return 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q &&
+		apt-get install -y -q --no-install-recommends "${missing[@]}" || return 1
+	case " ${missing[*]} " in *" postgresql-15 "*) stop_packaged_cluster ;; esac
+	mapfile -t missing < <(missing_packages)
+	[ ${#missing[@]} -eq 0 ] || { echo "still missing: ${missing[*]}" >&2; return 1; }
+}
+
+# ---- building and testing ---------------------------------------------------
+
+build() {
+	local dir=$1
+	shift
+	cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
+		cmake --build "$ROOT/$dir" --parallel "$JOBS"
+}
+
+run_ctest() {
+	ctest --test-dir "$ROOT/$1" --output-on-failure --parallel "$JOBS" -L "$LABELS" \
+		"${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"}"
+}
+
+run_ctest_sanitized() {
+	ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		run_ctest "$1"
+}
+
+# Runs each unit test binary of build/ under valgrind, JOBS at a time.
+run_valgrind() {
+	local dir=$ROOT/build/valgrind src name failed=0 n=0
+	rm -rf "$dir" && mkdir -p "$dir"
+	for src in "$ROOT"/tests/unit/test_*.c; do
+		[ -e "$src" ] || continue
+		name=$(basename "$src" .c)
+		(
+			valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+				"$ROOT/build/tests/$name" >"$dir/$name.log" 2>&1
+			echo $? >"$dir/$name.rc"
+		) &
+		n=$((n + 1))
+		while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
+			wait -n
+		done
+	done
+	wait
+	for src in "$ROOT"/tests/unit/test_*.c; do
+		[ -e "$src" ] || continue
+		name=$(basename "$src" .c)
+		if [ "$(cat "$dir/$name.rc")" = 0 ]; then
+			echo "valgrind $name: ok"
+		else
+			echo "valgrind $name: FAILED (exit $(cat "$dir/$name.rc")); its log:"
+			sed 's/^/    /' "$dir/$name.log"
+			failed=1
+		fi
+	done
+	echo "valgrind: $n unit test binaries checked"
+	return $failed
+}
+
+versions() {
+	echo "gcc:      $(gcc -dumpfullversion 2>/dev/null || echo none)"
+	echo "clang:    $(clang -dumpversion 2>/dev/null || echo none)"
+	echo "cmake:    $(cmake --version 2>/dev/null | head -n 1)"
+	echo "postgres: $(/usr/lib/postgresql/15/bin/postgres --version 2>/dev/null || echo none)"
+	echo "valgrind: $(valgrind --version 2>/dev/null || echo none)"
+	echo "jobs:     $JOBS; user: $(id -un)"
+}
+
+# ---- main -----------------------------------------------------------------------
+
+summary() {
+	local line
+	section "summary"
+	for line in "${STEPS[@]}"; do
+		echo "$line"
+	done
+	if [ ${#FAILED[@]} -eq 0 ]; then
+		printf 'run-all: all steps succeeded in %dm%02ds\n' $((SECONDS / 60)) $((SECONDS % 60))
+	else
+		printf 'run-all: FAILED (%s) after %dm%02ds\n' "${FAILED[*]}" $((SECONDS / 60)) $((SECONDS % 60))
+	fi
+}
+
+# build_and_test DIR SUFFIX TEST-FUNCTION CMAKE-ARGS...: the test step runs
+# only if the build succeeded.
+build_and_test() {
+	local dir=$1 suffix=$2 test=$3
+	shift 3
+	if step "build$suffix" build "$dir" "$@"; then
+		step "test$suffix" "$test" "$dir"
+	else
+		record "test$suffix" FAIL 0 "not run: the build failed"
+	fi
+}
+
+main() {
+	step dependencies install_dependencies || { summary; exit 1; }
+	section "versions"
+	versions
+	build_and_test build "" run_ctest
+	if [ $QUICK -eq 0 ]; then
+		build_and_test build-asan -asan run_ctest_sanitized \
+			-DTIDEMARK_SANITIZE=ON -DCMAKE_C_COMPILER=clang
+		if [[ " ${FAILED[*]} " == *" build "* ]]; then
+			record valgrind FAIL 0 "not run: the build failed"
+		else
+			step valgrind run_valgrind
+		fi
+	fi
+	summary
+	[ ${#FAILED[@]} -eq 0 ]
+}
+
+main
