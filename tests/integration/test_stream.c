@@ -61,7 +61,7 @@ test_composite_key_and_changes(void **state)
 	                  " '2024-02-29 12:00:00+01' FROM generate_series(1, 20) o,"
 	                  " generate_series(2, 4) l;"
 	                  "INSERT INTO \"Line Items\" VALUES (99, 1, NULL, NULL, NULL);"
-	                  "UPDATE \"Line Items\" SET qty = qty + 0.25 WHERE \"Order Id\" % 3 = 0;"
+	                  "UPDATE \"Line Items\" SET qty = qty + 0.25 WHERE \"Order Id\" %% 3 = 0;"
 	                  "UPDATE \"Line Items\" SET \"Line No\" = 10 WHERE \"Order Id\" = 5 AND"
 	                  " \"Line No\" = 2;"
 	                  "DELETE FROM \"Line Items\" WHERE \"Order Id\" = 7;"
@@ -88,7 +88,7 @@ test_setup_refuses_keyless(void **state)
 	pgtest_exec(e->s, "CREATE TABLE nokey (a int, b text)");
 	rc = tm_run(e, 60, &out, "setup", "--table", "nokey", NULL);
 	assert_int_equal(rc, 3);
-	assert_non_null(strstr(out, "public.nokey"));
+	assert_non_null(strstr(out, "\"public\".\"nokey\""));
 	assert_non_null(strstr(out, "no primary key"));
 	assert_non_null(strstr(out, "ADD PRIMARY KEY"));
 	free(out);
@@ -266,6 +266,8 @@ test_kill9_mid_stream(void **state)
 		pgtest_proc *run = tm_spawn(e, "run", NULL);
 
 		sleep_ms(400 + (k * 373) % 900);
+		if (!pgtest_proc_running(run))
+			fail_msg("tidemark run ended before the kill:\n%s", pgtest_proc_output(run));
 		pgtest_proc_kill(run, SIGKILL);
 		assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
 		pgtest_proc_free(run);

@@ -153,6 +153,9 @@ tm_stop_and_catch_up(tm_env *e, pgtest_proc *run, double timeout_s)
 {
 	int rc;
 
+	/* signals before the handlers are installed would just kill it */
+	if (!pgtest_proc_wait_output(run, "streaming from slot", 60))
+		fail_msg("tidemark run did not start streaming:\n%s", pgtest_proc_output(run));
 	pgtest_proc_kill(run, SIGTERM);
 	rc = pgtest_proc_wait(run, 60);
 	if (rc != 0)
