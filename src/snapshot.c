@@ -34,7 +34,7 @@ typedef struct snap_table {
 	int chunks;
 	double started;
 	snap_window *window;     /* owned: open between the watermarks */
-	char wm_id[64];
+	char wm_id[96];
 	tm_lsn low_lsn;
 } snap_table;
 
