@@ -150,6 +150,17 @@ cursor_clear(table_cursor *c)
 
 /* ---- source queries of a reader ---- */
 
+/* Chunks of at most chunk_rows rows and about CHUNK_BYTES_TARGET bytes. */
+static void
+limit_rows(table_cursor *c, long long row_bytes)
+{
+	c->rows_limit = c->job.chunk_rows;
+	if (row_bytes > 0 && CHUNK_BYTES_TARGET / row_bytes < c->rows_limit)
+		c->rows_limit = CHUNK_BYTES_TARGET / row_bytes;
+	if (c->rows_limit < CHUNK_ROWS_MIN)
+		c->rows_limit = CHUNK_ROWS_MIN;
+}
+
 static int
 load_columns(PGconn *conn, table_cursor *c, bool *gone)
 {
@@ -158,9 +169,8 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 	int rc = pgconn_exec(conn, SRC, "reading the columns of a table to copy",
 	                     "SELECT a.attname, (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c"
 	                     "   WHERE c.oid = a.attrelid),"
-	                     " (SELECT pg_total_relation_size(a.attrelid)"
-	                     "   / greatest(c.reltuples, 1)::bigint FROM pg_class c"
-	                     "   WHERE c.oid = a.attrelid)"
+	                     " (SELECT CASE WHEN c.reltuples > 0 THEN (pg_total_relation_size(a.attrelid)"
+	                     "   / c.reltuples)::bigint END FROM pg_class c WHERE c.oid = a.attrelid)"
 	                     " FROM pg_attribute a WHERE a.attrelid = (SELECT c.oid FROM pg_class c"
 	                     "   JOIN pg_namespace n ON n.oid = c.relnamespace"
 	                     "   WHERE n.nspname = $1 AND c.relname = $2)"
@@ -178,14 +188,9 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 	for (int i = 0; i < c->ncols; i++)
 		c->colnames[i] = xstrdup(PQgetvalue(r, i, 0));
 	if (c->ncols > 0) {
-		long long width = atoll(PQgetvalue(r, 0, 2));
-
 		c->estimate = atoll(PQgetvalue(r, 0, 1));
-		c->rows_limit = c->job.chunk_rows;
-		if (width > 0 && CHUNK_BYTES_TARGET / width < c->rows_limit)
-			c->rows_limit = CHUNK_BYTES_TARGET / width;
-		if (c->rows_limit < CHUNK_ROWS_MIN)
-			c->rows_limit = CHUNK_ROWS_MIN;
+		/* the average row's size on disk, when statistics know it */
+		limit_rows(c, PQgetisnull(r, 0, 2) ? 0 : atoll(PQgetvalue(r, 0, 2)));
 	}
 	PQclear(r);
 	for (int k = 0; !*gone && k < c->job.nkeys; k++) {
@@ -459,6 +464,8 @@ finish_result(table_cursor *c, snap_result *res)
 
 	res->final = res->chunk->nrows < c->rows_limit;
 	res->rows_limit = c->rows_limit;
+	if (res->chunk->nrows > 0)
+		limit_rows(c, (long long) (res->chunk->data.len / (size_t) res->chunk->nrows) + 1);
 	if (res->chunk->nrows > 0) {
 		char **key;
 
