@@ -14,6 +14,9 @@
 #include "pgconn.h"
 #include "strbuf.h"
 
+/* Commits remembered until the target's WAL flush passes them. */
+#define APPLY_PENDING 64
+
 typedef struct apply_partial {
 	bool *present;      /* owned: columns set by this statement */
 	bool key_changed;
@@ -43,7 +46,11 @@ struct apply {
 	int ntables;
 	apply_rel **rels;           /* owned */
 	int nrels;
-	tm_lsn applied;             /* durable on the target */
+	tm_lsn applied;             /* committed on the target (visible) */
+	tm_lsn durable;             /* committed and flushed to the target's disk */
+	int npending;               /* commits not yet known to be flushed: */
+	tm_lsn pending_target[APPLY_PENDING];  /* target WAL end of each */
+	tm_lsn pending_source[APPLY_PENDING];  /* source position it applied */
 	bool in_source_tx;
 	uint32_t xid;               /* of the source transaction being applied */
 	bool skipping;              /* this source tx is already applied */
@@ -126,6 +133,62 @@ apply_reload_tables(apply *a)
 	return TM_OK;
 }
 
+/* ---- durability ---- */
+
+/* A commit whose target WAL ends at target_lsn applied up to source_lsn.
+ * When the list is full the newest entry absorbs it (a later, larger
+ * position: only the report to the source waits a little longer). */
+static void
+note_pending(apply *a, tm_lsn target_lsn, tm_lsn source_lsn)
+{
+	if (a->npending == APPLY_PENDING)
+		a->npending--;
+	a->pending_target[a->npending] = target_lsn;
+	a->pending_source[a->npending] = source_lsn;
+	a->npending++;
+}
+
+/* The stored position may come from a commit not flushed yet (a previous
+ * run's): it counts as durable once the target's WAL as of now is. */
+static int
+note_commit_at_start(apply *a)
+{
+	tm_lsn now = LSN_INVALID;
+	PGresult *r = NULL;
+	int rc = sink_query(a->sink, "reading the target's WAL position",
+	                    "SELECT pg_current_wal_insert_lsn()", 0, NULL, &r);
+
+	if (rc == TM_OK) {
+		lsn_parse(PQgetvalue(r, 0, 0), &now);
+		note_pending(a, now, a->applied);
+	}
+	PQclear(r);
+	return rc;
+}
+
+int
+apply_refresh_durable(apply *a)
+{
+	tm_lsn flushed;
+	int done = 0;
+	int rc;
+
+	if (a->npending == 0)
+		return TM_OK;
+	rc = sink_flushed(a->sink, &flushed);
+	if (rc != TM_OK)
+		return rc;
+	while (done < a->npending && a->pending_target[done] <= flushed) {
+		if (a->pending_source[done] > a->durable)
+			a->durable = a->pending_source[done];
+		done++;
+	}
+	memmove(a->pending_target, a->pending_target + done, sizeof(tm_lsn) * (size_t) (a->npending - done));
+	memmove(a->pending_source, a->pending_source + done, sizeof(tm_lsn) * (size_t) (a->npending - done));
+	a->npending -= done;
+	return TM_OK;
+}
+
 int
 apply_new(sink *s, const apply_config *cfg, apply **out)
 {
@@ -139,6 +202,8 @@ apply_new(sink *s, const apply_config *cfg, apply **out)
 	a->cfg = *cfg;
 	a->sink = s;
 	rc = catalog_read_progress(s, cfg->slot, &a->applied);
+	if (rc == TM_OK)
+		rc = note_commit_at_start(a);
 	if (rc == TM_OK)
 		rc = catalog_load_tables(s, cfg->slot, &arr, &n);
 	if (rc != TM_OK) {
@@ -676,14 +741,16 @@ elapsed_ms(const struct timespec *since)
 static int
 group_commit(apply *a)
 {
+	tm_lsn wal_end = LSN_INVALID;
 	int rc = catalog_save_progress(a->sink, a->cfg.slot, a->group_end, a->group_commit_time);
 
 	if (rc == TM_OK)
-		rc = sink_commit(a->sink);
+		rc = sink_commit(a->sink, &wal_end);
 	a->group_open = false;
 	if (rc != TM_OK)
 		return rc;
 	a->applied = a->group_end;
+	note_pending(a, wal_end, a->group_end);
 	a->stats.txs += a->pending.txs;
 	a->stats.changes += a->pending.changes;
 	a->stats.groups++;
@@ -792,18 +859,28 @@ apply_advance(apply *a, tm_lsn lsn)
 
 	if (a->group_open || a->in_source_tx || lsn <= a->applied)
 		return TM_OK;
+	tm_lsn wal_end = LSN_INVALID;
+
 	rc = sink_begin(a->sink);
 	if (rc == TM_OK)
 		rc = catalog_save_progress(a->sink, a->cfg.slot, lsn, 0);
 	if (rc == TM_OK)
-		rc = sink_commit(a->sink);
-	if (rc == TM_OK)
+		rc = sink_commit(a->sink, &wal_end);
+	if (rc == TM_OK) {
 		a->applied = lsn;
+		note_pending(a, wal_end, lsn);
+	}
 	return rc;
 }
 
 tm_lsn
 apply_position(const apply *a)
+{
+	return a->durable;
+}
+
+tm_lsn
+apply_committed(const apply *a)
 {
 	return a->applied;
 }

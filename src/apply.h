@@ -6,6 +6,9 @@
  * never split. The end position of the group's last source commit is
  * written to tidemark.progress in the same target transaction, so the
  * target always holds exactly the transactions up to its stored position.
+ * Target commits do not wait for the disk (synchronous_commit = off); the
+ * position reported to the source as flushed follows the target's flushed
+ * WAL, so a crash of the target loses nothing the source still needs.
  *
  * Rows: inserts and updates are keyed upserts, deletes by key, updates that
  * change the key delete the old key; a column sent as "unchanged TOAST"
@@ -82,8 +85,14 @@ int apply_idle(apply *a);
  * keepalive while idle): store lsn as applied so the source may free WAL. */
 int apply_advance(apply *a, tm_lsn lsn);
 
-/* The position durably applied on the target (the flush position). */
+/* The position applied and flushed to the target's disk: the only one ever
+ * reported to the source as flushed. Advanced by apply_refresh_durable. */
 tm_lsn apply_position(const apply *a);
+/* The position committed (visible) on the target, perhaps not flushed. */
+tm_lsn apply_committed(const apply *a);
+/* Asks the target how far its WAL is flushed (one query, only when some
+ * commit is not known durable yet). */
+int apply_refresh_durable(apply *a);
 bool apply_in_transaction(const apply *a);        /* a source tx or a target group open */
 bool apply_in_source_transaction(const apply *a); /* between a source Begin and Commit */
 const apply_stats *apply_get_stats(const apply *a);

@@ -99,7 +99,7 @@ log_progress(run_state *st, bool force)
 	double dt = now - st->last_progress;
 	const apply_stats *s = apply_get_stats(st->apply);
 	char applied[LSN_TEXT_MAX];
-	tm_lsn pos = apply_position(st->apply);
+	tm_lsn pos = apply_committed(st->apply);
 	double lag_s = 0;
 	long long lag_b = st->wal_end > pos ? (long long) (st->wal_end - pos) : 0;
 
@@ -130,10 +130,15 @@ send_feedback(run_state *st, bool force)
 {
 	double now = now_s();
 
+	int rc;
+
 	if (!force && (now - st->last_feedback) * 1000 < FEEDBACK_INTERVAL_MS)
 		return TM_OK;
 	st->last_feedback = now;
-	return source_feedback(st->stream, apply_position(st->apply), false);
+	rc = apply_refresh_durable(st->apply);
+	if (rc == TM_OK)
+		rc = source_feedback(st->stream, apply_position(st->apply), false);
+	return rc;
 }
 
 /* A keepalive while nothing is in flight: every transaction before its
@@ -258,7 +263,7 @@ session_open(run_state *st)
 	snapshot_attach(st->snap, st->apply);
 	if (st->marker[0] != '\0')
 		apply_set_marker(st->apply, st->marker);
-	so.start = apply_position(st->apply);
+	so.start = apply_committed(st->apply);
 	rc = source_open(&so, &st->stream);
 	if (rc == TM_OK)
 		log_info("streaming from slot \"%s\" at %s", o->slot, lsn_format(so.start, pos));
@@ -291,6 +296,8 @@ run_session(run_state *st)
 		rc = stream_loop(st);
 	if (rc == TM_OK)
 		log_progress(st, true);
+	if (rc == TM_OK)
+		rc = send_feedback(st, true);
 	session_close(st);
 	return rc;
 }

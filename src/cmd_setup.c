@@ -145,7 +145,7 @@ prepare_target(const cli_options *o, const setup_tables *t, tm_lsn valid_from)
 		if (rc == TM_OK)
 			rc = catalog_add_table(s, o->slot, t->defs[i], valid_from, &added);
 		if (rc == TM_OK)
-			rc = sink_commit(s);
+			rc = sink_commit(s, NULL);
 		else
 			sink_rollback(s);
 		if (rc == TM_OK && added) {

@@ -42,9 +42,10 @@ sink_open(const char *conninfo, const char *role, sink **out)
 
 	if (rc != TM_OK)
 		return rc;
-	/* the flush position reported to the source relies on durable commits */
+	/* commits do not wait for the disk; what the source is told is flushed
+	 * follows the target's flushed WAL instead (sink_flushed) */
 	rc = pgconn_command(conn, TGT, "configuring the session",
-	                    "SET synchronous_commit = on", 0, NULL);
+	                    "SET synchronous_commit = off", 0, NULL);
 	if (rc == TM_OK && PQenterPipelineMode(conn) != 1)
 		rc = pgconn_fail(conn, TGT, "entering pipeline mode", NULL);
 	if (rc != TM_OK) {
@@ -232,13 +233,32 @@ sink_in_transaction(const sink *s)
 }
 
 int
-sink_commit(sink *s)
+sink_commit(sink *s, tm_lsn *wal_end)
 {
+	PGresult *r = NULL;
 	int rc = send_params(s, "COMMIT", 0, NULL);
 
-	if (rc == TM_OK)
-		rc = sink_sync(s);
 	s->in_tx = false;
+	if (rc != TM_OK)
+		return rc;
+	/* inserted after our commit record, so at or past its end */
+	rc = sink_query(s, "committing", "SELECT pg_current_wal_insert_lsn()", 0, NULL, &r);
+	if (rc == TM_OK && wal_end != NULL)
+		lsn_parse(PQgetvalue(r, 0, 0), wal_end);
+	PQclear(r);
+	return rc;
+}
+
+int
+sink_flushed(sink *s, tm_lsn *out)
+{
+	PGresult *r = NULL;
+	int rc = sink_query(s, "reading the flushed position", "SELECT pg_current_wal_flush_lsn()",
+	                    0, NULL, &r);
+
+	if (rc == TM_OK)
+		lsn_parse(PQgetvalue(r, 0, 0), out);
+	PQclear(r);
 	return rc;
 }
 

@@ -17,6 +17,8 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 
+#include "lsn.h"
+
 typedef struct sink sink;
 typedef struct sink_stmt sink_stmt; /* a prepared statement, owned by its sink */
 
@@ -36,9 +38,16 @@ int sink_command(sink *s, const char *what, const char *sql, int nparams,
 
 int sink_begin(sink *s);
 bool sink_in_transaction(const sink *s);
-/* Commits and waits: when this returns TM_OK the transaction is durable
- * (the session uses synchronous_commit = on). */
-int sink_commit(sink *s);
+/*
+ * Commits and waits for the commit (visible, not yet durable: the session
+ * uses synchronous_commit = off, so no commit waits for a disk flush).
+ * *wal_end (may be NULL) receives a target WAL position at or after the
+ * end of the commit record: the transaction is durable once the target's
+ * flushed WAL reaches it (sink_flushed).
+ */
+int sink_commit(sink *s, tm_lsn *wal_end);
+/* The target's WAL position flushed to disk. */
+int sink_flushed(sink *s, tm_lsn *out);
 /* Rolls back (after a failure); the connection stays usable if it can. */
 void sink_rollback(sink *s);
 

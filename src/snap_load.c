@@ -7,6 +7,16 @@
 #include "log.h"
 #include "pgconn.h"
 
+#include <time.h>
+static double
+ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 /* WHERE (k1, k2) > ($1, $2) AND (k1, k2) <= ($3, $4), either side optional.
  * alias: a table alias to qualify the key columns with, or NULL. */
 static int
@@ -99,7 +109,12 @@ load_direct(sink *s, const snap_load_chunk *c)
 	strbuf_append(&sql, " (");
 	append_columns(&sql, c->chunk, NULL);
 	strbuf_append(&sql, ") FROM STDIN");
-	rc = copy_into(s, sql.data, strbuf_str(c->rows), c->rows->len);
+	{
+		double t0 = ms_now();
+
+		rc = copy_into(s, sql.data, strbuf_str(c->rows), c->rows->len);
+		log_debug("snapshot load: COPY %.1f ms", ms_now() - t0);
+	}
 	strbuf_free(&sql);
 	return rc;
 }
@@ -265,7 +280,10 @@ int
 snap_load(sink *s, const snap_load_chunk *c, bool *fast)
 {
 	bool has = false;
+	double t0 = ms_now();
 	int rc = range_has_rows(s, c, &has);
+
+	log_debug("snapshot load: range check %.1f ms", ms_now() - t0);
 
 	if (rc != TM_OK)
 		return rc;

@@ -517,10 +517,18 @@ one_chunk(snap_reader *r, PGconn *conn, table_cursor *c, issued *is, bool *final
 		rc = load_columns(conn, c, &gone);
 		c->loaded = rc == TM_OK && !gone;
 	}
+	struct timespec t0, t1, t2;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (rc == TM_OK)
 		rc = emit(conn, 'L', id);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (rc == TM_OK && !gone)
 		rc = read_or_gone(conn, c, res, &gone);
+	clock_gettime(CLOCK_MONOTONIC, &t2);
+	log_debug("snapshot read: low watermark %.1f ms, read %.1f ms",
+	          (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
+	          (t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) / 1e6);
 	if (rc == TM_OK && gone) {
 		log_info("snapshot of %s.%s stops: the table no longer exists on the source",
 		         c->job.schema, c->job.name);

@@ -147,23 +147,34 @@ snap_copy_unescape(const char *f, size_t len, strbuf *out)
 	return true;
 }
 
+/* Counts a line's fields: one more than its tab characters. */
+static int
+count_fields(const char *line, size_t len)
+{
+	int n = 1;
+
+	for (const char *p = line; (p = memchr(p, '\t', len - (size_t) (p - line))) != NULL; p++)
+		n++;
+	return n;
+}
+
 int
 snap_chunk_add(snap_chunk *c, const char *text, size_t len, tm_error *err)
 {
-	const char **fields = xcalloc((size_t) c->ncols + 1, sizeof(char *));
-	size_t *flen = xcalloc((size_t) c->ncols + 1, sizeof(size_t));
 	size_t start = 0;
-	int rc = 0;
 
-	for (size_t i = 0; i < len && rc == 0; i++) {
-		if (text[i] != '\n')
-			continue;
-		if (snap_copy_fields(text + start, i - start, fields, flen, c->ncols) != c->ncols) {
-			rc = tm_error_set(err, "snapshot chunk: row %d does not have %d columns",
-			                  c->nrows + 1, c->ncols);
-			break;
-		}
-		strbuf_appendn(&c->data, text + start, i - start + 1);
+	strbuf_reserve(&c->data, len);
+	while (start < len) {
+		const char *nl = memchr(text + start, '\n', len - start);
+		size_t end;
+
+		if (nl == NULL)
+			return tm_error_set(err, "snapshot chunk: a row does not end with a newline");
+		end = (size_t) (nl - text);
+		if (count_fields(text + start, end - start) != c->ncols)
+			return tm_error_set(err, "snapshot chunk: row %d does not have %d columns",
+			                    c->nrows + 1, c->ncols);
+		strbuf_appendn(&c->data, text + start, end - start + 1);
 		if (c->nrows == c->cap_rows) {
 			c->cap_rows = c->cap_rows ? c->cap_rows * 2 : 1024;
 			c->line_end = realloc(c->line_end, sizeof(size_t) * (size_t) c->cap_rows);
@@ -171,13 +182,9 @@ snap_chunk_add(snap_chunk *c, const char *text, size_t len, tm_error *err)
 				abort();
 		}
 		c->line_end[c->nrows++] = c->data.len;
-		start = i + 1;
+		start = end + 1;
 	}
-	if (rc == 0 && start != len)
-		rc = tm_error_set(err, "snapshot chunk: a row does not end with a newline");
-	free(fields);
-	free(flen);
-	return rc;
+	return 0;
 }
 
 /* Splits a stored row into its fields (without the newline). */
@@ -445,6 +452,11 @@ snap_window_merge(snap_window *w, const snap_chunk *c, strbuf *out, tm_error *er
 	if (c->nkeys != w->nkeys) {
 		kept = tm_error_set(err, "snapshot chunk has %d key columns, the window %d", c->nkeys,
 		                    w->nkeys);
+		goto done;
+	}
+	if (w->used == 0 && !w->truncated) {
+		strbuf_appendn(out, strbuf_str(&c->data), c->data.len);
+		kept = c->nrows;
 		goto done;
 	}
 	for (int r = 0; r < c->nrows && !w->truncated; r++) {

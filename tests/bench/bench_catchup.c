@@ -1,0 +1,172 @@
+/*
+ * bench_catchup: catching up on a backlog, tidemark against PostgreSQL's
+ * own logical replication (CREATE SUBSCRIPTION), side by side on the same
+ * WAL; and tidemark's peak memory while one 500,000-row transaction
+ * streams through.
+ *
+ *   cmake --build build --target bench_catchup && build/tests/bench_catchup [TRANSACTIONS]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "benchlib.h"
+
+#define PGBENCH "/usr/lib/postgresql/15/bin/pgbench"
+
+static pgtest_cluster *src, *dst;
+static char *src_db, *tm_db, *pg_db;
+
+static void
+prepare(void)
+{
+	PGconn *s, *a;
+
+	src = pgtest_cluster_start_with("src", "max_wal_senders=20", "max_replication_slots=20",
+	                                "max_wal_size=4GB", "shared_buffers=256MB");
+	dst = pgtest_cluster_start_with("dst", "max_wal_size=4GB", "shared_buffers=256MB");
+	a = pgtest_connect(dst);
+	pgtest_exec(a, "CREATE DATABASE tm");
+	pgtest_exec(a, "CREATE DATABASE pg");
+	PQfinish(a);
+	src_db = src->conninfo;
+	tm_db = pgtest_conninfo_db(dst, "tm");
+	pg_db = pgtest_conninfo_db(dst, "pg");
+	s = pgtest_connect(src);
+	pgtest_exec(s, "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);"
+	               "INSERT INTO accounts SELECT g, 1000 FROM generate_series(1, 1000) g;"
+	               "CREATE TABLE marker (id int PRIMARY KEY, v int NOT NULL);"
+	               "INSERT INTO marker VALUES (1, 0);"
+	               "CREATE TABLE big (id bigint PRIMARY KEY, payload text);"
+	               "CREATE PUBLICATION pgpub FOR TABLE accounts, marker, big");
+	PQfinish(s);
+}
+
+static int
+tidemark(const char *cmd, const char *extra, double *secs, long *peak_kb)
+{
+	const char *argv[] = {cmd, "--source", src_db, "--target", tm_db, "--table", "accounts",
+	                      "--table", "marker", "--table", "big", NULL, NULL};
+	const char *run_argv[] = {"run", "--source", src_db, "--target", tm_db, "--until-caught-up",
+	                          "--quiet", NULL};
+	double s;
+	long kb;
+
+	(void) extra;
+	return bench_run_measured(strcmp(cmd, "setup") == 0 ? argv : run_argv, 3600,
+	                          secs ? secs : &s, peak_kb ? peak_kb : &kb);
+}
+
+static void
+prepare_subscription(void)
+{
+	PGconn *p = pgtest_connect_str(pg_db);
+
+	pgtest_exec(p, "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);"
+	               "CREATE TABLE marker (id int PRIMARY KEY, v int NOT NULL);"
+	               "CREATE TABLE big (id bigint PRIMARY KEY, payload text)");
+	pgtest_exec(p, "CREATE SUBSCRIPTION pgsub CONNECTION '%s' PUBLICATION pgpub", src_db);
+	if (bench_wait_value(p, "SELECT count(*) FROM accounts", "1000", 120) < 0 ||
+	    bench_wait_value(p, "SELECT bool_and(srsubstate = 'r') FROM pg_subscription_rel", "t",
+	                     120) < 0) {
+		fprintf(stderr, "the subscription did not finish its initial copy\n");
+		exit(1);
+	}
+	pgtest_exec(p, "ALTER SUBSCRIPTION pgsub DISABLE");
+	bench_wait_value(p, "SELECT count(*) FROM pg_stat_subscription WHERE pid IS NOT NULL", "0", 60);
+	PQfinish(p);
+}
+
+/* n two-row update transactions, then the marker. */
+static void
+backlog(int n, int round)
+{
+	char *script = pgtest_write_file("transfer.sql",
+	                                 "\\set a random(1, 1000)\n\\set b random(1, 1000)\n"
+	                                 "BEGIN;\nUPDATE accounts SET balance = balance - 1 WHERE id = :a;\n"
+	                                 "UPDATE accounts SET balance = balance + 1 WHERE id = :b;\n"
+	                                 "COMMIT;\n");
+	char per_client[16];
+	const char *argv[] = {"-n", "-c", "2", "-t", per_client, "-f", script, src_db, NULL};
+	PGconn *s = pgtest_connect(src);
+	pgtest_proc *p;
+
+	snprintf(per_client, sizeof per_client, "%d", n / 2);
+	p = pgtest_spawn_program(PGBENCH, argv, NULL);
+	if (pgtest_proc_wait(p, 3600) != 0) {
+		fprintf(stderr, "pgbench failed:\n%s\n", pgtest_proc_output(p));
+		exit(1);
+	}
+	pgtest_proc_free(p);
+	pgtest_exec(s, "UPDATE marker SET v = %d", round);
+	PQfinish(s);
+	free(script);
+}
+
+static double
+subscription_catch_up(int round)
+{
+	PGconn *p = pgtest_connect_str(pg_db);
+	char expected[16];
+	double start = bench_now(), waited;
+
+	snprintf(expected, sizeof expected, "%d", round);
+	pgtest_exec(p, "ALTER SUBSCRIPTION pgsub ENABLE");
+	waited = bench_wait_value(p, "SELECT v FROM marker", expected, 3600);
+	pgtest_exec(p, "ALTER SUBSCRIPTION pgsub DISABLE");
+	bench_wait_value(p, "SELECT count(*) FROM pg_stat_subscription WHERE pid IS NOT NULL", "0", 60);
+	PQfinish(p);
+	return waited < 0 ? -1 : bench_now() - start;
+}
+
+static void
+big_transaction(int rows)
+{
+	PGconn *s = pgtest_connect(src);
+	double secs;
+	long kb;
+
+	pgtest_exec(s, "INSERT INTO big SELECT g, md5(g::text) || md5((g + 1)::text) || md5((g + 2)::text)"
+	               " FROM generate_series(1, %d) g", rows);
+	PQfinish(s);
+	if (tidemark("run", NULL, &secs, &kb) != 0)
+		exit(1);
+	printf("one transaction of %d rows: applied in %.1f s (%.0f rows/s), tidemark peak RSS "
+	       "%.1f MB (goal: under 64 MB)\n", rows, secs, rows / secs, kb / 1024.0);
+}
+
+int
+main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 40000;
+	double tm_s[2], pg_s[2];
+	long kb;
+
+	prepare();
+	if (tidemark("setup", NULL, NULL, NULL) != 0 || tidemark("run", NULL, NULL, NULL) != 0)
+		return 1;
+	prepare_subscription();
+	/* two rounds, alternating who goes first, each on a fresh backlog */
+	for (int round = 1; round <= 2; round++) {
+		backlog(n, round);
+		if (round == 1) {
+			pg_s[0] = subscription_catch_up(round);
+			if (tidemark("run", NULL, &tm_s[0], &kb) != 0)
+				return 1;
+		} else {
+			if (tidemark("run", NULL, &tm_s[1], &kb) != 0)
+				return 1;
+			pg_s[1] = subscription_catch_up(round);
+		}
+		printf("round %d: %d two-row transactions: tidemark %.2f s (%.0f tx/s, peak RSS %.1f MB),"
+		       " PostgreSQL subscription %.2f s (%.0f tx/s): tidemark is %.2fx as fast\n",
+		       round, n, tm_s[round - 1], n / tm_s[round - 1], kb / 1024.0, pg_s[round - 1],
+		       n / pg_s[round - 1], pg_s[round - 1] / tm_s[round - 1]);
+	}
+	printf("catch-up ratio (PostgreSQL time / tidemark time, both rounds): %.2f (goal: at least 1)\n",
+	       (pg_s[0] + pg_s[1]) / (tm_s[0] + tm_s[1]));
+	big_transaction(500000);
+	pgtest_cluster_stop(src);
+	pgtest_cluster_stop(dst);
+	return 0;
+}
