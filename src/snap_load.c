@@ -7,16 +7,6 @@
 #include "log.h"
 #include "pgconn.h"
 
-#include <time.h>
-static double
-ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* WHERE (k1, k2) > ($1, $2) AND (k1, k2) <= ($3, $4), either side optional.
  * alias: a table alias to qualify the key columns with, or NULL. */
 static int
@@ -82,20 +72,41 @@ append_columns(strbuf *sql, const snap_chunk *ch, const char *alias)
 	}
 }
 
+/* COPY ... FROM STDIN of rows in the given format, with the binary
+ * header and trailer around them when binary. */
 static int
-copy_into(sink *s, const char *sql, const char *data, size_t len)
+copy_into(sink *s, const char *sql, snap_chunk_format format, const strbuf *rows)
 {
+	strbuf frame = STRBUF_INIT;
 	int rc = sink_copy_begin(s, sql);
 
-	/* COPY data goes in pieces: libpq copies each into its buffer */
-	for (size_t off = 0; rc == TM_OK && off < len; off += 1 << 20) {
-		size_t n = len - off < (1u << 20) ? len - off : 1u << 20;
+	snap_chunk_copy_header(format, &frame);
+	if (rc == TM_OK && frame.len > 0)
+		rc = sink_copy_data(s, frame.data, (int) frame.len);
+	/* in pieces: libpq copies each into its buffer */
+	for (size_t off = 0; rc == TM_OK && off < rows->len; off += 1 << 20) {
+		size_t n = rows->len - off < (1u << 20) ? rows->len - off : 1u << 20;
 
-		rc = sink_copy_data(s, data + off, (int) n);
+		rc = sink_copy_data(s, rows->data + off, (int) n);
 	}
+	strbuf_reset(&frame);
+	snap_chunk_copy_trailer(format, &frame);
+	if (rc == TM_OK && frame.len > 0)
+		rc = sink_copy_data(s, frame.data, (int) frame.len);
 	if (rc == TM_OK)
 		rc = sink_copy_end(s);
+	strbuf_free(&frame);
 	return rc;
+}
+
+static void
+append_copy_from(strbuf *sql, const snap_load_chunk *c)
+{
+	strbuf_append(sql, " (");
+	append_columns(sql, c->chunk, NULL);
+	strbuf_append(sql, ") FROM STDIN");
+	if (c->chunk->format == SNAP_CHUNK_BINARY)
+		strbuf_append(sql, " (FORMAT binary)");
 }
 
 static int
@@ -106,33 +117,37 @@ load_direct(sink *s, const snap_load_chunk *c)
 
 	strbuf_append(&sql, "COPY ");
 	strbuf_append_qualified(&sql, c->target_schema, c->target_table);
-	strbuf_append(&sql, " (");
-	append_columns(&sql, c->chunk, NULL);
-	strbuf_append(&sql, ") FROM STDIN");
-	{
-		double t0 = ms_now();
-
-		rc = copy_into(s, sql.data, strbuf_str(c->rows), c->rows->len);
-		log_debug("snapshot load: COPY %.1f ms", ms_now() - t0);
-	}
+	append_copy_from(&sql, c);
+	rc = copy_into(s, sql.data, c->chunk->format, c->rows);
 	strbuf_free(&sql);
 	return rc;
 }
 
 /* ---- the staging path ---- */
 
-#define STAGE_FLAG "tidemark_row"
-
+/* pg_temp."tidemark_<what>_<table id>" */
 static void
-stage_name(strbuf *sql, const snap_load_chunk *c)
+temp_name(strbuf *sql, const snap_load_chunk *c, const char *what)
 {
 	char name[64];
 
-	snprintf(name, sizeof name, "tidemark_stage_%d", c->table_id);
+	snprintf(name, sizeof name, "tidemark_%s_%d", what, c->table_id);
 	strbuf_append(sql, "pg_temp.");
 	strbuf_append_ident(sql, name);
 }
 
+static void
+append_key_columns(strbuf *sql, const snap_load_chunk *c)
+{
+	for (int k = 0; k < c->nkeys; k++) {
+		if (k > 0)
+			strbuf_append(sql, ", ");
+		strbuf_append_ident(sql, c->key_columns[k]);
+	}
+}
+
+/* The staging tables: the chunk's rows, and the keys the stream touched
+ * in the window, both with the target's column types. */
 static int
 stage_create(sink *s, const snap_load_chunk *c)
 {
@@ -140,45 +155,59 @@ stage_create(sink *s, const snap_load_chunk *c)
 	int rc;
 
 	strbuf_append(&sql, "DROP TABLE IF EXISTS ");
-	stage_name(&sql, c);
-	rc = sink_command(s, "dropping a staging table", sql.data, 0, NULL);
-	strbuf_reset(&sql);
-	strbuf_append(&sql, "CREATE TEMP TABLE ");
-	stage_name(&sql, c);
-	strbuf_append(&sql, " AS SELECT ");
-	append_columns(&sql, c->chunk, NULL);
-	strbuf_append(&sql, ", true AS " STAGE_FLAG " FROM ");
-	strbuf_append_qualified(&sql, c->target_schema, c->target_table);
-	strbuf_append(&sql, " WITH NO DATA");
-	if (rc == TM_OK)
+	temp_name(&sql, c, "stage");
+	strbuf_append(&sql, ", ");
+	temp_name(&sql, c, "touched");
+	rc = sink_command(s, "dropping staging tables", sql.data, 0, NULL);
+	for (int i = 0; rc == TM_OK && i < 2; i++) {
+		strbuf_reset(&sql);
+		strbuf_append(&sql, "CREATE TEMP TABLE ");
+		temp_name(&sql, c, i == 0 ? "stage" : "touched");
+		strbuf_append(&sql, " AS SELECT ");
+		if (i == 0)
+			append_columns(&sql, c->chunk, NULL);
+		else
+			append_key_columns(&sql, c);
+		strbuf_append(&sql, " FROM ");
+		strbuf_append_qualified(&sql, c->target_schema, c->target_table);
+		strbuf_append(&sql, " WITH NO DATA");
 		rc = sink_command(s, "creating a staging table", sql.data, 0, NULL);
+	}
 	strbuf_free(&sql);
 	return rc;
 }
 
-/* Chunk rows flagged true, keys the stream touched flagged false. */
 static int
 stage_fill(sink *s, const snap_load_chunk *c)
 {
-	strbuf sql = STRBUF_INIT, data = STRBUF_INIT;
-	const char *p = strbuf_str(c->rows);
+	strbuf sql = STRBUF_INIT, keys = STRBUF_INIT;
 	int rc;
 
-	strbuf_reserve(&data, c->rows->len + (size_t) c->nrows * 2);
-	for (const char *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
-		strbuf_appendn(&data, p, (size_t) (nl - p));
-		strbuf_append(&data, "\tt\n");
-	}
-	snap_window_keys_copy(c->window, c->chunk, "\tf", &data);
 	strbuf_append(&sql, "COPY ");
-	stage_name(&sql, c);
+	temp_name(&sql, c, "stage");
+	append_copy_from(&sql, c);
+	rc = copy_into(s, sql.data, c->chunk->format, c->rows);
+	snap_window_keys_copy(c->window, &keys);
+	strbuf_reset(&sql);
+	strbuf_append(&sql, "COPY ");
+	temp_name(&sql, c, "touched");
 	strbuf_append(&sql, " (");
-	append_columns(&sql, c->chunk, NULL);
-	strbuf_append(&sql, ", " STAGE_FLAG ") FROM STDIN");
-	rc = copy_into(s, sql.data, strbuf_str(&data), data.len);
+	append_key_columns(&sql, c);
+	strbuf_append(&sql, ") FROM STDIN");
+	if (rc == TM_OK && keys.len > 0)
+		rc = copy_into(s, sql.data, SNAP_CHUNK_TEXT, &keys);
 	strbuf_free(&sql);
-	strbuf_free(&data);
+	strbuf_free(&keys);
 	return rc;
+}
+
+static bool
+is_key_column(const snap_chunk *ch, int i)
+{
+	for (int k = 0; k < ch->nkeys; k++)
+		if (ch->key_idx[k] == i)
+			return true;
+	return false;
 }
 
 static int
@@ -195,20 +224,12 @@ stage_upsert(sink *s, const snap_load_chunk *c)
 	strbuf_append(&sql, ") SELECT ");
 	append_columns(&sql, c->chunk, NULL);
 	strbuf_append(&sql, " FROM ");
-	stage_name(&sql, c);
-	strbuf_append(&sql, " WHERE " STAGE_FLAG " ON CONFLICT (");
-	for (int k = 0; k < c->nkeys; k++) {
-		if (k > 0)
-			strbuf_append(&sql, ", ");
-		strbuf_append_ident(&sql, c->key_columns[k]);
-	}
+	temp_name(&sql, c, "stage");
+	strbuf_append(&sql, " ON CONFLICT (");
+	append_key_columns(&sql, c);
 	strbuf_append(&sql, ") DO ");
 	for (int i = 0; i < c->chunk->ncols; i++) {
-		bool key = false;
-
-		for (int k = 0; k < c->chunk->nkeys; k++)
-			key |= c->chunk->key_idx[k] == i;
-		if (key)
+		if (is_key_column(c->chunk, i))
 			continue;
 		strbuf_append(&sql, any ? ", " : "UPDATE SET ");
 		strbuf_append_ident(&sql, c->chunk->colnames[i]);
@@ -221,6 +242,24 @@ stage_upsert(sink *s, const snap_load_chunk *c)
 	rc = sink_command(s, "upserting a chunk", sql.data, 0, NULL);
 	strbuf_free(&sql);
 	return rc;
+}
+
+/* NOT EXISTS (SELECT 1 FROM <temp> s WHERE s.k = t.k AND ...) */
+static void
+append_not_in(strbuf *sql, const snap_load_chunk *c, const char *what)
+{
+	strbuf_append(sql, " AND NOT EXISTS (SELECT 1 FROM ");
+	temp_name(sql, c, what);
+	strbuf_append(sql, " s WHERE ");
+	for (int k = 0; k < c->nkeys; k++) {
+		if (k > 0)
+			strbuf_append(sql, " AND ");
+		strbuf_append(sql, "s.");
+		strbuf_append_ident(sql, c->key_columns[k]);
+		strbuf_append(sql, " = t.");
+		strbuf_append_ident(sql, c->key_columns[k]);
+	}
+	strbuf_appendc(sql, ')');
 }
 
 /* Rows of the range on the target that the source no longer has. */
@@ -237,19 +276,10 @@ stage_delete_gone(sink *s, const snap_load_chunk *c)
 	strbuf_append_qualified(&sql, c->target_schema, c->target_table);
 	strbuf_append(&sql, " t");
 	n = append_range(&sql, c, "t", params);
-	strbuf_append(&sql, n > 0 ? " AND" : " WHERE");
-	strbuf_append(&sql, " NOT EXISTS (SELECT 1 FROM ");
-	stage_name(&sql, c);
-	strbuf_append(&sql, " s WHERE ");
-	for (int k = 0; k < c->nkeys; k++) {
-		if (k > 0)
-			strbuf_append(&sql, " AND ");
-		strbuf_append(&sql, "s.");
-		strbuf_append_ident(&sql, c->key_columns[k]);
-		strbuf_append(&sql, " = t.");
-		strbuf_append_ident(&sql, c->key_columns[k]);
-	}
-	strbuf_appendc(&sql, ')');
+	if (n == 0)
+		strbuf_append(&sql, " WHERE true");
+	append_not_in(&sql, c, "stage");
+	append_not_in(&sql, c, "touched");
 	rc = sink_command(s, "deleting rows the source no longer has", sql.data, n, params);
 	strbuf_free(&sql);
 	free(params);
@@ -269,10 +299,53 @@ load_staged(sink *s, const snap_load_chunk *c)
 	if (rc == TM_OK)
 		rc = stage_delete_gone(s, c);
 	strbuf_append(&sql, "DROP TABLE ");
-	stage_name(&sql, c);
+	temp_name(&sql, c, "stage");
+	strbuf_append(&sql, ", ");
+	temp_name(&sql, c, "touched");
 	if (rc == TM_OK)
-		rc = sink_command(s, "dropping a staging table", sql.data, 0, NULL);
+		rc = sink_command(s, "dropping staging tables", sql.data, 0, NULL);
 	strbuf_free(&sql);
+	return rc;
+}
+
+/* UPDATE t SET c1 = $1, ... WHERE k1 = $n+1 AND ... */
+static int
+apply_overlay(sink *s, const snap_load_chunk *c, const snap_overlay *o)
+{
+	const char **params = calloc((size_t) (o->n + c->nkeys) + 1, sizeof(char *));
+	strbuf sql = STRBUF_INIT, vals = STRBUF_INIT;
+	size_t *offsets = calloc((size_t) (o->n + c->nkeys) + 1, sizeof(size_t));
+	int np = 0, rc;
+
+	if (params == NULL || offsets == NULL)
+		abort();
+	strbuf_append(&sql, "UPDATE ");
+	strbuf_append_qualified(&sql, c->target_schema, c->target_table);
+	strbuf_append(&sql, " SET ");
+	for (int i = 0; i < o->n + c->nkeys; i++) {
+		bool set = i < o->n;
+		const char *v = set ? o->values[i] : o->key[i - o->n];
+		size_t vl = set ? o->lens[i] : o->key_len[i - o->n];
+
+		if (i == o->n)
+			strbuf_append(&sql, " WHERE ");
+		else if (i > 0)
+			strbuf_append(&sql, set ? ", " : " AND ");
+		strbuf_append_ident(&sql, set ? o->names[i] : c->key_columns[i - o->n]);
+		strbuf_appendf(&sql, " = $%d", ++np);
+		offsets[i] = v ? vals.len : (size_t) -1;
+		if (v != NULL) {
+			strbuf_appendn(&vals, v, vl);
+			strbuf_appendc(&vals, '\0');
+		}
+	}
+	for (int i = 0; i < np; i++)
+		params[i] = offsets[i] == (size_t) -1 ? NULL : strbuf_str(&vals) + offsets[i];
+	rc = sink_send(s, sink_stmt_get(s, sql.data, np), params, NULL);
+	strbuf_free(&sql);
+	strbuf_free(&vals);
+	free(params);
+	free(offsets);
 	return rc;
 }
 
@@ -280,15 +353,16 @@ int
 snap_load(sink *s, const snap_load_chunk *c, bool *fast)
 {
 	bool has = false;
-	double t0 = ms_now();
 	int rc = range_has_rows(s, c, &has);
-
-	log_debug("snapshot load: range check %.1f ms", ms_now() - t0);
 
 	if (rc != TM_OK)
 		return rc;
 	*fast = !has;
 	if (!has)
-		return c->nrows > 0 ? load_direct(s, c) : TM_OK;
-	return load_staged(s, c);
+		rc = c->nrows > 0 ? load_direct(s, c) : TM_OK;
+	else
+		rc = load_staged(s, c);
+	for (int i = 0; rc == TM_OK && i < c->noverlays; i++)
+		rc = apply_overlay(s, c, &c->overlays[i]);
+	return rc;
 }

@@ -25,9 +25,11 @@ typedef struct snap_load_chunk {
 	const char *target_table;
 	int nkeys;
 	char *const *key_columns;
-	const snap_chunk *chunk;      /* column names, key positions */
-	const strbuf *rows;           /* the merged rows, COPY text */
+	const snap_chunk *chunk;      /* column names, key positions, row format */
+	const strbuf *rows;           /* the merged rows, in the chunk's format */
 	long nrows;
+	const snap_overlay *overlays;
+	int noverlays;
 	const snap_window *window;    /* keys the stream touched in the window */
 	char *const *prev_key;        /* range start (exclusive); NULL: none */
 	char *const *last_key;        /* range end (inclusive); NULL: none (the last chunk) */

@@ -66,6 +66,7 @@ typedef struct table_cursor {
 	long long estimate;
 	long rows_limit;
 	bool loaded;
+	snap_chunk_format format;
 } table_cursor;
 
 /* ---- keys and jobs ---- */
@@ -114,6 +115,8 @@ job_copy(snap_job *dst, const snap_job *src)
 	dst->name = xstrdup(src->name);
 	dst->key_columns = snap_keys_copy(src->key_columns, src->nkeys);
 	dst->start_key = snap_keys_copy(src->start_key, src->nkeys);
+	dst->target_names = snap_keys_copy(src->target_names, src->ntarget);
+	dst->target_types = snap_keys_copy(src->target_types, src->ntarget);
 }
 
 void
@@ -123,6 +126,8 @@ snap_job_clear(snap_job *job)
 	free(job->name);
 	snap_keys_free(job->key_columns, job->nkeys);
 	snap_keys_free(job->start_key, job->nkeys);
+	snap_keys_free(job->target_names, job->ntarget);
+	snap_keys_free(job->target_types, job->ntarget);
 	memset(job, 0, sizeof *job);
 }
 
@@ -150,6 +155,16 @@ cursor_clear(table_cursor *c)
 
 /* ---- source queries of a reader ---- */
 
+/* Does the target have this column with exactly this (built-in) type? */
+static bool
+same_target_type(const snap_job *job, const char *name, const char *type)
+{
+	for (int i = 0; i < job->ntarget; i++)
+		if (strcmp(job->target_names[i], name) == 0)
+			return strcmp(job->target_types[i], type) == 0;
+	return false;
+}
+
 /* Chunks of at most chunk_rows rows and about CHUNK_BYTES_TARGET bytes. */
 static void
 limit_rows(table_cursor *c, long long row_bytes)
@@ -170,7 +185,8 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 	                     "SELECT a.attname, (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c"
 	                     "   WHERE c.oid = a.attrelid),"
 	                     " (SELECT CASE WHEN c.reltuples > 0 THEN (pg_total_relation_size(a.attrelid)"
-	                     "   / c.reltuples)::bigint END FROM pg_class c WHERE c.oid = a.attrelid)"
+	                     "   / c.reltuples)::bigint END FROM pg_class c WHERE c.oid = a.attrelid),"
+	                     " format_type(a.atttypid, a.atttypmod), a.atttypid < 16384"
 	                     " FROM pg_attribute a WHERE a.attrelid = (SELECT c.oid FROM pg_class c"
 	                     "   JOIN pg_namespace n ON n.oid = c.relnamespace"
 	                     "   WHERE n.nspname = $1 AND c.relname = $2)"
@@ -185,8 +201,13 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 	c->key_idx = calloc((size_t) c->job.nkeys + 1, sizeof(int));
 	if (c->colnames == NULL || c->key_idx == NULL)
 		abort();
-	for (int i = 0; i < c->ncols; i++)
+	c->format = SNAP_CHUNK_BINARY;
+	for (int i = 0; i < c->ncols; i++) {
 		c->colnames[i] = xstrdup(PQgetvalue(r, i, 0));
+		if (strcmp(PQgetvalue(r, i, 4), "t") != 0 ||
+		    !same_target_type(&c->job, c->colnames[i], PQgetvalue(r, i, 3)))
+			c->format = SNAP_CHUNK_TEXT;
+	}
 	if (c->ncols > 0) {
 		c->estimate = atoll(PQgetvalue(r, 0, 1));
 		/* the average row's size on disk, when statistics know it */
@@ -225,6 +246,11 @@ static void
 chunk_sql(PGconn *conn, const table_cursor *c, strbuf *sql)
 {
 	strbuf_append(sql, "COPY (SELECT ");
+	/* binary rows carry their key as text first (see snap_chunk.h) */
+	for (int k = 0; c->format == SNAP_CHUNK_BINARY && k < c->job.nkeys; k++) {
+		strbuf_append_ident(sql, c->job.key_columns[k]);
+		strbuf_appendf(sql, "::text AS \"tidemark key %d\", ", k + 1);
+	}
 	for (int i = 0; i < c->ncols; i++) {
 		if (i > 0)
 			strbuf_append(sql, ", ");
@@ -248,7 +274,8 @@ chunk_sql(PGconn *conn, const table_cursor *c, strbuf *sql)
 	}
 	strbuf_append(sql, " ORDER BY ");
 	append_key_cols(sql, c);
-	strbuf_appendf(sql, " LIMIT %ld) TO STDOUT", c->rows_limit);
+	strbuf_appendf(sql, " LIMIT %ld) TO STDOUT%s", c->rows_limit,
+	               c->format == SNAP_CHUNK_BINARY ? " (FORMAT binary)" : "");
 }
 
 /* "xmin:xmax:xip,xip,..." */
@@ -300,6 +327,10 @@ copy_rows(PGconn *conn, const char *sql, snap_chunk *chunk)
 			return TM_EXIT_INTERNAL;
 		}
 	}
+	if (n == -1 && snap_chunk_finish(chunk, &err) != 0) {
+		log_error("source: %s", err.msg);
+		return TM_EXIT_INTERNAL;
+	}
 	r = PQgetResult(conn);
 	n = PQresultStatus(r) == PGRES_COMMAND_OK ? TM_OK
 	                                           : pgconn_fail(conn, SRC, "reading a snapshot chunk", r);
@@ -325,8 +356,8 @@ read_chunk(PGconn *conn, table_cursor *c, snap_result *res)
 		parse_snapshot(PQgetvalue(r, 0, 0), res);
 		PQclear(r);
 		snap_chunk_free(res->chunk);
-		res->chunk = snap_chunk_new(c->ncols, (const char *const *) c->colnames, c->job.nkeys,
-		                            c->key_idx);
+		res->chunk = snap_chunk_new(c->format, c->ncols, (const char *const *) c->colnames,
+		                            c->job.nkeys, c->key_idx);
 		chunk_sql(conn, c, &sql);
 		rc = copy_rows(conn, sql.data, res->chunk);
 	}
@@ -469,7 +500,7 @@ finish_result(table_cursor *c, snap_result *res)
 	if (res->chunk->nrows > 0) {
 		char **key;
 
-		if (snap_chunk_row_key(res->chunk, res->chunk->nrows - 1, &key, &err) != 0) {
+		if (snap_chunk_key_values(res->chunk, res->chunk->nrows - 1, &key, &err) != 0) {
 			log_error("snapshot of %s.%s: %s", c->job.schema, c->job.name, err.msg);
 			return TM_EXIT_INTERNAL;
 		}

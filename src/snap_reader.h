@@ -37,6 +37,12 @@ typedef struct snap_job {
 	char **key_columns;
 	char **start_key;        /* NULL: from the first row */
 	long chunk_rows;
+	/* The target table's columns and their types (format_type): when every
+	 * column the chunk reads has the same built-in type on the source, rows
+	 * travel in binary COPY format, which the target loads faster. */
+	int ntarget;
+	char **target_names;
+	char **target_types;
 } snap_job;
 
 /* A chunk read between its watermarks. */

@@ -102,16 +102,44 @@ table_free(snap_table *t)
 	free(t);
 }
 
+/* The target table's columns and types, for the reader's choice of the
+ * binary row format. On failure the job simply goes without (text). */
+static void
+target_types(snapshot *s, const snap_table *t, snap_job *job)
+{
+	const char *p[] = {t->target_schema, t->target_table};
+	PGresult *r = NULL;
+
+	if (sink_query(s->sink, "reading the target's column types",
+	               "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute"
+	               " WHERE attrelid = format('%I.%I', $1::text, $2::text)::regclass"
+	               " AND attnum > 0 AND NOT attisdropped ORDER BY attnum", 2, p, &r) != TM_OK)
+		return;
+	job->ntarget = PQntuples(r);
+	job->target_names = calloc((size_t) job->ntarget + 1, sizeof(char *));
+	job->target_types = calloc((size_t) job->ntarget + 1, sizeof(char *));
+	if (job->target_names == NULL || job->target_types == NULL)
+		abort();
+	for (int i = 0; i < job->ntarget; i++) {
+		job->target_names[i] = xstrdup(PQgetvalue(r, i, 0));
+		job->target_types[i] = xstrdup(PQgetvalue(r, i, 1));
+	}
+	PQclear(r);
+}
+
 static void
 submit(snapshot *s, snap_table *t)
 {
 	snap_job job = {t->table_id, ++t->generation, t->schema, t->name, t->nkeys,
-	                t->key_columns, t->applied_key, s->cfg.chunk_rows};
+	                t->key_columns, t->applied_key, s->cfg.chunk_rows, 0, NULL, NULL};
 
+	target_types(s, t, &job);
 	snap_window_free(t->window);
 	t->window = NULL;
 	t->restart = false;
 	snap_reader_submit(s->reader, &job);
+	snap_keys_free(job.target_names, job.ntarget);
+	snap_keys_free(job.target_types, job.ntarget);
 }
 
 /* JSON array text (or NULL) into a new array of n new strings. */
@@ -494,25 +522,22 @@ apply_chunk(snapshot *s, snap_table *t, snap_result *res)
 	strbuf merged = STRBUF_INIT;
 	const strbuf *rows = &res->chunk->data;
 	long n = res->chunk->nrows;
-	tm_error err;
+	snap_overlay *overlays = NULL;
+	int noverlays = 0;
 	bool fast = false;
-	int rc = TM_OK;
+	int rc;
 	double t0;
 
 	/* the usual case: the stream did not touch the table in the window */
 	if (snap_window_changes(t->window) > 0) {
-		n = snap_window_merge(t->window, res->chunk, &merged, &err);
+		n = snap_window_merge(t->window, res->chunk, &merged, &overlays, &noverlays);
 		rows = &merged;
 	}
-	if (n < 0) {
-		log_error("snapshot of %s.%s: %s", t->schema, t->name, err.msg);
-		rc = TM_EXIT_INTERNAL;
-	}
 	t0 = now_s();
-	if (rc == TM_OK) {
+	{
 		snap_load_chunk lc = {t->table_id, t->target_schema, t->target_table, t->nkeys,
-		                      t->key_columns, res->chunk, rows, n, t->window,
-		                      res->prev_key, res->final ? NULL : res->last_key};
+		                      t->key_columns, res->chunk, rows, n, overlays, noverlays,
+		                      t->window, res->prev_key, res->final ? NULL : res->last_key};
 
 		rc = snap_load(s->sink, &lc, &fast);
 	}

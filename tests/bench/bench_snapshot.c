@@ -107,6 +107,7 @@ snapshot(long rows, const char *chunk, const char *readers, int round)
 		if (pgtest_run_tidemark(setup, 120, NULL) != 0 ||
 		    bench_run_measured(run, 3600, &secs, &kb) != 0)
 			exit(1);
+		bench_wait_value(s, "SELECT count(*) FROM pg_replication_slots WHERE active", "0", 30);
 		pgtest_exec(s, "SELECT pg_drop_replication_slot('%s')", name);
 		PQfinish(s);
 	}
