@@ -1,6 +1,9 @@
 #include "log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
@@ -12,6 +15,11 @@
 static log_level threshold = LOG_INFO;
 
 static const char *const level_names[] = {"debug", "info", "warning", "error"};
+
+/* The terminal status line: written by the apply thread, and cleared and
+ * redrawn around every log line of any thread, under this lock. */
+static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
+static char status[1024];
 
 void
 log_set_level(log_level level)
@@ -67,7 +75,35 @@ log_msg(log_level level, const char *fmt, ...)
 	while (n > 0 && line[n - 1] == '\n')
 		n--;
 	line[n++] = '\n';
+	pthread_mutex_lock(&status_lock);
+	if (status[0] != '\0')
+		write_all("\r\033[K", 4);
 	write_all(line, n);
+	if (status[0] != '\0')
+		write_all(status, strlen(status));
+	pthread_mutex_unlock(&status_lock);
+}
+
+void
+log_status_line(const char *text)
+{
+	if (!log_is_tty())
+		return;
+	pthread_mutex_lock(&status_lock);
+	snprintf(status, sizeof status, "%s", text ? text : "");
+	write_all("\r\033[K", 4);
+	write_all(status, strlen(status));
+	pthread_mutex_unlock(&status_lock);
+}
+
+int
+log_tty_width(void)
+{
+	struct winsize ws;
+
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+		return ws.ws_col;
+	return 80;
 }
 
 bool

@@ -28,7 +28,14 @@ void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf
 
 /* True when stderr is a terminal (progress bars instead of log lines). */
 bool log_is_tty(void);
-/* Writes a raw line (no prefix), e.g. a progress bar redraw. */
+/* Writes a raw line (no prefix). */
 void log_raw(const char *text);
+
+/* On a terminal: a status line (progress bars) kept at the bottom, redrawn
+ * in place; log lines are written above it. NULL or "" removes it. Does
+ * nothing when stderr is not a terminal. */
+void log_status_line(const char *text);
+/* The terminal's width in columns (80 when unknown). */
+int log_tty_width(void);
 
 #endif

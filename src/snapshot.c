@@ -239,30 +239,82 @@ scan_catalog(snapshot *s)
 
 /* ---- progress ---- */
 
+static double
+rate_of(const snap_table *t, double now)
+{
+	return t->rows / (now - t->started > 0.001 ? now - t->started : 0.001);
+}
+
+static void
+report_line(const snap_table *t, double now)
+{
+	double rate = rate_of(t, now);
+
+	if (t->estimate > 0)
+		log_info("snapshot of %s.%s: chunk %d, %lld of about %lld rows (%.0f%%), "
+		         "%.0f rows/s, about %.0f s left", t->schema, t->name, t->chunks + 1,
+		         t->rows, t->estimate,
+		         t->rows < t->estimate ? 100.0 * (double) t->rows / (double) t->estimate : 99.0,
+		         rate, rate > 0 && t->rows < t->estimate ? (t->estimate - t->rows) / rate : 0);
+	else
+		log_info("snapshot of %s.%s: chunk %d, %lld rows, %.0f rows/s", t->schema, t->name,
+		         t->chunks + 1, t->rows, rate);
+}
+
+/* "public.orders [#######.............]  35% 3m10s" */
+static void
+append_bar(strbuf *sb, const snap_table *t, double now)
+{
+	double frac = t->estimate > 0 ? (double) t->rows / (double) t->estimate : 0;
+	double rate = rate_of(t, now);
+	int filled;
+
+	if (frac > 0.99)
+		frac = 0.99;
+	filled = (int) (frac * 20);
+	strbuf_appendf(sb, "%s%s.%s [", sb->len ? "  " : "", t->schema, t->name);
+	for (int i = 0; i < 20; i++)
+		strbuf_appendc(sb, i < filled ? '#' : '.');
+	if (t->estimate > 0 && rate > 0) {
+		long left = (long) ((t->estimate - t->rows) / rate);
+
+		strbuf_appendf(sb, "] %3.0f%% %ldm%02lds left", frac * 100, left / 60, left % 60);
+	} else
+		strbuf_appendf(sb, "] %lld rows", t->rows);
+}
+
+static void
+report_bars(const snapshot *s, double now)
+{
+	strbuf sb = STRBUF_INIT;
+	int width = log_tty_width();
+
+	for (int i = 0; i < s->ntables; i++)
+		if (!s->tables[i]->done && s->tables[i]->chunks > 0)
+			append_bar(&sb, s->tables[i], now);
+	if ((int) sb.len >= width)
+		sb.data[width - 1] = '\0';
+	log_status_line(strbuf_str(&sb));
+	strbuf_free(&sb);
+}
+
+/* Progress: bars on a terminal (each second), log lines otherwise. */
 static void
 report(snapshot *s, bool force)
 {
 	double now = now_s();
+	bool tty = log_is_tty();
 
-	if (!force && now - s->last_progress < s->cfg.progress_interval)
+	if (!force && now - s->last_progress < (tty ? 1.0 : s->cfg.progress_interval))
 		return;
 	s->last_progress = now;
-	for (int i = 0; i < s->ntables; i++) {
-		snap_table *t = s->tables[i];
-		double rate = t->rows / (now - t->started > 0.001 ? now - t->started : 0.001);
-
-		if (t->done)
-			continue;
-		if (t->estimate > 0)
-			log_info("snapshot of %s.%s: chunk %d, %lld of about %lld rows (%.0f%%), "
-			         "%.0f rows/s, about %.0f s left", t->schema, t->name, t->chunks + 1,
-			         t->rows, t->estimate,
-			         t->rows < t->estimate ? 100.0 * (double) t->rows / (double) t->estimate : 99.0,
-			         rate, rate > 0 && t->rows < t->estimate ? (t->estimate - t->rows) / rate : 0);
-		else
-			log_info("snapshot of %s.%s: chunk %d, %lld rows, %.0f rows/s", t->schema, t->name,
-			         t->chunks + 1, t->rows, rate);
+	if (tty) {
+		report_bars(s, now);
+		return;
 	}
+	for (int i = 0; i < s->ntables; i++)
+		if (!s->tables[i]->done)
+			report_line(s->tables[i], now);
 }
 
 /* ---- the public side ---- */
@@ -296,6 +348,7 @@ snapshot_free(snapshot *s)
 {
 	if (s == NULL)
 		return;
+	log_status_line(NULL);
 	snap_reader_stop(s->reader);
 	for (int i = 0; i < s->ntables; i++)
 		table_free(s->tables[i]);
@@ -512,6 +565,7 @@ chunk_done(snapshot *s, snap_table *t, const snap_result *res, long rows, bool f
 		return;
 	t->done = true;
 	snap_reader_forget(s->reader, t->table_id);
+	log_status_line(NULL);
 	log_info("snapshot of %s.%s done: %lld rows in %d chunks, %.0f rows/s", t->schema, t->name,
 	         t->rows, t->chunks, t->rows / (now_s() - t->started + 1e-9));
 }
