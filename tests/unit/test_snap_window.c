@@ -224,7 +224,12 @@ parse_binary_row(const char *p, row *r)
 	size_t off = 2;
 	strbuf v = STRBUF_INIT;
 
-	assert_int_equal(ntohs(*(const uint16_t *) p), 3);
+	{
+		uint16_t n;
+
+		memcpy(&n, p, 2);
+		assert_int_equal(ntohs(n), 3);
+	}
 	for (int i = 0; i < 3; i++) {
 		int32_t l;
 
