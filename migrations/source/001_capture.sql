@@ -354,11 +354,21 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
--- The event trigger functions. They run as their owner (a superuser, who
--- may read attmissingval and emit messages) whoever issues the DDL; an
--- error of the capture is swallowed, and the message is written outside the
--- exception block (see the top of this file).
-CREATE OR REPLACE FUNCTION tidemark.capture_ddl_end()
+-- The event trigger functions, capture_ddl_end(), capture_sql_drop() and
+-- capture_rewrite(): alike but for the kind they pass on. They run as their
+-- owner (a superuser, who may read attmissingval and emit messages)
+-- whoever issues the DDL; an error of the capture is swallowed, and the
+-- message is written outside the exception block (see the top of this
+-- file).
+DO $do$
+DECLARE
+    fn text[];
+BEGIN
+    FOREACH fn SLICE 1 IN ARRAY
+        '{{capture_ddl_end,ddl},{capture_sql_drop,drop},{capture_rewrite,rewrite}}'::text[]
+    LOOP
+        EXECUTE format($fn$
+CREATE OR REPLACE FUNCTION tidemark.%I()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -367,7 +377,7 @@ DECLARE
     msg text;
 BEGIN
     BEGIN
-        msg := tidemark.capture_message('ddl', tg_tag);
+        msg := tidemark.capture_message(%L, tg_tag);
     EXCEPTION WHEN OTHERS THEN
         msg := NULL;
     END;
@@ -375,45 +385,10 @@ BEGIN
         PERFORM pg_logical_emit_message(true, 'tidemark.ddl', msg);
     END IF;
 END
-$$;
-
-CREATE OR REPLACE FUNCTION tidemark.capture_sql_drop()
-RETURNS event_trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    msg text;
-BEGIN
-    BEGIN
-        msg := tidemark.capture_message('drop', tg_tag);
-    EXCEPTION WHEN OTHERS THEN
-        msg := NULL;
-    END;
-    IF msg IS NOT NULL THEN
-        PERFORM pg_logical_emit_message(true, 'tidemark.ddl', msg);
-    END IF;
+$$$fn$, fn[1], fn[2]);
+    END LOOP;
 END
-$$;
-
-CREATE OR REPLACE FUNCTION tidemark.capture_rewrite()
-RETURNS event_trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    msg text;
-BEGIN
-    BEGIN
-        msg := tidemark.capture_message('rewrite', tg_tag);
-    EXCEPTION WHEN OTHERS THEN
-        msg := NULL;
-    END;
-    IF msg IS NOT NULL THEN
-        PERFORM pg_logical_emit_message(true, 'tidemark.ddl', msg);
-    END IF;
-END
-$$;
+$do$;
 
 REVOKE ALL ON FUNCTION tidemark.capture_schema_skipped(text), tidemark.capture_tables(oid[]),
     tidemark.capture_touched(), tidemark.capture_envelope(text, text, json, json, json, json, text),
