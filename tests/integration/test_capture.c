@@ -27,14 +27,24 @@ static char *src;     /* the source database: capture installed */
 static char *dst;     /* the target database of the setup */
 static char *src_app; /* the source as the non-superuser "app" */
 
+/* Runs tidemark (argv: the arguments); fails the test unless it exits 0. */
+static void
+run_tidemark(const char *const argv[])
+{
+	char *out = NULL;
+	int rc = pgtest_run_tidemark(argv, 60, &out);
+
+	if (rc != 0)
+		fail_msg("tidemark %s exited %d:\n%s", argv[0], rc, out ? out : "");
+	free(out);
+}
+
 static int
 group_setup(void **state)
 {
 	const char *argv[] = {"setup", NULL, NULL, NULL, NULL, "--slot", "tm_capture",
 	                      "--publication", "tm_capture", "--table", "public.dummy", NULL};
-	char *out = NULL;
 	PGconn *c;
-	int rc;
 
 	(void) state;
 	cluster = pgtest_cluster_start("capture");
@@ -53,10 +63,7 @@ group_setup(void **state)
 	argv[2] = src;
 	argv[3] = "--target";
 	argv[4] = dst;
-	rc = pgtest_run_tidemark(argv, 60, &out);
-	if (rc != 0)
-		fail_msg("setup exited %d:\n%s", rc, out);
-	free(out);
+	run_tidemark(argv);
 	/* the setup's own slot would only hold WAL here */
 	pgtest_exec(c, "SELECT pg_drop_replication_slot('tm_capture')");
 	PQfinish(c);
@@ -84,12 +91,16 @@ typedef struct capture {
 	json_t *msgs;      /* the capture messages only */
 } capture;
 
+/* Runs setup_sql (may be NULL), then makes the test's slot: the stream
+ * starts after it. */
 static capture *
-capture_start(const char *name)
+capture_start(const char *name, const char *setup_sql)
 {
 	capture *cap = calloc(1, sizeof *cap);
 
 	cap->conn = pgtest_connect_str(src);
+	if (setup_sql != NULL)
+		pgtest_exec(cap->conn, "%s", setup_sql);
 	snprintf(cap->slot, sizeof cap->slot, "cap_%s", name);
 	pgtest_exec(cap->conn, "SELECT pg_create_logical_replication_slot('%s', 'test_decoding')",
 	            cap->slot);
@@ -261,10 +272,9 @@ test_alter_column_type(void **state)
 	const char *ddl = "ALTER TABLE orders ALTER COLUMN total TYPE numeric(12,2)";
 
 	(void) state;
-	cap = capture_start("alter_type");
-	pgtest_exec(cap->conn, "CREATE TABLE orders (id int PRIMARY KEY, total float8, note text);"
-	                       "INSERT INTO orders VALUES (1, 2.345, 'x')");
-	capture_read(cap); /* past the CREATE */
+	cap = capture_start("alter_type",
+	                    "CREATE TABLE orders (id int PRIMARY KEY, total float8, note text);"
+	                    "INSERT INTO orders VALUES (1, 2.345, 'x')");
 	pgtest_exec(cap->conn, "%s", ddl);
 	capture_read(cap);
 	assert_int_equal(json_array_size(cap->msgs), 2);
@@ -316,7 +326,7 @@ test_alter_column_type(void **state)
 static void
 test_add_column_defaults(void **state)
 {
-	capture *cap = capture_start("defaults");
+	capture *cap = capture_start("defaults", NULL);
 	json_t *m, *col;
 
 	(void) state;
@@ -367,14 +377,14 @@ test_add_column_defaults(void **state)
 static void
 test_rename_and_drop_column(void **state)
 {
-	capture *cap = capture_start("rename_drop");
+	capture *cap;
 	json_t *m, *t, *d, *cmd;
 	long oid;
 
 	(void) state;
-	pgtest_exec(cap->conn, "CREATE TABLE people (id int PRIMARY KEY, nick text, age int)");
+	cap = capture_start("rename_drop",
+	                    "CREATE TABLE people (id int PRIMARY KEY, nick text, age int)");
 	oid = table_oid(cap->conn, "people");
-	capture_read(cap);
 	pgtest_exec(cap->conn, "ALTER TABLE people RENAME COLUMN nick TO handle");
 	pgtest_exec(cap->conn, "ALTER TABLE people DROP COLUMN age");
 	capture_read(cap);
@@ -431,7 +441,7 @@ test_rename_and_drop_column(void **state)
 static void
 test_key_changes(void **state)
 {
-	capture *cap = capture_start("keys");
+	capture *cap = capture_start("keys", NULL);
 	json_t *t;
 
 	(void) state;
@@ -463,14 +473,14 @@ test_key_changes(void **state)
 static void
 test_indirect_changes(void **state)
 {
-	capture *cap = capture_start("indirect");
+	capture *cap;
 	json_t *m;
 
 	(void) state;
-	pgtest_exec(cap->conn, "CREATE TABLE base (id int); CREATE TABLE derived (x int) INHERITS (base);"
-	                       "CREATE TYPE mood AS ENUM ('ok'); CREATE TABLE feelings (m mood);"
-	                       "CREATE SCHEMA old_ns; CREATE TABLE old_ns.inside (a int)");
-	capture_read(cap);
+	cap = capture_start("indirect",
+	                    "CREATE TABLE base (id int); CREATE TABLE derived (x int) INHERITS (base);"
+	                    "CREATE TYPE mood AS ENUM ('ok'); CREATE TABLE feelings (m mood);"
+	                    "CREATE SCHEMA old_ns; CREATE TABLE old_ns.inside (a int)");
 	pgtest_exec(cap->conn, "ALTER TABLE base ADD COLUMN added int");
 	pgtest_exec(cap->conn, "ALTER TYPE mood RENAME TO humour");
 	pgtest_exec(cap->conn, "ALTER SCHEMA old_ns RENAME TO new_ns");
@@ -493,7 +503,7 @@ test_indirect_changes(void **state)
 static void
 test_create_and_drop_table(void **state)
 {
-	capture *cap = capture_start("create_drop");
+	capture *cap = capture_start("create_drop", NULL);
 	json_t *m, *t, *d;
 	long oid;
 
@@ -537,15 +547,15 @@ test_create_and_drop_table(void **state)
 static void
 test_do_block_and_function(void **state)
 {
-	capture *cap = capture_start("do_function");
+	capture *cap;
 	const char *block = "DO $$BEGIN EXECUTE 'ALTER TABLE acc ADD COLUMN via_do int'; END$$";
 	json_t *m;
 
 	(void) state;
-	pgtest_exec(cap->conn, "CREATE TABLE acc (id int PRIMARY KEY);"
-	                       "CREATE FUNCTION add_col() RETURNS void LANGUAGE plpgsql AS"
-	                       " $$BEGIN ALTER TABLE acc ADD COLUMN via_fn text; END$$");
-	capture_read(cap);
+	cap = capture_start("do_function",
+	                    "CREATE TABLE acc (id int PRIMARY KEY);"
+	                    "CREATE FUNCTION add_col() RETURNS void LANGUAGE plpgsql AS"
+	                    " $$BEGIN ALTER TABLE acc ADD COLUMN via_fn text; END$$");
 	pgtest_exec(cap->conn, "%s", block);
 	pgtest_exec(cap->conn, "SELECT add_col()");
 	capture_read(cap);
@@ -570,21 +580,20 @@ test_do_block_and_function(void **state)
 static void
 test_multi_statement_order(void **state)
 {
-	capture *cap = capture_start("multi");
+	capture *cap;
 	const char *sql = "INSERT INTO mix VALUES (1, 1); ALTER TABLE mix ADD COLUMN w int;"
 	                  " UPDATE mix SET w = 2";
-	long insert_at = -1, msg_at_ = -1, update_at = -1, begins = 0;
+	long insert_at = -1, message_at = -1, update_at = -1, begins = 0;
 	size_t i;
 	json_t *v;
 
 	(void) state;
-	pgtest_exec(cap->conn, "CREATE TABLE mix (id int PRIMARY KEY, v int)");
-	capture_read(cap);
+	cap = capture_start("multi", "CREATE TABLE mix (id int PRIMARY KEY, v int)");
 	pgtest_exec(cap->conn, "%s", sql);
 	capture_read(cap);
 	json_array_foreach(cap->stream, i, v) {
 		if (json_is_object(v)) {
-			msg_at_ = (long) i;
+			message_at = (long) i;
 			assert_envelope(v, "ddl");
 			assert_string_equal(str(v, "statement"), sql);
 			assert_non_null(table_column(msg_table(v, "mix"), "w"));
@@ -598,7 +607,7 @@ test_multi_statement_order(void **state)
 	}
 	assert_int_equal(begins, 1);
 	assert_int_equal(json_array_size(cap->msgs), 1);
-	assert_true(insert_at >= 0 && insert_at < msg_at_ && msg_at_ < update_at);
+	assert_true(insert_at >= 0 && insert_at < message_at && message_at < update_at);
 	capture_end(cap);
 }
 
@@ -607,13 +616,12 @@ test_multi_statement_order(void **state)
 static void
 test_transactions_and_seq(void **state)
 {
-	capture *cap = capture_start("xact");
+	capture *cap;
 	json_t *m;
 	size_t i;
 
 	(void) state;
-	pgtest_exec(cap->conn, "CREATE TABLE tx (id int PRIMARY KEY, gone int)");
-	capture_read(cap);
+	cap = capture_start("xact", "CREATE TABLE tx (id int PRIMARY KEY, gone int)");
 	pgtest_exec(cap->conn, "BEGIN; ALTER TABLE tx ADD COLUMN never int; ROLLBACK");
 	capture_read(cap);
 	assert_int_equal(json_array_size(cap->msgs), 0);
@@ -641,13 +649,12 @@ test_transactions_and_seq(void **state)
 static void
 test_long_statement_once(void **state)
 {
-	capture *cap = capture_start("long");
+	capture *cap;
 	char *sql = malloc(64 * 1024);
 	size_t n = 0;
 
 	(void) state;
-	pgtest_exec(cap->conn, "CREATE TABLE wide (id int PRIMARY KEY)");
-	capture_read(cap);
+	cap = capture_start("long", "CREATE TABLE wide (id int PRIMARY KEY)");
 	for (int i = 0; i < 200; i++)
 		n += (size_t) sprintf(sql + n, "ALTER TABLE wide ADD COLUMN c%03d int;", i);
 	pgtest_exec(cap->conn, "%s", sql);
@@ -675,7 +682,7 @@ test_long_statement_once(void **state)
 static void
 test_quoted_names(void **state)
 {
-	capture *cap = capture_start("quoted");
+	capture *cap = capture_start("quoted", NULL);
 	json_t *m, *t;
 
 	(void) state;
@@ -704,14 +711,14 @@ test_quoted_names(void **state)
 static void
 test_partitioned_table(void **state)
 {
-	capture *cap = capture_start("partitioned");
+	capture *cap;
 	json_t *m;
 
 	(void) state;
-	pgtest_exec(cap->conn, "CREATE TABLE meas (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);"
-	                       "CREATE TABLE meas_a PARTITION OF meas FOR VALUES FROM (0) TO (100);"
-	                       "CREATE TABLE meas_b PARTITION OF meas FOR VALUES FROM (100) TO (200)");
-	capture_read(cap);
+	cap = capture_start("partitioned",
+	                    "CREATE TABLE meas (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);"
+	                    "CREATE TABLE meas_a PARTITION OF meas FOR VALUES FROM (0) TO (100);"
+	                    "CREATE TABLE meas_b PARTITION OF meas FOR VALUES FROM (100) TO (200)");
 	pgtest_exec(cap->conn, "ALTER TABLE meas ALTER COLUMN v TYPE varchar(20)");
 	capture_read(cap);
 	assert_int_equal(json_array_size(cap->msgs), 3);
@@ -735,7 +742,7 @@ test_partitioned_table(void **state)
 static void
 test_not_captured(void **state)
 {
-	capture *cap = capture_start("not_captured");
+	capture *cap = capture_start("not_captured", NULL);
 
 	(void) state;
 	pgtest_exec(cap->conn, "CREATE TEMP TABLE scratch (a int); ALTER TABLE scratch ADD b int;"
@@ -767,7 +774,7 @@ rename_function(PGconn *c, const char *from, const char *to)
 static void
 test_never_fails_ddl(void **state)
 {
-	capture *cap = capture_start("never_fails");
+	capture *cap = capture_start("never_fails", NULL);
 	PGconn *app = pgtest_connect_str(src_app);
 	char *err;
 	json_t *m;
@@ -830,16 +837,11 @@ test_teardown_removes_capture(void **state)
 	const char *argv[] = {"teardown", "--source", src, "--slot", "tm_capture", "--publication",
 	                      "tm_capture", NULL};
 	PGconn *c = pgtest_connect_str(src);
-	char *out = NULL;
-	int rc;
 
 	(void) state;
 	assert_int_equal(pgtest_query_long(c, "SELECT count(*) FROM pg_event_trigger"
 	                                      " WHERE evtname LIKE 'tidemark%%'"), 3);
-	rc = pgtest_run_tidemark(argv, 60, &out);
-	if (rc != 0)
-		fail_msg("teardown exited %d:\n%s", rc, out);
-	free(out);
+	run_tidemark(argv);
 	assert_int_equal(pgtest_query_long(c, "SELECT count(*) FROM pg_event_trigger"
 	                                      " WHERE evtname LIKE 'tidemark%%'"), 0);
 	pgtest_exec(c, "ALTER TABLE dummy ADD COLUMN after_teardown int");
