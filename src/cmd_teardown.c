@@ -30,6 +30,7 @@ drop_source(const cli_options *o)
 		rc = pgconn_script(conn, PGCONN_SOURCE, "dropping the DDL capture objects",
 		                   "DROP EVENT TRIGGER IF EXISTS tidemark_ddl_end;"
 		                   "DROP EVENT TRIGGER IF EXISTS tidemark_sql_drop;"
+		                   "DROP EVENT TRIGGER IF EXISTS tidemark_table_rewrite;"
 		                   "DROP SCHEMA IF EXISTS tidemark CASCADE");
 	if (rc == TM_OK)
 		log_info("source: slot \"%s\", publication \"%s\" and capture objects removed", o->slot,
