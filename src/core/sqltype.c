@@ -71,15 +71,23 @@ read_quoted(cursor *c, char *out, size_t size)
 	return n == 0 ? tm_error_set(c->err, "type \"%s\": empty name", c->text) : 0;
 }
 
+/* A character of a plain lower-case name: [a-z_][a-z0-9_$]*. */
+static bool
+plain_char(char ch, bool first)
+{
+	unsigned char u = (unsigned char) ch;
+
+	return islower(u) || ch == '_' || (!first && (isdigit(u) || ch == '$'));
+}
+
 static int
 read_plain(cursor *c, char *out, size_t size)
 {
 	size_t n = 0;
 
-	if (!(islower((unsigned char) *c->s) || *c->s == '_'))
+	if (!plain_char(*c->s, true))
 		return tm_error_set(c->err, "type \"%s\": unexpected \"%c\"", c->text, *c->s);
-	while (islower((unsigned char) *c->s) || isdigit((unsigned char) *c->s) || *c->s == '_' ||
-	       *c->s == '$') {
+	while (plain_char(*c->s, false)) {
 		if (n + 1 >= size)
 			return tm_error_set(c->err, "type \"%s\": name too long", c->text);
 		out[n++] = *c->s++;
@@ -291,6 +299,41 @@ sqltype_render(const sqltype *t, strbuf *sb)
 	}
 	for (int i = 0; i < t->ndims; i++)
 		strbuf_append(sb, "[]");
+}
+
+static bool
+plain_name(const char *s)
+{
+	if (!plain_char(*s, true))
+		return false;
+	while (*s && plain_char(*s, false))
+		s++;
+	return *s == '\0';
+}
+
+static bool
+known_fields(const char *fields)
+{
+	if (fields[0] == '\0')
+		return true;
+	for (int i = 0; interval_fields[i] != NULL; i++)
+		if (strcmp(fields, interval_fields[i]) == 0)
+			return true;
+	return false;
+}
+
+bool
+sqltype_is_wellformed(const sqltype *t)
+{
+	if (t->name[0] == '\0' || (t->schema_quoted && t->schema[0] == '\0'))
+		return false;
+	if (!t->schema_quoted && t->schema[0] != '\0' && !plain_name(t->schema))
+		return false;
+	if (!t->quoted && !plain_name(t->name) &&
+		(t->schema[0] != '\0' || find_keyword_type(t->name) == NULL))
+		return false;
+	return t->nmods >= 0 && t->nmods <= SQLTYPE_MAX_MODS && t->ndims >= 0 &&
+		known_fields(t->fields);
 }
 
 const char *

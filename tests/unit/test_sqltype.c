@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,10 +65,43 @@ test_spellings(void **state)
 			assert_int_equal(t.mods[1], s->mod1);
 		assert_string_equal(t.fields, s->fields);
 		assert_int_equal(t.ndims, s->ndims);
+		assert_true(sqltype_is_wellformed(&t));
 		sqltype_render(&t, &sb);
 		assert_string_equal(strbuf_str(&sb), s->text);
 		strbuf_free(&sb);
 	}
+}
+
+/* Types built by hand that would not render as one type name. */
+static void
+test_wellformed(void **state)
+{
+	sqltype ok, t;
+	tm_error err;
+
+	(void) state;
+	assert_int_equal(sqltype_parse("public.\"My Type\"", &ok, &err), 0);
+	assert_true(sqltype_is_wellformed(&ok));
+	t = ok;
+	t.quoted = false;
+	assert_false(sqltype_is_wellformed(&t));      /* "My Type" unquoted */
+	t = ok;
+	snprintf(t.schema, sizeof t.schema, "a.b");
+	assert_false(sqltype_is_wellformed(&t));
+	t = ok;
+	snprintf(t.name, sizeof t.name, "character varying");
+	t.quoted = false;
+	assert_false(sqltype_is_wellformed(&t));      /* a keyword type with a schema */
+	t.schema[0] = '\0';
+	assert_true(sqltype_is_wellformed(&t));
+	snprintf(t.fields, sizeof t.fields, "day; --");
+	assert_false(sqltype_is_wellformed(&t));
+	t = ok;
+	t.name[0] = '\0';
+	assert_false(sqltype_is_wellformed(&t));
+	t = ok;
+	t.nmods = SQLTYPE_MAX_MODS + 1;
+	assert_false(sqltype_is_wellformed(&t));
 }
 
 /* A quoted name that reads like a keyword type stays a quoted name. */
@@ -110,6 +144,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spellings),
 		cmocka_unit_test(test_quoted_keyword_name),
+		cmocka_unit_test(test_wellformed),
 		cmocka_unit_test(test_rejects),
 	};
 
