@@ -5,12 +5,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Names format_type() writes as SQL keywords, possibly with modifiers in
- * the middle ("timestamp(3) with time zone"). Longest first. */
-static const char *const keyword_types[] = {
-	"timestamp without time zone", "timestamp with time zone", "time without time zone",
-	"time with time zone", "character varying", "double precision", "bit varying",
-	"timestamp", "time", "character", "interval", "bit", NULL,
+/* Names format_type() writes as SQL keywords. The time types carry their
+ * modifiers after the first word ("timestamp(3) with time zone"), the
+ * others at the end ("character varying(20)"). Longest first. */
+typedef struct keyword_type {
+	const char *name;
+	bool mods_inside;
+} keyword_type;
+
+static const keyword_type keyword_types[] = {
+	{"timestamp without time zone", true},
+	{"timestamp with time zone", true},
+	{"time without time zone", true},
+	{"time with time zone", true},
+	{"character varying", false},
+	{"double precision", false},
+	{"bit varying", false},
+	{"timestamp", true},
+	{"time", true},
+	{"character", false},
+	{"interval", false},
+	{"bit", false},
+	{NULL, false},
 };
 
 /* Interval field spellings after "interval". */
@@ -55,15 +71,23 @@ read_quoted(cursor *c, char *out, size_t size)
 	return n == 0 ? tm_error_set(c->err, "type \"%s\": empty name", c->text) : 0;
 }
 
+/* A character of a plain lower-case name: [a-z_][a-z0-9_$]*. */
+static bool
+plain_char(char ch, bool first)
+{
+	unsigned char u = (unsigned char) ch;
+
+	return islower(u) || ch == '_' || (!first && (isdigit(u) || ch == '$'));
+}
+
 static int
 read_plain(cursor *c, char *out, size_t size)
 {
 	size_t n = 0;
 
-	if (!(islower((unsigned char) *c->s) || *c->s == '_'))
+	if (!plain_char(*c->s, true))
 		return tm_error_set(c->err, "type \"%s\": unexpected \"%c\"", c->text, *c->s);
-	while (islower((unsigned char) *c->s) || isdigit((unsigned char) *c->s) || *c->s == '_' ||
-	       *c->s == '$') {
+	while (plain_char(*c->s, false)) {
 		if (n + 1 >= size)
 			return tm_error_set(c->err, "type \"%s\": name too long", c->text);
 		out[n++] = *c->s++;
@@ -103,11 +127,12 @@ read_mods(cursor *c, sqltype *t)
 	return 0;
 }
 
-/* Matches a keyword type: its words, with modifiers allowed after the
- * first word. */
+/* Matches a keyword type: its words, with modifiers after the first word
+ * or after the last, as format_type() places them for that type. */
 static bool
-match_keyword_type(cursor *c, const char *kw, sqltype *t)
+match_keyword_type(cursor *c, const keyword_type *k, sqltype *t)
 {
+	const char *kw = k->name;
 	const char *s = c->s;
 	const char *space = strchr(kw, ' ');
 	size_t first = space ? (size_t) (space - kw) : strlen(kw);
@@ -117,7 +142,7 @@ match_keyword_type(cursor *c, const char *kw, sqltype *t)
 		return false;
 	c->s = s + first;
 	t->nmods = 0;
-	if (read_mods(c, t) != 0) {
+	if (k->mods_inside && read_mods(c, t) != 0) {
 		*c = save;
 		return false;
 	}
@@ -129,6 +154,10 @@ match_keyword_type(cursor *c, const char *kw, sqltype *t)
 			return false;
 		}
 		c->s += rest;
+	}
+	if (!k->mods_inside && read_mods(c, t) != 0) {
+		*c = save;
+		return false;
 	}
 	snprintf(t->name, sizeof t->name, "%s", kw);
 	return true;
@@ -155,8 +184,8 @@ read_type_name(cursor *c, sqltype *t)
 	char first[SQLTYPE_NAME_MAX];
 	bool quoted;
 
-	for (int i = 0; keyword_types[i] != NULL; i++)
-		if (match_keyword_type(c, keyword_types[i], t)) {
+	for (int i = 0; keyword_types[i].name != NULL; i++)
+		if (match_keyword_type(c, &keyword_types[i], t)) {
 			if (strcmp(t->name, "interval") == 0)
 				read_interval_fields(c, t);
 			return 0;
@@ -199,13 +228,13 @@ sqltype_parse(const char *text, sqltype *out, tm_error *err)
 	return 0;
 }
 
-static bool
-is_keyword_type(const char *name)
+static const keyword_type *
+find_keyword_type(const char *name)
 {
-	for (int i = 0; keyword_types[i] != NULL; i++)
-		if (strcmp(name, keyword_types[i]) == 0)
-			return true;
-	return false;
+	for (int i = 0; keyword_types[i].name != NULL; i++)
+		if (strcmp(name, keyword_types[i].name) == 0)
+			return &keyword_types[i];
+	return NULL;
 }
 
 static void
@@ -230,24 +259,37 @@ append_name(strbuf *sb, const char *name, bool quoted)
 		strbuf_append(sb, name);
 }
 
+/* A keyword type: its words, the modifiers where format_type() puts them,
+ * interval fields last (with the seconds precision after them). */
+static void
+render_keyword_type(const sqltype *t, const keyword_type *k, strbuf *sb)
+{
+	const char *space = strchr(t->name, ' ');
+	size_t first = space ? (size_t) (space - t->name) : strlen(t->name);
+
+	strbuf_appendn(sb, t->name, first);
+	if (k->mods_inside)
+		render_mods(t, sb);
+	if (space != NULL)
+		strbuf_append(sb, space);
+	if (t->fields[0] != '\0') {
+		strbuf_appendc(sb, ' ');
+		strbuf_append(sb, t->fields);
+	}
+	if (!k->mods_inside)
+		render_mods(t, sb);
+}
+
 void
 sqltype_render(const sqltype *t, strbuf *sb)
 {
-	if (t->schema[0] == '\0' && is_keyword_type(t->name)) {
-		const char *space = strchr(t->name, ' ');
-		size_t first = space ? (size_t) (space - t->name) : strlen(t->name);
+	const keyword_type *k = NULL;
 
-		strbuf_appendn(sb, t->name, first);
-		if (t->fields[0] == '\0')
-			render_mods(t, sb);
-		if (space != NULL)
-			strbuf_append(sb, space);
-		if (t->fields[0] != '\0') {
-			strbuf_appendc(sb, ' ');
-			strbuf_append(sb, t->fields);
-			render_mods(t, sb);
-		}
-	} else {
+	if (t->schema[0] == '\0' && !t->quoted)
+		k = find_keyword_type(t->name);
+	if (k != NULL)
+		render_keyword_type(t, k, sb);
+	else {
 		if (t->schema[0] != '\0') {
 			append_name(sb, t->schema, t->schema_quoted);
 			strbuf_appendc(sb, '.');
@@ -257,6 +299,41 @@ sqltype_render(const sqltype *t, strbuf *sb)
 	}
 	for (int i = 0; i < t->ndims; i++)
 		strbuf_append(sb, "[]");
+}
+
+static bool
+plain_name(const char *s)
+{
+	if (!plain_char(*s, true))
+		return false;
+	while (*s && plain_char(*s, false))
+		s++;
+	return *s == '\0';
+}
+
+static bool
+known_fields(const char *fields)
+{
+	if (fields[0] == '\0')
+		return true;
+	for (int i = 0; interval_fields[i] != NULL; i++)
+		if (strcmp(fields, interval_fields[i]) == 0)
+			return true;
+	return false;
+}
+
+bool
+sqltype_is_wellformed(const sqltype *t)
+{
+	if (t->name[0] == '\0' || (t->schema_quoted && t->schema[0] == '\0'))
+		return false;
+	if (!t->schema_quoted && t->schema[0] != '\0' && !plain_name(t->schema))
+		return false;
+	if (!t->quoted && !plain_name(t->name) &&
+		(t->schema[0] != '\0' || find_keyword_type(t->name) == NULL))
+		return false;
+	return t->nmods >= 0 && t->nmods <= SQLTYPE_MAX_MODS && t->ndims >= 0 &&
+		known_fields(t->fields);
 }
 
 const char *

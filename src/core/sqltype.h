@@ -38,6 +38,11 @@ int sqltype_parse(const char *text, sqltype *out, tm_error *err);
  * quoted as a quoted identifier. */
 void sqltype_render(const sqltype *t, strbuf *sb);
 
+/* Whether t has the shape sqltype_parse gives: unquoted names are plain
+ * lower-case tokens or keyword types, interval fields are format_type()'s.
+ * For a sqltype built by hand before it is rendered into SQL. */
+bool sqltype_is_wellformed(const sqltype *t);
+
 /* The same type without modifiers or array bounds ("numeric"). */
 const char *sqltype_base(const sqltype *t);
 
