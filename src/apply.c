@@ -9,6 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
+#include "cast.h"
 #include "dml_sql.h"
 #include "log.h"
 #include "pgconn.h"
@@ -33,6 +36,11 @@ typedef struct apply_rel {
 	int nkeys;
 	int *key_idx;           /* owned: key columns, indexes into colnames */
 	catalog_table *table;   /* borrowed from apply.tables; NULL: not replicated */
+	sqltype *src_types;     /* owned, per column: the source type (by the schema version) */
+	sqltype *check;         /* owned, per column: the target type to check values
+	                         * against, when the source's no longer fits it */
+	bool *checked;          /* owned, per column: check[i] applies */
+	int nchecked;
 	sink_stmt *upsert;      /* borrowed; built on first use */
 	sink_stmt *delete;
 	int npartials;
@@ -53,6 +61,9 @@ struct apply {
 	tm_lsn pending_source[APPLY_PENDING];  /* source position it applied */
 	bool in_source_tx;
 	uint32_t xid;               /* of the source transaction being applied */
+	tm_lsn final_lsn;           /* its commit record's position */
+	tm_lsn stop_before;         /* stop at the transaction committed here (0: never) */
+	pg_timestamp commit_time;   /* of the source transaction being applied */
 	bool skipping;              /* this source tx is already applied */
 	bool group_open;
 	int group_txs;
@@ -218,23 +229,35 @@ apply_new(sink *s, const apply_config *cfg, apply **out)
 }
 
 static void
+rel_forget_statements(apply_rel *r)
+{
+	for (int i = 0; i < r->npartials; i++)
+		free(r->partials[i].present);
+	free(r->partials);
+	r->partials = NULL;
+	r->npartials = 0;
+	r->upsert = r->delete = NULL;
+}
+
+static void
 rel_clear(apply_rel *r)
 {
 	for (int i = 0; i < r->ncols; i++)
 		free(r->colnames[i]);
 	free(r->colnames);
 	free(r->key_idx);
-	for (int i = 0; i < r->npartials; i++)
-		free(r->partials[i].present);
-	free(r->partials);
+	free(r->src_types);
+	free(r->check);
+	free(r->checked);
+	r->src_types = r->check = NULL;
+	r->checked = NULL;
+	r->nchecked = 0;
+	rel_forget_statements(r);
 	free(r->nspname);
 	free(r->relname);
 	r->colnames = NULL;
 	r->key_idx = NULL;
-	r->partials = NULL;
-	r->npartials = 0;
 	r->ncols = r->nkeys = 0;
-	r->upsert = r->delete = NULL;
 }
 
 void
@@ -317,6 +340,125 @@ resolve_keys(apply_rel *r)
 	return TM_OK;
 }
 
+/* ---- values that no longer fit the target's type (quarantine) ---- */
+
+/* name -> type text pairs of a query's two columns */
+static const char *
+type_of(PGresult *r, const char *name)
+{
+	for (int i = 0; r != NULL && i < PQntuples(r); i++)
+		if (strcmp(PQgetvalue(r, i, 0), name) == 0)
+			return PQgetvalue(r, i, 1);
+	return NULL;
+}
+
+/*
+ * For each column: the source type in force (the table's latest schema
+ * version) and the target column's type. Where a source value may not fit
+ * the target type (the quarantine policy kept the target's type), every
+ * value is checked before it is applied.
+ */
+static int
+load_checks(apply *a, apply_rel *r)
+{
+	char id[16];
+	const char *p1[] = {id};
+	const char *p2[] = {r->table->target_schema, r->table->target_table};
+	PGresult *src = NULL, *tgt = NULL;
+	int rc;
+
+	snprintf(id, sizeof id, "%d", r->table->table_id);
+	rc = sink_query(a->sink, "reading the source types in force",
+	                "SELECT c->>'name', c->>'type' FROM tidemark.schema_versions v,"
+	                " jsonb_array_elements(v.columns) c WHERE v.table_id = $1::int"
+	                " AND v.version = (SELECT max(version) FROM tidemark.schema_versions"
+	                "   WHERE table_id = $1::int)", 1, p1, &src);
+	if (rc == TM_OK)
+		rc = sink_query(a->sink, "reading the target types",
+		                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute"
+		                " WHERE attrelid = format('%I.%I', $1::text, $2::text)::regclass"
+		                " AND attnum > 0 AND NOT attisdropped", 2, p2, &tgt);
+	r->src_types = calloc((size_t) r->ncols + 1, sizeof(sqltype));
+	r->check = calloc((size_t) r->ncols + 1, sizeof(sqltype));
+	r->checked = calloc((size_t) r->ncols + 1, sizeof(bool));
+	if (r->src_types == NULL || r->check == NULL || r->checked == NULL)
+		abort();
+	for (int i = 0; rc == TM_OK && i < r->ncols; i++) {
+		const char *st = type_of(src, r->colnames[i]), *tt = type_of(tgt, r->colnames[i]);
+
+		if (st == NULL || tt == NULL || sqltype_parse(st, &r->src_types[i], NULL) != 0 ||
+		    sqltype_parse(tt, &r->check[i], NULL) != 0)
+			continue;
+		r->checked[i] = cast_classify(&r->src_types[i], &r->check[i]) > CAST_WIDEN;
+		r->nchecked += r->checked[i];
+	}
+	PQclear(src);
+	PQclear(tgt);
+	return rc;
+}
+
+static json_t *
+values_json(const apply_rel *r, const pgoutput_tuple *t, bool keys_only)
+{
+	json_t *o = json_object();
+
+	for (int i = 0; i < r->ncols && i < t->ncols; i++) {
+		const pgoutput_value *v = &t->values[i];
+		bool key = false;
+
+		for (int k = 0; k < r->nkeys; k++)
+			key |= r->key_idx[k] == i;
+		if (keys_only && !key)
+			continue;
+		if (v->kind == PGOUTPUT_VALUE_TEXT)
+			json_object_set_new(o, r->colnames[i], json_stringn(v->data, v->len));
+		else if (v->kind == PGOUTPUT_VALUE_NULL)
+			json_object_set_new(o, r->colnames[i], json_null());
+	}
+	return o;
+}
+
+static int
+quarantine(apply *a, const apply_rel *r, const char *change, const pgoutput_tuple *t,
+           const char *reason)
+{
+	json_t *key = values_json(r, t, true), *row = values_json(r, t, false);
+	char *key_text = json_dumps(key, JSON_COMPACT), *row_text = json_dumps(row, JSON_COMPACT);
+	char table[256];
+	int rc;
+
+	snprintf(table, sizeof table, "%s.%s", r->nspname, r->relname);
+	rc = catalog_quarantine(a->sink, a->cfg.slot, r->table->table_id, table, a->final_lsn, change,
+	                        key_text, row_text, reason);
+	free(key_text);
+	free(row_text);
+	json_decref(key);
+	json_decref(row);
+	return rc;
+}
+
+/* Checks a row's values; true when it went to quarantine instead. */
+static bool
+quarantined(apply *a, const apply_rel *r, const char *change, const pgoutput_tuple *t, int *rc)
+{
+	char reason[256];
+
+	for (int i = 0; r->nchecked > 0 && i < r->ncols && i < t->ncols; i++) {
+		const pgoutput_value *v = &t->values[i];
+		char why[200];
+
+		if (!r->checked[i] || v->kind != PGOUTPUT_VALUE_TEXT)
+			continue;
+		if (cast_value_fits_from(&r->src_types[i], &r->check[i], v->data, v->len, why,
+		                         sizeof why))
+			continue;
+		snprintf(reason, sizeof reason, "column %s: %s", r->colnames[i], why);
+		*rc = quarantine(a, r, change, t, reason);
+		return true;
+	}
+	return false;
+}
+
 /* A table first seen in the stream: registered when its schema is
  * replicated as a whole. */
 static int
@@ -345,12 +487,23 @@ register_new_table(apply *a, const pgoutput_msg *m, catalog_table **out)
 	return rc;
 }
 
+static catalog_table *
+find_table_relid(apply *a, uint32_t relid)
+{
+	for (int i = 0; i < a->ntables; i++)
+		if (a->tables[i]->source_relid == relid && strcmp(a->tables[i]->state, "dropped") != 0)
+			return a->tables[i];
+	return NULL;
+}
+
 static int
 attach_table(apply *a, apply_rel *r, const pgoutput_msg *m)
 {
-	catalog_table *t = find_table(a, r->nspname, r->relname);
+	catalog_table *t = find_table_relid(a, r->relid);
 	int rc = TM_OK;
 
+	if (t == NULL)
+		t = find_table(a, r->nspname, r->relname);
 	if (t == NULL) {
 		catalog_table *loaded = NULL;
 
@@ -363,13 +516,13 @@ attach_table(apply *a, apply_rel *r, const pgoutput_msg *m)
 		}
 	}
 	r->table = t;
-	if (t == NULL) {
+	if (t != NULL && (rc = resolve_keys(r)) == TM_OK)
+		rc = load_checks(a, r);
+	if (rc == TM_OK && t == NULL)
 		log_warn("changes of %s.%s arrive but the table is not registered for replication; "
 		         "they are skipped. Fix: tidemark setup --table '%s.%s'", r->nspname, r->relname,
 		         r->nspname, r->relname);
-		return TM_OK;
-	}
-	return resolve_keys(r);
+	return rc;
 }
 
 static int
@@ -619,6 +772,8 @@ apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 		return TM_OK;
 	if ((rc = check_tuple(r, &m->u.insert.newtup)) != TM_OK)
 		return rc;
+	if (quarantined(a, r, "insert", &m->u.insert.newtup, &rc))
+		return rc;
 	count_change(a);
 	observe_row(a, r, &m->u.insert.newtup, scratch);
 	return sink_send(a->sink, stmt_upsert(a, r), tuple_params(&m->u.insert.newtup, scratch),
@@ -661,6 +816,8 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 		return TM_OK;
 	if ((rc = check_tuple(r, newt)) != TM_OK ||
 	    (m->u.update.old_kind != 0 && (rc = check_tuple(r, oldt)) != TM_OK))
+		return rc;
+	if (quarantined(a, r, "update", newt, &rc))
 		return rc;
 	count_change(a);
 	moved = m->u.update.old_kind != 0 && key_differs(r, oldt, newt);
@@ -769,8 +926,15 @@ apply_begin(apply *a, const pgoutput_msg *m)
 {
 	int rc;
 
+	if (a->stop_before != LSN_INVALID && m->u.begin.final_lsn >= a->stop_before) {
+		/* everything before the stopping transaction is kept */
+		rc = apply_idle(a);
+		return rc == TM_OK ? TM_EXIT_POLICY : rc;
+	}
 	a->in_source_tx = true;
 	a->xid = m->u.begin.xid;
+	a->final_lsn = m->u.begin.final_lsn;
+	a->commit_time = m->u.begin.commit_time;
 	/* the server resumes after our position; this guards the rule */
 	a->skipping = m->u.begin.final_lsn < a->applied;
 	if (a->skipping || a->group_open)
@@ -818,7 +982,7 @@ apply_logical_message(apply *a, const pgoutput_msg *m)
 		return TM_OK;
 	}
 	if (strncmp(m->u.message.prefix, "tidemark.", 9) == 0 && a->cfg.hooks.on_message != NULL)
-		return a->cfg.hooks.on_message(a->cfg.hooks.ctx, m);
+		return a->cfg.hooks.on_message(a->cfg.hooks.message_ctx, m, a->commit_time);
 	return TM_OK;
 }
 
@@ -918,6 +1082,14 @@ apply_marker_reached(const apply *a)
 	return a->marker_reached;
 }
 
+void
+apply_forget_statements(apply *a, int table_id)
+{
+	for (int i = 0; i < a->nrels; i++)
+		if (a->rels[i]->table != NULL && a->rels[i]->table->table_id == table_id)
+			rel_forget_statements(a->rels[i]);
+}
+
 bool
 apply_stream_columns(const apply *a, int table_id, int *ncols, const char *const **names)
 {
@@ -931,4 +1103,16 @@ apply_stream_columns(const apply *a, int table_id, int *ncols, const char *const
 		}
 	}
 	return false;
+}
+
+void
+apply_stop_before(apply *a, tm_lsn commit_lsn)
+{
+	a->stop_before = commit_lsn;
+}
+
+tm_lsn
+apply_current_commit_lsn(const apply *a)
+{
+	return a->final_lsn;
 }

@@ -48,8 +48,10 @@ typedef struct apply_hooks {
 	void (*on_truncate)(void *ctx, int table_id);
 	void (*on_commit)(void *ctx, uint32_t xid, tm_lsn commit_lsn);
 	/* a transactional message with a "tidemark." prefix (but the marker),
-	 * met inside the open target transaction */
-	int (*on_message)(void *ctx, const pgoutput_msg *m);
+	 * met inside the open target transaction; commit_time: its source
+	 * transaction's */
+	int (*on_message)(void *ctx, const pgoutput_msg *m, pg_timestamp commit_time);
+	void *message_ctx;         /* on_message's ctx */
 } apply_hooks;
 
 typedef struct apply_config {
@@ -104,6 +106,15 @@ bool apply_marker_reached(const apply *a);
 
 /* Reloads the table list from the catalog (after `snapshot` requests). */
 int apply_reload_tables(apply *a);
+
+/* The stop policy: apply every transaction before the one committed at
+ * commit_lsn, then return TM_EXIT_POLICY when it begins. */
+void apply_stop_before(apply *a, tm_lsn commit_lsn);
+/* The commit position of the source transaction being applied. */
+tm_lsn apply_current_commit_lsn(const apply *a);
+
+/* Forgets the statements built for a table (its target definition changed). */
+void apply_forget_statements(apply *a, int table_id);
 
 /* The columns the stream last described for a table (borrowed names), or
  * false when the stream has not described it in this session. */

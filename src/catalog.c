@@ -98,22 +98,34 @@ insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_fr
 	char *keys = keys_json(def);
 	json_t *cols = tabledef_columns_to_json(def);
 	char *cols_text = json_dumps(cols, JSON_COMPACT);
-	char lsn[LSN_TEXT_MAX];
-	const char *p[] = {slot, def->schema, def->name, keys, cols_text, lsn_format(valid_from, lsn)};
+	char lsn[LSN_TEXT_MAX], relid[16];
+	const char *p[] = {slot, def->schema, def->name, keys, cols_text, lsn_format(valid_from, lsn),
+	                   relid};
 	PGresult *r = NULL;
-	int rc = sink_query(
+	int rc;
+
+	snprintf(relid, sizeof relid, "%u", def->relid);
+	rc = sink_query(
 		s, "registering a table",
 		"WITH t AS (INSERT INTO tidemark.tables (slot_name, source_schema, source_table,"
-		"   target_schema, target_table, key_columns)"
-		"  SELECT $1, $2, $3, $2, $3, ARRAY(SELECT jsonb_array_elements_text($4::jsonb))"
+		"   target_schema, target_table, key_columns, source_relid)"
+		"  SELECT $1, $2, $3, $2, $3, ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $7::oid"
 		"  ON CONFLICT (slot_name, source_schema, source_table) DO NOTHING RETURNING table_id)"
 		" INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
 		" SELECT table_id, 1, $6::pg_lsn, $5::jsonb FROM t RETURNING table_id",
-		6, p, &r);
+		7, p, &r);
 
 	if (rc == TM_OK)
 		*added = PQntuples(r) > 0;
 	PQclear(r);
+	if (rc == TM_OK && !*added) {
+		const char *up[] = {slot, def->schema, def->name, relid};
+
+		rc = sink_command(s, "recording a table's source oid",
+		                  "UPDATE tidemark.tables SET source_relid = $4::oid WHERE slot_name = $1"
+		                  " AND source_schema = $2 AND source_table = $3 AND state <> 'dropped'"
+		                  " AND source_relid IS DISTINCT FROM $4::oid", 4, up);
+	}
 	free(keys);
 	free(cols_text);
 	json_decref(cols);
@@ -160,7 +172,7 @@ catalog_has_schema(sink *s, const char *slot, const char *schema, bool *out)
 	"table_id, source_schema, source_table, target_schema, target_table,"                 \
 	" array_to_json(key_columns)::text, state, array_to_json(snapshot_last_key)::text,"   \
 	" snapshot_rows, snapshot_chunks, coalesce(snapshot_estimate, -1),"                    \
-	" snapshot_requested_at IS NOT NULL"
+	" snapshot_requested_at IS NOT NULL, coalesce(source_relid, 0)"
 
 static char *
 xstrdup(const char *s)
@@ -212,6 +224,7 @@ table_from_row(PGresult *r, int row, catalog_table *t)
 	t->snapshot_chunks = atoi(PQgetvalue(r, row, 9));
 	t->snapshot_estimate = atoll(PQgetvalue(r, row, 10));
 	t->snapshot_requested = strcmp(PQgetvalue(r, row, 11), "t") == 0;
+	t->source_relid = (uint32_t) strtoul(PQgetvalue(r, row, 12), NULL, 10);
 }
 
 int
@@ -295,4 +308,22 @@ catalog_tables_free(catalog_table *arr, int n)
 	for (int i = 0; i < n; i++)
 		table_clear(&arr[i]);
 	free(arr);
+}
+
+int
+catalog_quarantine(sink *s, const char *slot, int table_id, const char *source_table,
+                   tm_lsn position, const char *change, const char *key_json,
+                   const char *row_json, const char *reason)
+{
+	static const char *const sql =
+		"INSERT INTO tidemark.quarantine (slot_name, table_id, source_table, position, change,"
+		" key, row_data, reason) VALUES ($1, $2::int, $3, $4::pg_lsn, $5, $6::jsonb, $7::jsonb, $8)";
+	char id[16], lsn[LSN_TEXT_MAX];
+	const char *p[] = {slot, id, source_table, lsn_format(position, lsn), change, key_json,
+	                   row_json, reason};
+
+	snprintf(id, sizeof id, "%d", table_id);
+	log_warn("%s of %s at %s quarantined: %s (key %s)", change, source_table, lsn, reason,
+	         key_json);
+	return sink_send(s, sink_stmt_get(s, sql, 8), p, NULL);
 }

@@ -18,6 +18,7 @@
 
 typedef struct catalog_table {
 	int table_id;
+	uint32_t source_relid;   /* 0 when not known */
 	char *source_schema;     /* owned, like every string here */
 	char *source_table;
 	char *target_schema;
@@ -57,6 +58,11 @@ int catalog_load_table(sink *s, const char *slot, const char *schema, const char
                        catalog_table **out);
 void catalog_table_free(catalog_table *t);
 void catalog_tables_free(catalog_table *arr, int n);
+
+/* Queues a quarantined row change (inside the caller's transaction). */
+int catalog_quarantine(sink *s, const char *slot, int table_id, const char *source_table,
+                       tm_lsn position, const char *change, const char *key_json,
+                       const char *row_json, const char *reason);
 
 /* Is schema replicated as a whole (setup --schema)? */
 int catalog_has_schema(sink *s, const char *slot, const char *schema, bool *out);

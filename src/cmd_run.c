@@ -18,6 +18,7 @@
 #include "log.h"
 #include "pgconn.h"
 #include "pgoutput.h"
+#include "schema_sync.h"
 #include "snapshot.h"
 #include "source.h"
 #include "source_query.h"
@@ -64,6 +65,10 @@ typedef struct run_state {
 	sink *sink;                 /* owned */
 	apply *apply;               /* owned */
 	snapshot *snap;             /* owned */
+	schema_sync *schema;        /* owned */
+	ddl_policy policy;          /* --policy */
+	tm_lsn stop_before;         /* the stop policy stopped at this transaction */
+	apply_hooks snap_hooks;
 	source *stream;             /* owned */
 	pgoutput_reader reader;
 	arena scratch;              /* per-message memory */
@@ -88,6 +93,39 @@ resolve_table(void *ctx, const pgoutput_msg *m, tabledef **out)
 		return TM_OK;
 	}
 	return rc;
+}
+
+/* ---- tidemark's messages in the stream ---- */
+
+/* A schema change: the target follows it; the tables concerned are looked
+ * at again (names, keys, statements, chunks in flight). */
+static int
+on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
+{
+	schema_sync_result res;
+	int rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
+
+	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table))
+		return rc;
+	snapshot_poll_soon(st->snap);
+	rc = sink_reset_statements(st->sink);
+	if (rc == TM_OK)
+		rc = apply_reload_tables(st->apply);
+	for (int i = 0; i < res.nchanged; i++) {
+		apply_forget_statements(st->apply, res.changed[i]);
+		snapshot_restart(st->snap, res.changed[i]);
+	}
+	return rc;
+}
+
+static int
+on_message(void *ctx, const pgoutput_msg *m, pg_timestamp commit_time)
+{
+	run_state *st = ctx;
+
+	if (strcmp(m->u.message.prefix, "tidemark.ddl") == 0)
+		return on_ddl(st, m, commit_time);
+	return st->snap_hooks.on_message(st->snap_hooks.message_ctx, m, commit_time);
 }
 
 /* ---- progress ---- */
@@ -245,6 +283,8 @@ session_open(run_state *st)
 	const cli_options *o = st->opts;
 	snapshot_config sc = {o->source, o->slot, o->chunk_rows > 0 ? o->chunk_rows : 20000,
 	                      o->snapshot_readers, o->progress_interval};
+	schema_sync_config ssc = {o->slot, st->policy, o->ntable_policies, o->table_policies,
+	                          o->drop_columns};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
@@ -254,15 +294,22 @@ session_open(run_state *st)
 		rc = sink_open(o->target, "apply", &st->sink);
 	if (rc == TM_OK)
 		rc = snapshot_new(&sc, st->sink, &st->snap);
+	if (rc == TM_OK)
+		rc = schema_sync_new(&ssc, st->sink, &st->schema);
 	if (rc != TM_OK)
 		return rc;
-	cfg.hooks = snapshot_hooks(st->snap);
+	st->snap_hooks = snapshot_hooks(st->snap);
+	cfg.hooks = st->snap_hooks;
+	cfg.hooks.on_message = on_message;
+	cfg.hooks.message_ctx = st;
 	rc = apply_new(st->sink, &cfg, &st->apply);
 	if (rc != TM_OK)
 		return rc;
 	snapshot_attach(st->snap, st->apply);
 	if (st->marker[0] != '\0')
 		apply_set_marker(st->apply, st->marker);
+	if (st->stop_before != LSN_INVALID)
+		apply_stop_before(st->apply, st->stop_before);
 	so.start = apply_committed(st->apply);
 	rc = source_open(&so, &st->stream);
 	if (rc == TM_OK)
@@ -275,6 +322,8 @@ session_close(run_state *st)
 {
 	source_close(st->stream);
 	snapshot_free(st->snap);
+	schema_sync_free(st->schema);
+	st->schema = NULL;
 	apply_free(st->apply);
 	sink_close(st->sink);
 	PQfinish(st->control);
@@ -298,6 +347,10 @@ run_session(run_state *st)
 		log_progress(st, true);
 	if (rc == TM_OK)
 		rc = send_feedback(st, true);
+	if (rc == TM_EXIT_POLICY && st->stop_before == LSN_INVALID)
+		st->stop_before = apply_current_commit_lsn(st->apply);
+	else if (rc == TM_EXIT_POLICY)
+		st->stop_before = LSN_INVALID; /* the second pass reached it */
 	session_close(st);
 	return rc;
 }
@@ -335,10 +388,15 @@ cmd_run(const cli_options *o)
 
 	if (rc != TM_OK)
 		return rc;
+	memset(&st, 0, sizeof st);
+	st.policy = DDL_POLICY_WIDEN;
+	if (o->policy != NULL && ddl_policy_parse(o->policy, &st.policy) != 0) {
+		fprintf(stderr, "tidemark run: --policy takes widen, follow, quarantine or stop\n");
+		return TM_EXIT_USAGE;
+	}
 	if ((rc = pgconn_check_conninfo(o->source, "--source")) != TM_OK ||
 	    (rc = pgconn_check_conninfo(o->target, "--target")) != TM_OK)
 		return rc;
-	memset(&st, 0, sizeof st);
 	st.opts = o;
 	arena_init(&st.scratch, 64 * 1024);
 	install_signals();
@@ -350,6 +408,11 @@ cmd_run(const cli_options *o)
 		if (rc == TM_OK) {
 			st.made_progress = false;
 			rc = run_session(&st);
+		}
+		if (rc == TM_EXIT_POLICY && st.stop_before != LSN_INVALID) {
+			/* apply what came before the stopping transaction, then stop */
+			log_info("applying the transactions before the stop");
+			continue;
 		}
 		if (!PGCONN_IS_RETRY(rc) || stop_requests > 0)
 			break;

@@ -11,36 +11,8 @@
 #include "commands.h"
 #include "log.h"
 #include "lsn.h"
+#include "report.h"
 #include "pgconn.h"
-
-static json_t *
-value_json(PGresult *r, int row, int col)
-{
-	const char *v;
-	Oid type;
-
-	if (PQgetisnull(r, row, col))
-		return json_null();
-	v = PQgetvalue(r, row, col);
-	type = PQftype(r, col);
-	if (type == 20 || type == 21 || type == 23) /* int8, int2, int4 */
-		return json_integer(strtoll(v, NULL, 10));
-	if (type == 700 || type == 701 || type == 1700)
-		return json_real(strtod(v, NULL));
-	if (type == 16)
-		return json_boolean(v[0] == 't');
-	return json_string(v);
-}
-
-static json_t *
-row_json(PGresult *r, int row)
-{
-	json_t *o = json_object();
-
-	for (int c = 0; c < PQnfields(r); c++)
-		json_object_set_new(o, PQfname(r, c), value_json(r, row, c));
-	return o;
-}
 
 static int
 source_part(const cli_options *o, json_t *out)
@@ -61,7 +33,7 @@ source_part(const cli_options *o, json_t *out)
 	                 " FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1",
 	                 1, p, &r);
 	if (rc == TM_OK) {
-		json_object_set_new(out, "source", row_json(r, 0));
+		json_object_set_new(out, "source", report_row(r, 0));
 		PQclear(r);
 	}
 	PQfinish(conn);
@@ -84,7 +56,7 @@ target_part(const cli_options *o, json_t *out)
 	                 "SELECT applied_lsn::text, source_commit_time::text, applied_at::text"
 	                 " FROM tidemark.progress WHERE slot_name = $1", 1, p, &r);
 	if (rc == TM_OK) {
-		json_object_set_new(out, "target", PQntuples(r) ? row_json(r, 0) : json_null());
+		json_object_set_new(out, "target", PQntuples(r) ? report_row(r, 0) : json_null());
 		PQclear(r);
 		rc = pgconn_exec(
 			conn, PGCONN_TARGET, "reading the tables",
@@ -97,20 +69,14 @@ target_part(const cli_options *o, json_t *out)
 			" FROM tidemark.tables WHERE slot_name = $1 ORDER BY 1", 1, p, &r);
 	}
 	if (rc == TM_OK) {
-		for (int i = 0; i < PQntuples(r); i++)
-			json_array_append_new(tables, row_json(r, i));
+		json_t *rows = report_rows(r);
+
+		json_array_extend(tables, rows);
+		json_decref(rows);
 		PQclear(r);
 	}
 	PQfinish(conn);
 	return rc;
-}
-
-static const char *
-str(json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-
-	return json_is_string(v) ? json_string_value(v) : "-";
 }
 
 static long long
@@ -122,11 +88,11 @@ num(json_t *o, const char *key)
 static void
 print_table(json_t *t)
 {
-	const char *state = str(t, "state");
+	const char *state = report_str(t, "state");
 	long long rows = num(t, "rows_copied");
 	long long est = num(t, "rows_estimate");
 
-	printf("  %-40s ", str(t, "table"));
+	printf("  %-40s ", report_str(t, "table"));
 	if (strcmp(state, "snapshot_pending") == 0)
 		printf("snapshot not started\n");
 	else if (strcmp(state, "snapshotting") == 0) {
@@ -150,10 +116,10 @@ print_text(json_t *doc)
 	json_t *t;
 
 	printf("slot %s: %s, wal_status %s, retains %lld bytes of WAL; source at %s\n",
-	       str(src, "slot"), json_is_true(json_object_get(src, "active")) ? "active" : "inactive",
-	       str(src, "wal_status"), num(src, "retained_wal_bytes"), str(src, "source_lsn"));
+	       report_str(src, "slot"), json_is_true(json_object_get(src, "active")) ? "active" : "inactive",
+	       report_str(src, "wal_status"), num(src, "retained_wal_bytes"), report_str(src, "source_lsn"));
 	printf("applied up to %s (source commit time %s), lag %lld bytes\n",
-	       str(tgt, "applied_lsn"), str(tgt, "source_commit_time"), num(doc, "lag_bytes"));
+	       report_str(tgt, "applied_lsn"), report_str(tgt, "source_commit_time"), num(doc, "lag_bytes"));
 	printf("tables:\n");
 	json_array_foreach(json_object_get(doc, "tables"), i, t)
 		print_table(t);
@@ -164,8 +130,8 @@ add_lag(json_t *doc)
 {
 	tm_lsn src = 0, applied = 0;
 
-	if (lsn_parse(str(json_object_get(doc, "source"), "source_lsn"), &src) &&
-	    lsn_parse(str(json_object_get(doc, "target"), "applied_lsn"), &applied))
+	if (lsn_parse(report_str(json_object_get(doc, "source"), "source_lsn"), &src) &&
+	    lsn_parse(report_str(json_object_get(doc, "target"), "applied_lsn"), &applied))
 		json_object_set_new(doc, "lag_bytes",
 		                    json_integer(src > applied ? (json_int_t) (src - applied) : 0));
 	else
@@ -184,12 +150,9 @@ cmd_status(const cli_options *o)
 		rc = target_part(o, doc);
 	if (rc == TM_OK) {
 		add_lag(doc);
-		if (o->json) {
-			char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-
-			puts(text);
-			free(text);
-		} else
+		if (o->json)
+			report_print_json(doc);
+		else
 			print_text(doc);
 	}
 	json_decref(doc);

@@ -15,6 +15,4 @@ not_yet(const cli_options *o)
 	return TM_EXIT_USAGE;
 }
 
-int cmd_schema(const cli_options *o) { return not_yet(o); }
-int cmd_ddl_log(const cli_options *o) { return not_yet(o); }
 int cmd_verify(const cli_options *o) { return not_yet(o); }

@@ -10,7 +10,7 @@
 #define SESSION_OPTIONS                                                                   \
 	"-c DateStyle=ISO,YMD -c IntervalStyle=postgres -c TimeZone=UTC "                     \
 	"-c extra_float_digits=3 -c bytea_output=hex -c client_encoding=UTF8 "                \
-	"-c lc_monetary=C -c client_min_messages=warning"
+	"-c lc_monetary=C -c client_min_messages=warning -c standard_conforming_strings=on"
 
 const char *
 pgconn_side_name(pgconn_side side)

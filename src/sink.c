@@ -306,6 +306,15 @@ sink_stmt_get(sink *s, const char *sql, int nparams)
 }
 
 int
+sink_reset_statements(sink *s)
+{
+	for (int i = 0; i < SINK_BUCKETS; i++)
+		for (sink_stmt *st = s->buckets[i]; st != NULL; st = st->next)
+			st->prepared = false;
+	return send_params(s, "DEALLOCATE ALL", 0, NULL);
+}
+
+int
 sink_send(sink *s, sink_stmt *st, const char *const *values, const int *lengths)
 {
 	int rc;

@@ -55,6 +55,10 @@ void sink_rollback(sink *s);
  * until sink_close. */
 sink_stmt *sink_stmt_get(sink *s, const char *sql, int nparams);
 
+/* Forgets every prepared statement (DEALLOCATE ALL): after DDL on the
+ * target, a statement prepared before keeps the old parameter types. */
+int sink_reset_statements(sink *s);
+
 /* Queues one execution. values[i] NULL is SQL NULL; lengths may be NULL
  * (NUL-terminated values). Errors surface at the next sync point. */
 int sink_send(sink *s, sink_stmt *stmt, const char *const *values, const int *lengths);

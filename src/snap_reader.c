@@ -511,23 +511,35 @@ finish_result(table_cursor *c, snap_result *res)
 	return TM_OK;
 }
 
-/* Reads the chunk; a failure with the connection intact may mean the table
- * was dropped meanwhile: *gone says so. */
+/* Reads the chunk. A failure with the connection intact may mean the
+ * table changed under the read (a column renamed or dropped: its columns
+ * are read again and the chunk once more; the apply thread throws away a
+ * chunk read under the old definition) or was dropped (*gone). */
 static int
 read_or_gone(PGconn *conn, table_cursor *c, snap_result *res, bool *gone)
 {
 	int rc = read_chunk(conn, c, res);
 
 	if (rc != TM_OK && PQstatus(conn) == CONNECTION_OK) {
-		table_cursor probe;
-		int probe_rc;
+		table_cursor fresh;
+		int fresh_rc;
 
-		memset(&probe, 0, sizeof probe);
-		job_copy(&probe.job, &c->job);
-		probe_rc = load_columns(conn, &probe, gone);
-		cursor_clear(&probe);
-		if (probe_rc == TM_OK && *gone)
+		memset(&fresh, 0, sizeof fresh);
+		job_copy(&fresh.job, &c->job);
+		fresh.next_after = snap_keys_copy(c->next_after, c->job.nkeys);
+		fresh_rc = load_columns(conn, &fresh, gone);
+		if (fresh_rc == TM_OK && *gone)
 			rc = TM_OK;
+		else if (fresh_rc == TM_OK) {
+			log_info("snapshot of %s.%s: the table changed during a read; reading again",
+			         c->job.schema, c->job.name);
+			fresh.loaded = true;
+			cursor_clear(c);
+			*c = fresh;
+			memset(&fresh, 0, sizeof fresh);
+			rc = read_chunk(conn, c, res);
+		}
+		cursor_clear(&fresh);
 	}
 	return rc;
 }

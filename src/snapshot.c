@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cast.h"
+#include "catalog.h"
 #include "log.h"
 #include "pgconn.h"
 #include "snap_load.h"
@@ -33,6 +35,10 @@ typedef struct snap_table {
 	long long estimate;
 	int chunks;
 	double started;
+	int nchecks;             /* columns whose source values may not fit the target: */
+	char **check_cols;       /* owned: their names */
+	sqltype *check_src;      /* owned: the source type in force */
+	sqltype *check_tgt;      /* owned: the target column's type */
 	snap_window *window;     /* owned: open between the watermarks */
 	char wm_id[96];
 	tm_lsn low_lsn;
@@ -98,6 +104,9 @@ table_free(snap_table *t)
 	snap_keys_free(t->key_columns, t->nkeys);
 	snap_keys_free(t->applied_key, t->nkeys);
 	free(t->request);
+	snap_keys_free(t->check_cols, t->nchecks);
+	free(t->check_src);
+	free(t->check_tgt);
 	snap_window_free(t->window);
 	free(t);
 }
@@ -128,12 +137,61 @@ target_types(snapshot *s, const snap_table *t, snap_job *job)
 }
 
 static void
+checks_clear(snap_table *t)
+{
+	snap_keys_free(t->check_cols, t->nchecks);
+	free(t->check_src);
+	free(t->check_tgt);
+	t->check_cols = NULL;
+	t->check_src = t->check_tgt = NULL;
+	t->nchecks = 0;
+}
+
+/* The columns whose source type in force (the latest schema version) may
+ * hold values the target column's type cannot: the quarantine policy kept
+ * the target's type. Their values are checked before a chunk loads. */
+static void
+load_checks(snapshot *s, snap_table *t, const snap_job *job)
+{
+	char id[16];
+	const char *p[] = {id};
+	PGresult *r = NULL;
+
+	checks_clear(t);
+	snprintf(id, sizeof id, "%d", t->table_id);
+	if (sink_query(s->sink, "reading the source types in force",
+	               "SELECT c->>'name', c->>'type' FROM tidemark.schema_versions v,"
+	               " jsonb_array_elements(v.columns) c WHERE v.table_id = $1::int"
+	               " AND v.version = (SELECT max(version) FROM tidemark.schema_versions"
+	               "   WHERE table_id = $1::int)", 1, p, &r) != TM_OK)
+		return;
+	t->check_cols = calloc((size_t) PQntuples(r) + 1, sizeof(char *));
+	t->check_src = calloc((size_t) PQntuples(r) + 1, sizeof(sqltype));
+	t->check_tgt = calloc((size_t) PQntuples(r) + 1, sizeof(sqltype));
+	if (t->check_cols == NULL || t->check_src == NULL || t->check_tgt == NULL)
+		abort();
+	for (int i = 0; i < PQntuples(r); i++)
+		for (int j = 0; j < job->ntarget; j++) {
+			int n = t->nchecks;
+
+			if (strcmp(job->target_names[j], PQgetvalue(r, i, 0)) != 0 ||
+			    sqltype_parse(PQgetvalue(r, i, 1), &t->check_src[n], NULL) != 0 ||
+			    sqltype_parse(job->target_types[j], &t->check_tgt[n], NULL) != 0 ||
+			    cast_classify(&t->check_src[n], &t->check_tgt[n]) <= CAST_WIDEN)
+				continue;
+			t->check_cols[t->nchecks++] = xstrdup(PQgetvalue(r, i, 0));
+		}
+	PQclear(r);
+}
+
+static void
 submit(snapshot *s, snap_table *t)
 {
 	snap_job job = {t->table_id, ++t->generation, t->schema, t->name, t->nkeys,
 	                t->key_columns, t->applied_key, s->cfg.chunk_rows, 0, NULL, NULL};
 
 	target_types(s, t, &job);
+	load_checks(s, t, &job);
 	snap_window_free(t->window);
 	t->window = NULL;
 	t->restart = false;
@@ -391,6 +449,13 @@ snapshot_busy(const snapshot *s)
 }
 
 void
+snapshot_poll_soon(snapshot *s)
+{
+	s->last_poll = -1e9;
+	s->polled = false;
+}
+
+void
 snapshot_restart(snapshot *s, int table_id)
 {
 	snap_table *t = find(s, table_id);
@@ -570,6 +635,107 @@ chunk_done(snapshot *s, snap_table *t, const snap_result *res, long rows, bool f
 	         t->rows, t->chunks, t->rows / (now_s() - t->started + 1e-9));
 }
 
+static json_t *
+fields_json(const snap_chunk *c, const char **f, const size_t *fl, bool keys_only)
+{
+	json_t *o = json_object();
+	strbuf v = STRBUF_INIT;
+
+	for (int i = 0; i < c->ncols; i++) {
+		bool key = false;
+
+		for (int k = 0; k < c->nkeys; k++)
+			key |= c->key_idx[k] == i;
+		if (keys_only && !key)
+			continue;
+		strbuf_reset(&v);
+		json_object_set_new(o, c->colnames[i],
+		                    snap_chunk_text_unescape(f[i], fl[i], &v)
+		                        ? json_stringn(strbuf_str(&v), v.len) : json_null());
+	}
+	strbuf_free(&v);
+	return o;
+}
+
+/* A row with a value the target column cannot hold: why, or false. */
+static bool
+row_misfits(const snap_table *t, const snap_chunk *c, const char **f, const size_t *fl,
+            char *why, size_t size)
+{
+	strbuf v = STRBUF_INIT;
+	bool bad = false;
+
+	for (int k = 0; k < t->nchecks && !bad; k++)
+		for (int i = 0; i < c->ncols && !bad; i++) {
+			char reason[200];
+
+			strbuf_reset(&v);
+			if (strcmp(c->colnames[i], t->check_cols[k]) != 0 ||
+			    !snap_chunk_text_unescape(f[i], fl[i], &v) ||
+			    cast_value_fits_from(&t->check_src[k], &t->check_tgt[k], strbuf_str(&v), v.len,
+			                         reason, sizeof reason))
+				continue;
+			snprintf(why, size, "column %s: %s", c->colnames[i], reason);
+			bad = true;
+		}
+	strbuf_free(&v);
+	return bad;
+}
+
+static int
+quarantine_row(snapshot *s, const snap_table *t, const snap_chunk *c, const char **f,
+               const size_t *fl, const char *why)
+{
+	json_t *key = fields_json(c, f, fl, true), *row = fields_json(c, f, fl, false);
+	char *kt = json_dumps(key, JSON_COMPACT), *rt = json_dumps(row, JSON_COMPACT);
+	char table[256];
+	int rc;
+
+	snprintf(table, sizeof table, "%s.%s", t->schema, t->name);
+	rc = catalog_quarantine(s->sink, s->cfg.slot, t->table_id, table, t->low_lsn, "snapshot", kt,
+	                        rt, why);
+	free(kt);
+	free(rt);
+	json_decref(key);
+	json_decref(row);
+	return rc;
+}
+
+/* Rows (COPY text) whose values all fit the target go to out; the others
+ * to quarantine. Returns the rows kept, or -1. */
+static long
+filter_misfits(snapshot *s, const snap_table *t, const snap_chunk *c, const strbuf *rows,
+               strbuf *out)
+{
+	const char **f = calloc((size_t) c->ncols + 1, sizeof(char *));
+	size_t *fl = calloc((size_t) c->ncols + 1, sizeof(size_t));
+	long kept = 0;
+
+	if (f == NULL || fl == NULL)
+		abort();
+	for (size_t off = 0; off < rows->len;) {
+		const char *line = rows->data + off;
+		const char *nl = memchr(line, '\n', rows->len - off);
+		size_t len = (size_t) (nl - line);
+		char why[256];
+
+		if (snap_chunk_text_fields(line, len, f, fl, c->ncols) == c->ncols &&
+		    row_misfits(t, c, f, fl, why, sizeof why)) {
+			if (quarantine_row(s, t, c, f, fl, why) != TM_OK) {
+				kept = -1;
+				break;
+			}
+		} else {
+			strbuf_appendn(out, line, len + 1);
+			kept++;
+		}
+		off += len + 1;
+	}
+	free(f);
+	free(fl);
+	return kept;
+}
+
 static int
 apply_chunk(snapshot *s, snap_table *t, snap_result *res)
 {
@@ -582,10 +748,21 @@ apply_chunk(snapshot *s, snap_table *t, snap_result *res)
 	int rc;
 	double t0;
 
+	strbuf fitting = STRBUF_INIT;
+
 	/* the usual case: the stream did not touch the table in the window */
 	if (snap_window_changes(t->window) > 0) {
 		n = snap_window_merge(t->window, res->chunk, &merged, &overlays, &noverlays);
 		rows = &merged;
+	}
+	if (t->nchecks > 0 && res->chunk->format == SNAP_CHUNK_TEXT) {
+		n = filter_misfits(s, t, res->chunk, rows, &fitting);
+		rows = &fitting;
+		if (n < 0) {
+			strbuf_free(&merged);
+			strbuf_free(&fitting);
+			return TM_EXIT_TARGET;
+		}
 	}
 	t0 = now_s();
 	{
@@ -601,6 +778,7 @@ apply_chunk(snapshot *s, snap_table *t, snap_result *res)
 	if (rc == TM_OK)
 		chunk_done(s, t, res, n, fast);
 	strbuf_free(&merged);
+	strbuf_free(&fitting);
 	return rc;
 }
 
@@ -653,12 +831,13 @@ low_watermark(snapshot *s, const char *id, tm_lsn lsn)
 }
 
 static int
-hook_message(void *ctx, const pgoutput_msg *m)
+hook_message(void *ctx, const pgoutput_msg *m, pg_timestamp commit_time)
 {
 	snapshot *s = ctx;
 	char content[80];
 	size_t len = m->u.message.len;
 
+	(void) commit_time;
 	if (strcmp(m->u.message.prefix, SNAP_WM_PREFIX) != 0 || len < 3 || len >= sizeof content)
 		return TM_OK;
 	memcpy(content, m->u.message.content, len);
@@ -674,7 +853,7 @@ apply_hooks
 snapshot_hooks(snapshot *s)
 {
 	apply_hooks h = {s, hook_watching, hook_row, hook_partial, hook_truncate, hook_commit,
-	                 hook_message};
+	                 hook_message, s};
 
 	return h;
 }

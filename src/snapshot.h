@@ -46,6 +46,10 @@ int snapshot_poll(snapshot *s);
 /* Are tables still to be copied? (Known after the first poll.) */
 bool snapshot_busy(const snapshot *s);
 
+/* The catalog changed (a table to copy was added or asked for again): the
+ * next poll looks now, and until it has, snapshot_busy says so. */
+void snapshot_poll_soon(snapshot *s);
+
 /* Asks for a table to be copied again: the next poll restarts it. */
 void snapshot_restart(snapshot *s, int table_id);
 

@@ -1,5 +1,6 @@
 #include "target_ddl.h"
 
+#include "cast.h"
 #include "sqltype.h"
 
 void
@@ -66,4 +67,145 @@ target_ddl_create_table(strbuf *sql, const char *schema, const char *name, const
 	strbuf_appendn(sql, out.data, out.len);
 	strbuf_free(&out);
 	return 0;
+}
+
+void
+target_ddl_append_literal(strbuf *sql, const char *value)
+{
+	strbuf_appendc(sql, '\'');
+	for (const char *p = value; *p; p++) {
+		if (*p == '\'')
+			strbuf_appendc(sql, '\'');
+		strbuf_appendc(sql, *p);
+	}
+	strbuf_appendc(sql, '\'');
+}
+
+static void
+alter(strbuf *sql, const char *schema, const char *table)
+{
+	strbuf_append(sql, "ALTER TABLE ");
+	strbuf_append_qualified(sql, schema, table);
+	strbuf_appendc(sql, ' ');
+}
+
+void
+target_ddl_rename_table(strbuf *sql, const char *schema, const char *table, const char *new_name)
+{
+	alter(sql, schema, table);
+	strbuf_append(sql, "RENAME TO ");
+	strbuf_append_ident(sql, new_name);
+}
+
+void
+target_ddl_set_schema(strbuf *sql, const char *schema, const char *table, const char *new_schema)
+{
+	alter(sql, schema, table);
+	strbuf_append(sql, "SET SCHEMA ");
+	strbuf_append_ident(sql, new_schema);
+}
+
+void
+target_ddl_rename_column(strbuf *sql, const char *schema, const char *table, const char *column,
+                         const char *new_name)
+{
+	alter(sql, schema, table);
+	strbuf_append(sql, "RENAME COLUMN ");
+	strbuf_append_ident(sql, column);
+	strbuf_append(sql, " TO ");
+	strbuf_append_ident(sql, new_name);
+}
+
+void
+target_ddl_drop_column(strbuf *sql, const char *schema, const char *table, const char *column)
+{
+	alter(sql, schema, table);
+	strbuf_append(sql, "DROP COLUMN ");
+	strbuf_append_ident(sql, column);
+}
+
+void
+target_ddl_not_null(strbuf *sql, const char *schema, const char *table, const char *column,
+                    bool set)
+{
+	alter(sql, schema, table);
+	strbuf_append(sql, "ALTER COLUMN ");
+	strbuf_append_ident(sql, column);
+	strbuf_append(sql, set ? " SET NOT NULL" : " DROP NOT NULL");
+}
+
+int
+target_ddl_add_column(strbuf *sql, const char *schema, const char *table, const char *column,
+                      const char *type, const char *value, tm_error *err)
+{
+	strbuf out = STRBUF_INIT;
+	strbuf t = STRBUF_INIT;
+	int rc = target_ddl_append_type(&t, type, err);
+
+	if (rc == 0) {
+		alter(&out, schema, table);
+		strbuf_append(&out, "ADD COLUMN ");
+		strbuf_append_ident(&out, column);
+		strbuf_appendc(&out, ' ');
+		strbuf_append(&out, t.data);
+		if (value != NULL) {
+			strbuf_append(&out, " DEFAULT ");
+			target_ddl_append_literal(&out, value);
+			strbuf_append(&out, "::");
+			strbuf_append(&out, t.data);
+		}
+		strbuf_appendn(sql, out.data, out.len);
+	}
+	strbuf_free(&out);
+	strbuf_free(&t);
+	return rc;
+}
+
+void
+target_ddl_drop_default(strbuf *sql, const char *schema, const char *table, const char *column)
+{
+	alter(sql, schema, table);
+	strbuf_append(sql, "ALTER COLUMN ");
+	strbuf_append_ident(sql, column);
+	strbuf_append(sql, " DROP DEFAULT");
+}
+
+int
+target_ddl_alter_type(strbuf *sql, const char *schema, const char *table, const char *column,
+                      const char *from, const char *to, tm_error *err)
+{
+	sqltype f, t;
+	strbuf frag = STRBUF_INIT;
+
+	if (sqltype_parse(from, &f, err) != 0 || sqltype_parse(to, &t, err) != 0 ||
+	    cast_alter_using(&f, &t, column, &frag, err) != 0) {
+		strbuf_free(&frag);
+		return -1;
+	}
+	alter(sql, schema, table);
+	strbuf_append(sql, "ALTER COLUMN ");
+	strbuf_append_ident(sql, column);
+	strbuf_appendc(sql, ' ');
+	strbuf_append(sql, frag.data);
+	strbuf_free(&frag);
+	return 0;
+}
+
+void
+target_ddl_set_key(strbuf *sql, const char *schema, const char *table, const char *old_pk,
+                   int nkeys, char *const *keys)
+{
+	alter(sql, schema, table);
+	if (old_pk != NULL) {
+		strbuf_append(sql, "DROP CONSTRAINT ");
+		strbuf_append_ident(sql, old_pk);
+		strbuf_append(sql, ", ");
+	}
+	strbuf_append(sql, "ADD PRIMARY KEY (");
+	for (int k = 0; k < nkeys; k++) {
+		if (k > 0)
+			strbuf_append(sql, ", ");
+		strbuf_append_ident(sql, keys[k]);
+	}
+	strbuf_appendc(sql, ')');
 }

@@ -22,4 +22,31 @@ int target_ddl_create_table(strbuf *sql, const char *schema, const char *name,
 /* Appends a type, re-rendered from its parse (see sqltype.h). */
 int target_ddl_append_type(strbuf *sql, const char *type_text, tm_error *err);
 
+/* Appends a string literal: 'text' with quotes doubled (the sessions use
+ * standard_conforming_strings = on). */
+void target_ddl_append_literal(strbuf *sql, const char *value);
+
+/* ALTER TABLE "schema"."table" ... for one change each. */
+void target_ddl_rename_table(strbuf *sql, const char *schema, const char *table,
+                             const char *new_name);
+void target_ddl_set_schema(strbuf *sql, const char *schema, const char *table,
+                           const char *new_schema);
+void target_ddl_rename_column(strbuf *sql, const char *schema, const char *table,
+                              const char *column, const char *new_name);
+void target_ddl_drop_column(strbuf *sql, const char *schema, const char *table,
+                            const char *column);
+void target_ddl_not_null(strbuf *sql, const char *schema, const char *table, const char *column,
+                         bool set);
+/* ADD COLUMN "c" type [DEFAULT 'value'::type]: existing rows get value. */
+int target_ddl_add_column(strbuf *sql, const char *schema, const char *table, const char *column,
+                          const char *type, const char *value, tm_error *err);
+void target_ddl_drop_default(strbuf *sql, const char *schema, const char *table,
+                             const char *column);
+/* ALTER COLUMN "c" TYPE to USING "c"::to (via text when no direct cast). */
+int target_ddl_alter_type(strbuf *sql, const char *schema, const char *table, const char *column,
+                          const char *from, const char *to, tm_error *err);
+/* DROP CONSTRAINT "old", ADD PRIMARY KEY (...); old may be NULL. */
+void target_ddl_set_key(strbuf *sql, const char *schema, const char *table, const char *old_pk,
+                        int nkeys, char *const *keys);
+
 #endif

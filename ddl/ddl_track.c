@@ -1,0 +1,402 @@
+#include "ddl_track.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cast.h"
+#include "sqltype.h"
+
+static const char *const policy_names[] = {"widen", "follow", "quarantine", "stop"};
+
+int
+ddl_policy_parse(const char *text, ddl_policy *out)
+{
+	for (int i = 0; i < 4; i++)
+		if (strcmp(text, policy_names[i]) == 0) {
+			*out = (ddl_policy) i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+ddl_policy_name(ddl_policy p)
+{
+	return (unsigned) p < 4 ? policy_names[p] : "?";
+}
+
+/* ---- building the plan ---- */
+
+typedef struct planner {
+	const ddl_track_input *in;
+	ddl_plan *plan;
+	strbuf summary;
+	tm_error *err;
+} planner;
+
+static char *
+xstrdup(const char *s)
+{
+	char *p;
+
+	if (s == NULL)
+		return NULL;
+	p = strdup(s);
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+static ddl_action *
+add_action(planner *pl, ddl_action_kind kind, const char *column, const char *name)
+{
+	ddl_plan *p = pl->plan;
+	ddl_action *a;
+
+	p->actions = realloc(p->actions, sizeof *a * (size_t) (p->n + 1));
+	if (p->actions == NULL)
+		abort();
+	a = &p->actions[p->n++];
+	memset(a, 0, sizeof *a);
+	a->kind = kind;
+	a->column = xstrdup(column);
+	a->name = xstrdup(name);
+	return a;
+}
+
+static void
+note(planner *pl, const char *what)
+{
+	if (strstr(strbuf_str(&pl->summary), what) != NULL)
+		return;
+	if (pl->summary.len > 0)
+		strbuf_append(&pl->summary, ", ");
+	strbuf_append(&pl->summary, what);
+}
+
+static void
+set_why(ddl_action *a, const char *fmt, const char *x, const char *y)
+{
+	strbuf sb = STRBUF_INIT;
+
+	strbuf_appendf(&sb, fmt, x ? x : "", y ? y : "");
+	a->why = strbuf_steal(&sb);
+}
+
+static const char *
+target_type(const planner *pl, const char *column)
+{
+	const ddl_track_target *t = &pl->in->target;
+
+	for (int i = 0; i < t->ncols; i++)
+		if (strcmp(t->names[i], column) == 0)
+			return t->types[i];
+	return NULL;
+}
+
+static const tabledef_column *
+by_attnum(const tabledef *t, int attnum)
+{
+	for (int i = 0; i < t->ncols; i++)
+		if (t->cols[i].attnum == attnum)
+			return &t->cols[i];
+	return NULL;
+}
+
+static void
+plan_table_name(planner *pl)
+{
+	const tabledef *old = pl->in->old, *now = pl->in->now->def;
+
+	if (strcmp(old->schema, now->schema) != 0) {
+		set_why(add_action(pl, DDL_ACT_SET_SCHEMA, NULL, now->schema),
+		        "move the table to schema %s%s", now->schema, NULL);
+		note(pl, "set schema");
+	}
+	if (strcmp(old->name, now->name) != 0) {
+		set_why(add_action(pl, DDL_ACT_RENAME_TABLE, NULL, now->name), "rename the table to %s%s",
+		        now->name, NULL);
+		note(pl, "rename table");
+	}
+}
+
+/* Renames in two steps when a new name is taken by a column that is itself
+ * renamed or dropped (a swap, a, b -> b, a). */
+static bool
+rename_conflicts(const planner *pl)
+{
+	const tabledef *old = pl->in->old, *now = pl->in->now->def;
+
+	for (int i = 0; i < now->ncols; i++) {
+		const tabledef_column *o = by_attnum(old, now->cols[i].attnum);
+
+		if (o == NULL || strcmp(o->name, now->cols[i].name) == 0)
+			continue;
+		for (int j = 0; j < old->ncols; j++)
+			if (strcmp(old->cols[j].name, now->cols[i].name) == 0)
+				return true;
+	}
+	return false;
+}
+
+static void
+plan_renames(planner *pl)
+{
+	const tabledef *old = pl->in->old, *now = pl->in->now->def;
+	bool two_steps = rename_conflicts(pl);
+
+	for (int step = two_steps ? 0 : 1; step < 2; step++)
+		for (int i = 0; i < now->ncols; i++) {
+			const tabledef_column *o = by_attnum(old, now->cols[i].attnum);
+			char tmp[64];
+			ddl_action *a;
+
+			if (o == NULL || strcmp(o->name, now->cols[i].name) == 0)
+				continue;
+			snprintf(tmp, sizeof tmp, "tidemark renaming %d", o->attnum);
+			a = add_action(pl, DDL_ACT_RENAME_COLUMN, two_steps && step == 1 ? tmp : o->name,
+			               step == 0 ? tmp : now->cols[i].name);
+			set_why(a, "rename column %s to %s", o->name, now->cols[i].name);
+			note(pl, "rename column");
+		}
+}
+
+/* A type change of one column (named as it is after the renames). */
+static int
+plan_type(planner *pl, const tabledef_column *o, const tabledef_column *n)
+{
+	sqltype from, to, tgt, common;
+	const char *tgt_text = target_type(pl, o->name);
+	cast_kind k;
+	strbuf sb = STRBUF_INIT;
+	ddl_action *a;
+
+	if (sqltype_parse(o->type_sql, &from, pl->err) != 0 ||
+	    sqltype_parse(n->type_sql, &to, pl->err) != 0 ||
+	    (tgt_text != NULL && sqltype_parse(tgt_text, &tgt, pl->err) != 0))
+		return -1;
+	if (tgt_text == NULL)
+		tgt = from;
+	k = cast_classify(&from, &to);
+	if (k == CAST_SAME)
+		return 0;
+	note(pl, "alter column type");
+	if (k != CAST_WIDEN && pl->in->policy == DDL_POLICY_STOP) {
+		strbuf_appendf(&sb, "column %s of %s.%s changes type from %s to %s, which cannot widen "
+		               "exactly; the stop policy stops replication before this change",
+		               n->name, pl->in->now->def->schema, pl->in->now->def->name, o->type_sql,
+		               n->type_sql);
+		pl->plan->stop = true;
+		free(pl->plan->stop_reason);
+		pl->plan->stop_reason = strbuf_steal(&sb);
+		return 0;
+	}
+	if (k != CAST_WIDEN && pl->in->policy == DDL_POLICY_QUARANTINE)
+		goto resnapshot;
+	if (k == CAST_WIDEN || pl->in->policy == DDL_POLICY_WIDEN) {
+		if (cast_common_type(&tgt, &to, &common, pl->err) != 0)
+			return -1;
+	} else
+		common = to; /* follow */
+	if (cast_classify(&tgt, &common) != CAST_SAME) {
+		sqltype_render(&common, &sb);
+		a = add_action(pl, DDL_ACT_ALTER_TYPE, n->name, NULL);
+		a->type = strbuf_steal(&sb);
+		sqltype_render(&tgt, &sb);
+		a->from_type = strbuf_steal(&sb);
+		set_why(a, "column %s follows the source's new type as %s", n->name, a->type);
+	}
+resnapshot:
+	/* The source converted its existing rows itself (perhaps with USING):
+	 * they are copied again, unless under quarantine their new values do
+	 * not fit the kept type (then the target keeps the previous values). */
+	if (k != CAST_WIDEN && pl->in->rewritten &&
+	    (pl->in->policy != DDL_POLICY_QUARANTINE || cast_classify(&to, &tgt) <= CAST_WIDEN))
+		set_why(add_action(pl, DDL_ACT_RESNAPSHOT, n->name, NULL),
+		        "the source converted the existing values of %s%s itself; the table is copied "
+		        "again", n->name, NULL);
+	strbuf_free(&sb);
+	return 0;
+}
+
+static void
+plan_not_null(planner *pl, const tabledef_column *o, const tabledef_column *n)
+{
+	if (o->not_null == n->not_null)
+		return;
+	set_why(add_action(pl, n->not_null ? DDL_ACT_SET_NOT_NULL : DDL_ACT_DROP_NOT_NULL, n->name,
+	                   NULL),
+	        n->not_null ? "column %s becomes NOT NULL%s" : "column %s may be NULL again%s",
+	        n->name, NULL);
+	note(pl, n->not_null ? "set not null" : "drop not null");
+}
+
+static int
+plan_changed_columns(planner *pl)
+{
+	const tabledef *old = pl->in->old, *now = pl->in->now->def;
+
+	for (int i = 0; i < now->ncols; i++) {
+		const tabledef_column *o = by_attnum(old, now->cols[i].attnum);
+		tabledef_column renamed;
+
+		if (o == NULL)
+			continue;
+		renamed = *o;
+		renamed.name = now->cols[i].name;
+		if (strcmp(o->type_sql, now->cols[i].type_sql) != 0 &&
+		    plan_type(pl, o, &now->cols[i]) != 0)
+			return -1;
+		plan_not_null(pl, &renamed, &now->cols[i]);
+	}
+	return 0;
+}
+
+static void
+plan_dropped(planner *pl)
+{
+	const tabledef *old = pl->in->old, *now = pl->in->now->def;
+
+	for (int i = 0; i < old->ncols; i++) {
+		const tabledef_column *o = &old->cols[i];
+
+		if (by_attnum(now, o->attnum) != NULL)
+			continue;
+		note(pl, "drop column");
+		set_why(add_action(pl, pl->in->drop_columns ? DDL_ACT_DROP_COLUMN : DDL_ACT_KEEP_COLUMN,
+		                   o->name, NULL),
+		        pl->in->drop_columns ? "column %s was dropped on the source%s"
+		                             : "column %s was dropped on the source; the target keeps it and "
+		                               "no longer fills it%s",
+		        o->name, NULL);
+	}
+}
+
+/* A kept column (dropped on the source earlier) in the way of a new one
+ * gets out of the way first. */
+static void
+plan_added(planner *pl)
+{
+	const tabledef *old = pl->in->old, *now = pl->in->now->def;
+
+	for (int i = 0; i < now->ncols; i++) {
+		const tabledef_column *n = &now->cols[i];
+		ddl_action *a;
+
+		if (by_attnum(old, n->attnum) != NULL)
+			continue;
+		note(pl, "add column");
+		if (target_type(pl, n->name) != NULL && tabledef_find(old, n->name) == NULL) {
+			char aside[128];
+
+			snprintf(aside, sizeof aside, "%.100s (dropped)", n->name);
+			set_why(add_action(pl, DDL_ACT_RENAME_COLUMN, n->name, aside),
+			        "the kept column %s makes room for a new one as %s", n->name, aside);
+		}
+		a = add_action(pl, DDL_ACT_ADD_COLUMN, n->name, NULL);
+		a->type = xstrdup(n->target_type);
+		if (pl->in->now->cols[i].has_missing)
+			a->value = xstrdup(pl->in->now->cols[i].missing);
+		set_why(a, "add column %s of type %s", n->name, n->target_type);
+		if (n->not_null && (a->value != NULL || !pl->in->now->cols[i].has_default))
+			set_why(add_action(pl, DDL_ACT_SET_NOT_NULL, n->name, NULL),
+			        "column %s is NOT NULL%s", n->name, NULL);
+		if (pl->in->rewritten && !pl->in->now->cols[i].has_missing &&
+		    pl->in->now->cols[i].has_default)
+			set_why(add_action(pl, DDL_ACT_RESNAPSHOT, n->name, NULL),
+			        "existing rows got a computed default for %s%s; the table is copied again",
+			        n->name, NULL);
+	}
+}
+
+static bool
+keys_differ(const tabledef *a, const tabledef *b)
+{
+	int na = tabledef_nkeys(a), nb = tabledef_nkeys(b);
+
+	if (na != nb)
+		return true;
+	for (int i = 0; i < b->ncols; i++) {
+		const tabledef_column *o;
+
+		if (!b->cols[i].is_key)
+			continue;
+		o = by_attnum(a, b->cols[i].attnum);
+		if (o == NULL || !o->is_key)
+			return true;
+	}
+	return false;
+}
+
+static void
+plan_key(planner *pl)
+{
+	const tabledef *now = pl->in->now->def;
+	ddl_action *a;
+
+	if (!keys_differ(pl->in->old, now) || tabledef_nkeys(now) == 0)
+		return;
+	note(pl, "primary key");
+	a = add_action(pl, DDL_ACT_SET_KEY, NULL, NULL);
+	a->keys = calloc((size_t) now->ncols + 1, sizeof(char *));
+	if (a->keys == NULL)
+		abort();
+	for (int i = 0; i < now->ncols; i++)
+		if (now->cols[i].is_key)
+			a->keys[a->nkeys++] = xstrdup(now->cols[i].name);
+	set_why(a, "the key changes%s%s", NULL, NULL);
+}
+
+int
+ddl_track_plan(const ddl_track_input *in, ddl_plan *out, tm_error *err)
+{
+	planner pl = {in, out, STRBUF_INIT, err};
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	plan_table_name(&pl);
+	plan_renames(&pl);
+	rc = plan_changed_columns(&pl);
+	if (rc == 0) {
+		plan_dropped(&pl);
+		plan_added(&pl);
+		plan_key(&pl);
+	}
+	if (pl.summary.len == 0)
+		strbuf_append(&pl.summary, "no change to the replicated columns");
+	out->summary = strbuf_steal(&pl.summary);
+	if (rc != 0) {
+		ddl_plan_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+void
+ddl_plan_free(ddl_plan *p)
+{
+	for (int i = 0; i < p->n; i++) {
+		ddl_action *a = &p->actions[i];
+
+		free(a->column);
+		free(a->name);
+		free(a->type);
+		free(a->from_type);
+		free(a->value);
+		for (int k = 0; k < a->nkeys; k++)
+			free(a->keys[k]);
+		free(a->keys);
+		free(a->why);
+	}
+	free(p->actions);
+	free(p->stop_reason);
+	free(p->summary);
+	memset(p, 0, sizeof *p);
+}
+
+void
+ddl_action_describe(const ddl_action *a, strbuf *out)
+{
+	strbuf_append(out, a->why ? a->why : "(no description)");
+}

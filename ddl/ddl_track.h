@@ -1,0 +1,99 @@
+/*
+ * ddl_track.h: what a captured schema change means for a replicated table,
+ * and what the target must do about it. Pure: definitions in, a plan out.
+ *
+ * The captured definition (ddl_event.h) is the authority on the result.
+ * Columns are matched by attnum, which survives renames: the same attnum
+ * with another name is a rename (never a drop and an add), a new attnum is
+ * an added column, a missing one was dropped, another type is a type
+ * change. Type changes are classified by the casting matrix (cast.h):
+ * widening changes are always followed; for the others the policy decides:
+ *   widen       the target takes a type that holds old and new values
+ *   follow      the target takes the source's type, with a cast
+ *   quarantine  the target keeps its type; values that do not fit are
+ *               quarantined instead of applied
+ *   stop        replication stops before the change, to be resumed with
+ *               another policy
+ * When the source rewrote the table (its existing values may have changed
+ * in a way no row change shows) and the change was not an exact widening,
+ * the plan asks for the table to be copied again.
+ */
+#ifndef TIDEMARK_DDL_TRACK_H
+#define TIDEMARK_DDL_TRACK_H
+
+#include <stdbool.h>
+
+#include "ddl_event.h"
+#include "strbuf.h"
+#include "tabledef.h"
+#include "tm_error.h"
+
+typedef enum ddl_policy {
+	DDL_POLICY_WIDEN,
+	DDL_POLICY_FOLLOW,
+	DDL_POLICY_QUARANTINE,
+	DDL_POLICY_STOP,
+} ddl_policy;
+
+int ddl_policy_parse(const char *text, ddl_policy *out);
+const char *ddl_policy_name(ddl_policy p);
+
+/* The target table as it is now. */
+typedef struct ddl_track_target {
+	int ncols;
+	const char *const *names;   /* borrowed */
+	const char *const *types;   /* format_type() spellings */
+} ddl_track_target;
+
+typedef struct ddl_track_input {
+	const tabledef *old;        /* the table's current version (source types) */
+	const ddl_event_table *now; /* its definition after the DDL */
+	ddl_track_target target;
+	ddl_policy policy;
+	bool rewritten;             /* the source rewrote the table in this transaction */
+	bool drop_columns;          /* drop columns dropped on the source (default: keep) */
+} ddl_track_input;
+
+typedef enum ddl_action_kind {
+	DDL_ACT_RENAME_TABLE,    /* name: the new table name */
+	DDL_ACT_SET_SCHEMA,      /* name: the new schema */
+	DDL_ACT_RENAME_COLUMN,   /* column -> name */
+	DDL_ACT_ALTER_TYPE,      /* column: from_type -> type */
+	DDL_ACT_DROP_COLUMN,     /* column: dropped on the target */
+	DDL_ACT_KEEP_COLUMN,     /* column: dropped on the source, kept (no longer filled) */
+	DDL_ACT_ADD_COLUMN,      /* column of type; value: what existing rows get */
+	DDL_ACT_SET_NOT_NULL,
+	DDL_ACT_DROP_NOT_NULL,
+	DDL_ACT_SET_KEY,         /* keys */
+	DDL_ACT_RESNAPSHOT,      /* copy the table again */
+} ddl_action_kind;
+
+typedef struct ddl_action {
+	ddl_action_kind kind;
+	char *column;            /* owned, like every string here */
+	char *name;
+	char *type;
+	char *from_type;
+	char *value;             /* ADD_COLUMN: NULL means NULL */
+	int nkeys;
+	char **keys;
+	char *why;               /* for the audit log: what and why */
+} ddl_action;
+
+typedef struct ddl_plan {
+	int n;
+	ddl_action *actions;     /* owned, in the order to run them */
+	bool stop;               /* the stop policy applies: run nothing */
+	char *stop_reason;       /* owned */
+	char *summary;           /* owned: the classification, e.g. "rename column, alter column type" */
+} ddl_plan;
+
+/* Plans the target's side of one table's change. Returns 0, or -1 with err
+ * set (e.g. a type name that does not parse). */
+int ddl_track_plan(const ddl_track_input *in, ddl_plan *out, tm_error *err);
+void ddl_plan_free(ddl_plan *p);
+
+/* A human description of an action ("rename column a to b"). */
+void ddl_action_describe(const ddl_action *a, strbuf *out);
+
+#endif

@@ -1,0 +1,703 @@
+#include "schema_sync.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "ddl_event.h"
+#include "ddl_parse.h"
+#include "ident.h"
+#include "log.h"
+#include "pgconn.h"
+#include "target_ddl.h"
+
+#define MAX_REWRITES 64
+
+typedef struct table_policy {
+	char *schema;   /* owned */
+	char *name;     /* owned */
+	ddl_policy policy;
+} table_policy;
+
+struct schema_sync {
+	schema_sync_config cfg;
+	sink *sink;                       /* borrowed */
+	table_policy *policies;           /* owned */
+	int npolicies;
+	long long rewrite_xid;            /* the transaction the rewrites belong to */
+	int nrewrites;
+	uint32_t rewrites[MAX_REWRITES];  /* tables the source rewrote in it */
+	long long statement_xid;          /* the transaction of the statement text: */
+	char *statement;                  /* owned: long texts are sent once per transaction */
+};
+
+/* What one table's sync did, for the audit log. */
+typedef struct sync_note {
+	strbuf tables;       /* "schema.table, ..." */
+	strbuf classes;      /* classifications */
+	strbuf actions;      /* what was done on the target */
+	int version;         /* the last version recorded, 0 if none */
+} sync_note;
+
+/* ---- configuration ---- */
+
+static int
+parse_table_policy(const char *text, table_policy *tp)
+{
+	const char *eq = strrchr(text, '=');
+	char *name;
+	tm_error err;
+	int rc;
+
+	if (eq == NULL || ddl_policy_parse(eq + 1, &tp->policy) != 0) {
+		log_error("--table-policy %s: expected SCHEMA.TABLE=widen|follow|quarantine|stop", text);
+		return TM_EXIT_USAGE;
+	}
+	name = strndup(text, (size_t) (eq - text));
+	rc = ident_parse_qualified(name, "public", &tp->schema, &tp->name, &err);
+	free(name);
+	if (rc != 0) {
+		log_error("--table-policy %s: %s", text, err.msg);
+		return TM_EXIT_USAGE;
+	}
+	return TM_OK;
+}
+
+int
+schema_sync_new(const schema_sync_config *cfg, sink *s, schema_sync **out)
+{
+	schema_sync *ss = calloc(1, sizeof *ss);
+	int rc = TM_OK;
+
+	if (ss == NULL)
+		abort();
+	ss->cfg = *cfg;
+	ss->sink = s;
+	ss->policies = calloc((size_t) cfg->ntable_policies + 1, sizeof(table_policy));
+	if (ss->policies == NULL)
+		abort();
+	for (int i = 0; rc == TM_OK && i < cfg->ntable_policies; i++) {
+		rc = parse_table_policy(cfg->table_policies[i], &ss->policies[i]);
+		ss->npolicies = i + (rc == TM_OK);
+	}
+	if (rc != TM_OK) {
+		schema_sync_free(ss);
+		return rc;
+	}
+	*out = ss;
+	return TM_OK;
+}
+
+void
+schema_sync_free(schema_sync *ss)
+{
+	if (ss == NULL)
+		return;
+	for (int i = 0; i < ss->npolicies; i++) {
+		free(ss->policies[i].schema);
+		free(ss->policies[i].name);
+	}
+	free(ss->policies);
+	free(ss->statement);
+	free(ss);
+}
+
+static ddl_policy
+policy_for(const schema_sync *ss, const char *schema, const char *name)
+{
+	for (int i = 0; i < ss->npolicies; i++)
+		if (strcmp(ss->policies[i].schema, schema) == 0 && strcmp(ss->policies[i].name, name) == 0)
+			return ss->policies[i].policy;
+	return ss->cfg.policy;
+}
+
+/* ---- reading the catalog and the target ---- */
+
+static int
+load_table(schema_sync *ss, const tabledef *now, catalog_table **out)
+{
+	char relid[16];
+	const char *p[] = {ss->cfg.slot, relid};
+	PGresult *r = NULL;
+	int rc;
+
+	snprintf(relid, sizeof relid, "%u", now->relid);
+	rc = sink_query(ss->sink, "finding a table by its source oid",
+	                "SELECT source_schema, source_table FROM tidemark.tables"
+	                " WHERE slot_name = $1 AND source_relid = $2::oid AND state <> 'dropped'",
+	                2, p, &r);
+	*out = NULL;
+	if (rc == TM_OK && PQntuples(r) == 1)
+		rc = catalog_load_table(ss->sink, ss->cfg.slot, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+		                        out);
+	else if (rc == TM_OK)
+		rc = catalog_load_table(ss->sink, ss->cfg.slot, now->schema, now->name, out);
+	PQclear(r);
+	return rc;
+}
+
+/* The table's latest schema version: *def new, *version its number. */
+static int
+load_version(schema_sync *ss, const catalog_table *t, tabledef **def, int *version)
+{
+	char id[16];
+	const char *p[] = {id};
+	PGresult *r = NULL;
+	tm_error err;
+	int rc;
+
+	snprintf(id, sizeof id, "%d", t->table_id);
+	rc = sink_query(ss->sink, "reading a schema version",
+	                "SELECT version, columns::text FROM tidemark.schema_versions"
+	                " WHERE table_id = $1::int ORDER BY version DESC LIMIT 1", 1, p, &r);
+	if (rc != TM_OK)
+		return rc;
+	*def = tabledef_new(t->source_schema, t->source_table, t->source_relid);
+	*version = PQntuples(r) ? atoi(PQgetvalue(r, 0, 0)) : 0;
+	if (PQntuples(r) == 1) {
+		json_t *cols = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+
+		if (tabledef_columns_from_json(*def, cols, &err) != 0) {
+			log_error("target: schema version %d of %s.%s is unreadable: %s", *version,
+			          t->source_schema, t->source_table, err.msg);
+			rc = TM_EXIT_TARGET;
+		}
+		json_decref(cols);
+	}
+	PQclear(r);
+	return rc;
+}
+
+typedef struct target_cols {
+	PGresult *res;       /* owned */
+	int n;
+	const char **names;  /* owned array, strings borrowed from res */
+	const char **types;
+	char *pk;            /* owned: the primary key constraint's name, or NULL */
+} target_cols;
+
+static void
+target_cols_free(target_cols *tc)
+{
+	PQclear(tc->res);
+	free(tc->names);
+	free(tc->types);
+	free(tc->pk);
+}
+
+static int
+load_target(schema_sync *ss, const catalog_table *t, target_cols *tc)
+{
+	const char *p[] = {t->target_schema, t->target_table};
+	PGresult *pk = NULL;
+	int rc;
+
+	memset(tc, 0, sizeof *tc);
+	rc = sink_query(ss->sink, "reading the target table's columns",
+	                    "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+	                    " WHERE a.attrelid = format('%I.%I', $1::text, $2::text)::regclass"
+	                " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", 2, p, &tc->res);
+	if (rc == TM_OK)
+		rc = sink_query(ss->sink, "reading the target table's key",
+		                "SELECT conname FROM pg_constraint WHERE contype = 'p' AND conrelid ="
+		                " format('%I.%I', $1::text, $2::text)::regclass", 2, p, &pk);
+	if (rc != TM_OK)
+		return rc;
+	tc->n = PQntuples(tc->res);
+	tc->names = calloc((size_t) tc->n + 1, sizeof(char *));
+	tc->types = calloc((size_t) tc->n + 1, sizeof(char *));
+	if (tc->names == NULL || tc->types == NULL)
+		abort();
+	for (int i = 0; i < tc->n; i++) {
+		tc->names[i] = PQgetvalue(tc->res, i, 0);
+		tc->types[i] = PQgetvalue(tc->res, i, 1);
+	}
+	tc->pk = PQntuples(pk) ? strdup(PQgetvalue(pk, 0, 0)) : NULL;
+	PQclear(pk);
+	return TM_OK;
+}
+
+/* ---- running a plan ---- */
+
+/* The target names as they change while the plan runs. */
+typedef struct target_name {
+	char *schema;   /* owned */
+	char *table;    /* owned */
+} target_name;
+
+static int
+exec(schema_sync *ss, const char *what, strbuf *sql)
+{
+	int rc = sink_command(ss->sink, what, strbuf_str(sql), 0, NULL);
+
+	strbuf_reset(sql);
+	return rc;
+}
+
+/* A statement that may fail without failing the transaction (a NOT NULL
+ * the target's rows cannot take): under a savepoint. */
+static int
+exec_tolerant(schema_sync *ss, const char *what, strbuf *sql)
+{
+	int rc = sink_command(ss->sink, "setting a savepoint", "SAVEPOINT tidemark_ddl", 0, NULL);
+
+	if (rc == TM_OK && sink_command(ss->sink, what, strbuf_str(sql), 0, NULL) != TM_OK) {
+		log_warn("target: %s failed (above); replication goes on without it", what);
+		rc = sink_command(ss->sink, "rolling back to the savepoint",
+		                  "ROLLBACK TO SAVEPOINT tidemark_ddl", 0, NULL);
+	} else if (rc == TM_OK)
+		rc = sink_command(ss->sink, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_ddl",
+		                  0, NULL);
+	strbuf_reset(sql);
+	return rc;
+}
+
+static void
+rename_to(char **field, const char *value)
+{
+	free(*field);
+	*field = strdup(value);
+}
+
+static int
+run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, strbuf *sql)
+{
+	tm_error err;
+
+	switch (a->kind) {
+	case DDL_ACT_RENAME_COLUMN:
+		target_ddl_rename_column(sql, tn->schema, tn->table, a->column, a->name);
+		return exec(ss, "renaming a target column", sql);
+	case DDL_ACT_DROP_COLUMN:
+		target_ddl_drop_column(sql, tn->schema, tn->table, a->column);
+		return exec(ss, "dropping a target column", sql);
+	case DDL_ACT_KEEP_COLUMN:
+	case DDL_ACT_DROP_NOT_NULL:
+		target_ddl_not_null(sql, tn->schema, tn->table, a->column, false);
+		return exec(ss, "dropping NOT NULL on a target column", sql);
+	case DDL_ACT_SET_NOT_NULL:
+		target_ddl_not_null(sql, tn->schema, tn->table, a->column, true);
+		return exec_tolerant(ss, "setting NOT NULL on a target column", sql);
+	case DDL_ACT_ALTER_TYPE:
+		if (target_ddl_alter_type(sql, tn->schema, tn->table, a->column, a->from_type, a->type,
+		                          &err) != 0)
+			break;
+		return exec(ss, "changing a target column's type", sql);
+	case DDL_ACT_ADD_COLUMN:
+		if (target_ddl_add_column(sql, tn->schema, tn->table, a->column, a->type, a->value,
+		                          &err) != 0)
+			break;
+		if (exec(ss, "adding a target column", sql) != TM_OK)
+			return TM_EXIT_TARGET;
+		if (a->value == NULL)
+			return TM_OK;
+		/* the default only gave existing rows their value */
+		target_ddl_drop_default(sql, tn->schema, tn->table, a->column);
+		return exec(ss, "dropping the column's default", sql);
+	default:
+		return TM_OK;
+	}
+	log_error("target: cannot %s: %s", a->why, err.msg);
+	return TM_EXIT_TARGET;
+}
+
+static int
+run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const target_cols *tc,
+                 strbuf *sql)
+{
+	switch (a->kind) {
+	case DDL_ACT_RENAME_TABLE:
+		target_ddl_rename_table(sql, tn->schema, tn->table, a->name);
+		rename_to(&tn->table, a->name);
+		return exec(ss, "renaming a target table", sql);
+	case DDL_ACT_SET_SCHEMA:
+		target_ddl_create_schema(sql, a->name);
+		if (exec(ss, "creating a target schema", sql) != TM_OK)
+			return TM_EXIT_TARGET;
+		target_ddl_set_schema(sql, tn->schema, tn->table, a->name);
+		rename_to(&tn->schema, a->name);
+		return exec(ss, "moving a target table", sql);
+	case DDL_ACT_SET_KEY:
+		target_ddl_set_key(sql, tn->schema, tn->table, tc->pk, a->nkeys, a->keys);
+		return exec(ss, "changing a target table's key", sql);
+	default:
+		return run_column_action(ss, tn, a, sql);
+	}
+}
+
+/* ---- recording ---- */
+
+static char *
+keys_json(const tabledef *def)
+{
+	json_t *arr = json_array();
+	char *text;
+
+	for (int i = 0; i < def->ncols; i++)
+		if (def->cols[i].is_key)
+			json_array_append_new(arr, json_string(def->cols[i].name));
+	text = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	return text;
+}
+
+/* The table's new names, key and oid; its new version, valid from pos. */
+static int
+record_version(schema_sync *ss, const catalog_table *t, const tabledef *now,
+               const target_name *tn, int version, tm_lsn pos)
+{
+	json_t *cols = tabledef_columns_to_json(now);
+	char *cols_text = json_dumps(cols, JSON_COMPACT);
+	char *keys = keys_json(now);
+	char id[16], ver[16], relid[16], lsn[LSN_TEXT_MAX];
+	const char *p[] = {id, now->schema, now->name, tn->schema, tn->table, keys, relid, ver,
+	                   lsn_format(pos, lsn), cols_text};
+	int rc;
+
+	snprintf(id, sizeof id, "%d", t->table_id);
+	snprintf(ver, sizeof ver, "%d", version);
+	snprintf(relid, sizeof relid, "%u", now->relid);
+	rc = sink_command(ss->sink, "recording a schema version",
+	                  "WITH t AS (UPDATE tidemark.tables SET source_schema = $2, source_table = $3,"
+	                  "   target_schema = $4, target_table = $5,"
+	                  "   key_columns = ARRAY(SELECT jsonb_array_elements_text($6::jsonb)),"
+	                  "   source_relid = $7::oid WHERE table_id = $1::int RETURNING table_id)"
+	                  " INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
+	                  " SELECT table_id, $8::int, $9::pg_lsn, $10::jsonb FROM t", 10, p);
+	json_decref(cols);
+	free(cols_text);
+	free(keys);
+	return rc;
+}
+
+static int
+request_snapshot(schema_sync *ss, int table_id)
+{
+	char id[16];
+	const char *p[] = {id};
+
+	snprintf(id, sizeof id, "%d", table_id);
+	return sink_command(ss->sink, "asking for the table to be copied again",
+	                    "UPDATE tidemark.tables SET state = 'snapshot_pending',"
+	                    " snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
+	                    " snapshot_started_at = NULL, snapshot_finished_at = NULL,"
+	                    " snapshot_requested_at = clock_timestamp() WHERE table_id = $1::int", 1, p);
+}
+
+static void
+note_list(strbuf *sb, const char *text)
+{
+	if (sb->len > 0)
+		strbuf_append(sb, "; ");
+	strbuf_append(sb, text);
+}
+
+static bool
+was_rewritten(const schema_sync *ss, uint32_t relid)
+{
+	for (int i = 0; i < ss->nrewrites; i++)
+		if (ss->rewrites[i] == relid)
+			return true;
+	return false;
+}
+
+static int
+run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_cols *tc,
+         sync_note *note, bool *resnapshot)
+{
+	strbuf sql = STRBUF_INIT;
+	int rc = TM_OK;
+
+	for (int i = 0; rc == TM_OK && i < plan->n; i++) {
+		const ddl_action *a = &plan->actions[i];
+
+		if (a->kind == DDL_ACT_RESNAPSHOT)
+			*resnapshot = true;
+		else
+			rc = run_table_action(ss, tn, a, tc, &sql);
+		if (rc == TM_OK)
+			note_list(&note->actions, a->why);
+	}
+	strbuf_free(&sql);
+	return rc;
+}
+
+/* One replicated table's change: plan, run, record. */
+static int
+sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, tm_lsn pos,
+           sync_note *note)
+{
+	tabledef *old = NULL;
+	target_cols tc;
+	ddl_plan plan;
+	tm_error err;
+	int version = 0;
+	bool resnapshot = false;
+	target_name tn = {strdup(t->target_schema), strdup(t->target_table)};
+	int rc = load_version(ss, t, &old, &version);
+
+	memset(&tc, 0, sizeof tc);
+	memset(&plan, 0, sizeof plan);
+	if (rc == TM_OK)
+		rc = load_target(ss, t, &tc);
+	if (rc == TM_OK) {
+		ddl_track_input in = {old, now, {tc.n, tc.names, tc.types},
+		                      policy_for(ss, t->source_schema, t->source_table),
+		                      was_rewritten(ss, now->def->relid), ss->cfg.drop_columns};
+
+		if (ddl_track_plan(&in, &plan, &err) != 0) {
+			log_error("DDL on %s.%s cannot be followed: %s", t->source_schema, t->source_table,
+			          err.msg);
+			rc = TM_EXIT_SOURCE;
+		}
+	}
+	if (rc == TM_OK && plan.stop) {
+		log_error("%s. To resume, choose another policy for this table (e.g. "
+		          "--table-policy '%s.%s=widen', or follow, or quarantine) and start "
+		          "tidemark run again: nothing after this point was applied",
+		          plan.stop_reason, t->source_schema, t->source_table);
+		rc = TM_EXIT_POLICY;
+	}
+	if (rc == TM_OK) {
+		note_list(&note->classes, plan.summary);
+		rc = run_plan(ss, &plan, &tn, &tc, note, &resnapshot);
+	}
+	if (rc == TM_OK)
+		rc = record_version(ss, t, now->def, &tn, version + 1, pos);
+	if (rc == TM_OK && resnapshot)
+		rc = request_snapshot(ss, t->table_id);
+	if (rc == TM_OK)
+		note->version = version + 1;
+	ddl_plan_free(&plan);
+	target_cols_free(&tc);
+	tabledef_free(old);
+	free(tn.schema);
+	free(tn.table);
+	return rc;
+}
+
+/* ---- the message ---- */
+
+static void
+result_add(schema_sync_result *res, int table_id)
+{
+	if (res->nchanged < (int) (sizeof res->changed / sizeof res->changed[0]))
+		res->changed[res->nchanged++] = table_id;
+}
+
+/* A table created (or moved) into a replicated schema. */
+static int
+new_table(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *note,
+          schema_sync_result *res)
+{
+	bool replicated = false, added = false;
+	int rc = catalog_has_schema(ss->sink, ss->cfg.slot, et->def->schema, &replicated);
+
+	if (rc != TM_OK || !replicated)
+		return rc;
+	if (tabledef_nkeys(et->def) == 0) {
+		log_warn("new table %s.%s in a replicated schema has no primary key or replica identity "
+		         "index: it is not replicated", et->def->schema, et->def->name);
+		note_list(&note->actions, "new table without a key: not replicated");
+		return TM_OK;
+	}
+	rc = catalog_add_table(ss->sink, ss->cfg.slot, et->def, pos, &added);
+	if (rc == TM_OK && added) {
+		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
+		         et->def->schema, et->def->name);
+		note_list(&note->actions, "created the table on the target; its rows are copied");
+		note_list(&note->classes, "create table");
+		note->version = 1;
+		res->any_new_table = true;
+	}
+	return rc;
+}
+
+static int
+on_ddl(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note, schema_sync_result *res)
+{
+	int rc = TM_OK;
+
+	for (int i = 0; rc == TM_OK && i < e->ntables; i++) {
+		const ddl_event_table *et = &e->tables[i];
+		catalog_table *t = NULL;
+
+		note_list(&note->tables, et->def->schema);
+		strbuf_appendc(&note->tables, '.');
+		strbuf_append(&note->tables, et->def->name);
+		rc = load_table(ss, et->def, &t);
+		if (rc == TM_OK && t == NULL)
+			rc = new_table(ss, et, pos, note, res);
+		else if (rc == TM_OK) {
+			rc = sync_table(ss, t, et, pos, note);
+			if (rc == TM_OK)
+				result_add(res, t->table_id);
+		}
+		catalog_table_free(t);
+	}
+	return rc;
+}
+
+static int
+on_drop(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_result *res)
+{
+	int rc = TM_OK;
+
+	for (int i = 0; rc == TM_OK && i < e->ndropped; i++) {
+		const ddl_event_dropped *d = &e->dropped[i];
+		char relid[16];
+		const char *p[] = {ss->cfg.slot, relid};
+		PGresult *r = NULL;
+
+		note_list(&note->tables, d->identity ? d->identity : "?");
+		if (strcmp(d->object_type, "table") != 0)
+			continue;
+		snprintf(relid, sizeof relid, "%u", d->objid);
+		rc = sink_query(ss->sink, "marking a dropped table",
+		                "UPDATE tidemark.tables SET state = 'dropped' WHERE slot_name = $1"
+		                " AND source_relid = $2::oid AND state <> 'dropped' RETURNING table_id",
+		                2, p, &r);
+		if (rc == TM_OK && PQntuples(r) > 0) {
+			log_info("table %s was dropped on the source; the target keeps it, no longer "
+			         "replicated", d->identity);
+			note_list(&note->actions, "table dropped on the source: the target keeps it");
+			result_add(res, atoi(PQgetvalue(r, 0, 0)));
+		}
+		PQclear(r);
+	}
+	note_list(&note->classes, "drop");
+	return rc;
+}
+
+static void
+remember_rewrite(schema_sync *ss, const ddl_event *e, sync_note *note)
+{
+	if (e->xid != ss->rewrite_xid) {
+		ss->rewrite_xid = e->xid;
+		ss->nrewrites = 0;
+	}
+	if (e->rewrite_relid != 0 && ss->nrewrites < MAX_REWRITES)
+		ss->rewrites[ss->nrewrites++] = e->rewrite_relid;
+	note_list(&note->classes, "table rewrite");
+	note_list(&note->actions, "noted: the source rewrote the table's rows");
+}
+
+/* A long statement text comes once per transaction (statement_seq points
+ * at the message that has it): later messages get it from here. */
+static void
+remember_statement(schema_sync *ss, ddl_event *e)
+{
+	if (e->statement != NULL) {
+		free(ss->statement);
+		ss->statement = strdup(e->statement);
+		ss->statement_xid = e->xid;
+	} else if (ss->statement != NULL && ss->statement_xid == e->xid)
+		e->statement = strdup(ss->statement);
+}
+
+/* The classification of the statement text itself, and its fingerprint. */
+static void
+parse_statement(const ddl_event *e, strbuf *classes, strbuf *fingerprint)
+{
+	ddl_parse_result pr;
+	tm_error err;
+
+	memset(&pr, 0, sizeof pr);
+	if (e->statement == NULL || ddl_parse_text(e->statement, &pr, &err) != 0)
+		return;
+	for (size_t i = 0; i < pr.n_stmts; i++) {
+		if (pr.stmts[i].cls != DDL_PARSE_STMT_DDL && pr.stmts[i].cls != DDL_PARSE_STMT_OPAQUE &&
+		    pr.stmts[i].cls != DDL_PARSE_STMT_UNPARSABLE)
+			continue;
+		if (fingerprint->len > 0)
+			strbuf_appendc(fingerprint, ',');
+		strbuf_append(fingerprint, pr.stmts[i].fingerprint);
+	}
+	for (size_t i = 0; i < pr.n_changes; i++) {
+		strbuf_append(classes, classes->len ? ", " : "");
+		strbuf_append(classes, ddl_parse_kind_name(pr.changes[i].kind));
+	}
+	ddl_parse_result_free(&pr);
+}
+
+static int
+log_event(schema_sync *ss, const ddl_event *e, tm_lsn pos, pg_timestamp commit_time,
+          const sync_note *note)
+{
+	strbuf parsed = STRBUF_INIT, fp = STRBUF_INIT, cls = STRBUF_INIT;
+	char lsn[LSN_TEXT_MAX], xid[24], ctime[32], ver[16];
+	const char *p[12];
+	int rc;
+
+	parse_statement(e, &parsed, &fp);
+	strbuf_append(&cls, note->classes.len ? strbuf_str(&note->classes) : "unclassified");
+	if (parsed.len > 0)
+		strbuf_appendf(&cls, " (statement: %s)", strbuf_str(&parsed));
+	snprintf(xid, sizeof xid, "%lld", e->xid);
+	snprintf(ctime, sizeof ctime, "%lld",
+	         commit_time ? (long long) pgoutput_timestamp_to_unix_us(commit_time) : 0LL);
+	snprintf(ver, sizeof ver, "%d", note->version);
+	p[0] = ss->cfg.slot;
+	p[1] = lsn_format(pos, lsn);
+	p[2] = xid;
+	p[3] = ctime;
+	p[4] = e->time;
+	p[5] = e->user;
+	p[6] = e->command_tag;
+	p[7] = e->statement;
+	p[8] = fp.len ? fp.data : NULL;
+	p[9] = strbuf_str(&cls);
+	p[10] = strbuf_str(&note->tables);
+	p[11] = note->version ? ver : NULL;
+	rc = sink_command(ss->sink, "writing the DDL audit log",
+	                  "INSERT INTO tidemark.ddl_log (slot_name, position, xid, commit_time,"
+	                  " ddl_time, source_user, command_tag, statement, fingerprint,"
+	                  " classification, tables, schema_version, target_action)"
+	                  " VALUES ($1, $2::pg_lsn, $3::bigint,"
+	                  " CASE WHEN $4::bigint = 0 THEN NULL ELSE to_timestamp($4::bigint / 1e6) END,"
+	                  " $5::timestamptz, $6, $7, $8, $9, $10,"
+	                  " string_to_array(nullif($11, ''), '; '), $12::int, $13)",
+	                  13, (const char *const[]) {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
+	                                              p[8], p[9], p[10], p[11],
+	                                              note->actions.len ? strbuf_str(&note->actions)
+	                                                                : "nothing"});
+	strbuf_free(&parsed);
+	strbuf_free(&fp);
+	strbuf_free(&cls);
+	return rc;
+}
+
+int
+schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
+                    pg_timestamp commit_time, schema_sync_result *res)
+{
+	sync_note note = {STRBUF_INIT, STRBUF_INIT, STRBUF_INIT, 0};
+	ddl_event *e = NULL;
+	tm_error err;
+	int rc = TM_OK;
+
+	memset(res, 0, sizeof *res);
+	if (ddl_event_parse(m->u.message.content, m->u.message.len, &e, &err) != 0) {
+		log_warn("a DDL capture message at %X/%X is not readable and is skipped: %s",
+		         (unsigned) (position >> 32), (unsigned) position, err.msg);
+		return TM_OK;
+	}
+	if (e->error != NULL)
+		log_warn("the DDL capture on the source reported: %s", e->error);
+	remember_statement(ss, e);
+	if (e->kind == DDL_EVENT_REWRITE)
+		remember_rewrite(ss, e, &note);
+	else if (e->kind == DDL_EVENT_DROP)
+		rc = on_drop(ss, e, &note, res);
+	else
+		rc = on_ddl(ss, e, position, &note, res);
+	if (rc == TM_OK)
+		rc = log_event(ss, e, position, commit_time, &note);
+	strbuf_free(&note.tables);
+	strbuf_free(&note.classes);
+	strbuf_free(&note.actions);
+	ddl_event_free(e);
+	return rc;
+}

@@ -1,0 +1,60 @@
+/*
+ * schema_sync.h: following the source's schema changes on the target.
+ *
+ * Each DDL capture message (prefix "tidemark.ddl", see
+ * migrations/source/001_capture.sql) arrives in the stream inside the
+ * transaction that ran the DDL, at its position. Here, inside the target
+ * transaction that applies that source transaction:
+ *   - a replicated table's change is planned (ddl/ddl_track.h) and run on
+ *     the target with quoted identifiers only; a new schema version is
+ *     recorded, valid from the message's position;
+ *   - a table created in a replicated schema is created on the target and
+ *     copied (snapshot);
+ *   - a dropped table is marked dropped (its target table is kept);
+ *   - every message lands in tidemark.ddl_log with what was done.
+ * Rows before the DDL's position were applied under the old schema, rows
+ * after it under the new one, because the target changes at that very
+ * position of the stream, in the same transaction.
+ */
+#ifndef TIDEMARK_SCHEMA_SYNC_H
+#define TIDEMARK_SCHEMA_SYNC_H
+
+#include <stdbool.h>
+
+#include "ddl_track.h"
+#include "lsn.h"
+#include "pgoutput.h"
+#include "sink.h"
+
+typedef struct schema_sync schema_sync;
+
+typedef struct schema_sync_config {
+	const char *slot;              /* borrowed */
+	ddl_policy policy;             /* default policy */
+	int ntable_policies;           /* per table: "schema.table=policy" */
+	const char *const *table_policies;
+	bool drop_columns;             /* drop source-dropped columns on the target */
+} schema_sync_config;
+
+/* Checks the per-table policies; *out new (schema_sync_free). */
+int schema_sync_new(const schema_sync_config *cfg, sink *s, schema_sync **out);
+void schema_sync_free(schema_sync *ss);
+
+/* The result of one message: tables whose definition changed (their rows
+ * and statements must be looked at again). */
+typedef struct schema_sync_result {
+	int nchanged;
+	int changed[64];               /* table ids (the first 64) */
+	bool any_new_table;
+} schema_sync_result;
+
+/*
+ * Handles one capture message met at position inside the open target
+ * transaction. commit_time: the source transaction's. Returns a status;
+ * TM_EXIT_POLICY when the stop policy applies (nothing of the transaction
+ * may then be committed).
+ */
+int schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
+                        pg_timestamp commit_time, schema_sync_result *res);
+
+#endif

@@ -1,0 +1,427 @@
+/*
+ * Integration tests of schema evolution against real clusters, with a
+ * workload writing all the while: type changes (widening, and narrowing
+ * under each policy), added, renamed and dropped columns, DDL in a
+ * multi-statement string and in a DO block, awkward names, a kill -9
+ * right after a type change, a change during a snapshot, and the audit log.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "tm_fixture.h"
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static void
+setup_table(tm_env *e, const char *table)
+{
+	char *out = NULL;
+	int rc = tm_run(e, 60, &out, "setup", "--table", table, NULL);
+
+	if (rc != 0)
+		fail_msg("setup exited %d:\n%s", rc, out);
+	free(out);
+}
+
+static char *
+target_type(tm_env *e, const char *table, const char *column)
+{
+	return pgtest_query_value(e->t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+	                                " WHERE attrelid = '%s'::regclass AND attname = '%s'"
+	                                " AND NOT attisdropped", table, column);
+}
+
+static void
+assert_target_type(tm_env *e, const char *table, const char *column, const char *expected)
+{
+	char *t = target_type(e, table, column);
+
+	if (t == NULL || strcmp(t, expected) != 0)
+		fail_msg("target %s.%s has type %s, expected %s", table, column, t ? t : "(none)",
+		         expected);
+	free(t);
+}
+
+/* ---- the workload: orders keep coming ---- */
+
+static void
+orders_step(PGconn *conn, void *arg, unsigned i)
+{
+	const char *fractional = arg;
+
+	(void) i;
+	/* before the type change the column holds integers; after, the
+	 * insert of a fractional value works only once it is numeric */
+	if (fractional != NULL && *fractional)
+		pgtest_exec(conn, "INSERT INTO orders (total) VALUES (%u.%02u)", i % 1000, i % 100);
+	else
+		pgtest_exec(conn, "INSERT INTO orders (total) VALUES (%u)", i % 1000);
+	if (i % 3 == 0)
+		pgtest_exec(conn, "UPDATE orders SET total = total + 1 WHERE id = %u", i / 2 + 1);
+}
+
+static pgtest_proc *
+start_run(tm_env *e, const char *extra1, const char *extra2)
+{
+	pgtest_proc *run = extra1 ? tm_spawn(e, "run", extra1, extra2, NULL) : tm_spawn(e, "run", NULL);
+
+	if (!pgtest_proc_wait_output(run, "streaming from slot", 60))
+		fail_msg("run did not start:\n%s", pgtest_proc_output(run));
+	return run;
+}
+
+static void
+test_integer_to_numeric_under_load(void **state)
+{
+	tm_env *e = tm_env_new("tonumeric");
+	pgtest_workload *w;
+	pgtest_proc *run;
+	char fractional = 0;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE orders (id bigserial PRIMARY KEY, total integer NOT NULL);"
+	                  "INSERT INTO orders (total) SELECT g FROM generate_series(1, 500) g");
+	setup_table(e, "orders");
+	run = start_run(e, NULL, NULL);
+	w = pgtest_workload_start(e->src, orders_step, &fractional);
+	sleep_ms(500);
+	pgtest_exec(e->s, "ALTER TABLE orders ALTER COLUMN total TYPE numeric(12,2)");
+	fractional = 1;
+	sleep_ms(800);
+	pgtest_workload_stop(w, NULL);
+	pgtest_exec(e->s, "INSERT INTO orders (total) VALUES (12.50)");
+	tm_stop_and_catch_up(e, run, 120);
+	assert_target_type(e, "orders", "total", "numeric(12,2)");
+	tm_assert_equal(e, "orders", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM orders WHERE total = 12.50"),
+	                 pgtest_query_long(e->s, "SELECT count(*) FROM orders WHERE total = 12.50"));
+	tm_env_free(e);
+}
+
+static void
+test_add_rename_drop_columns(void **state)
+{
+	tm_env *e = tm_env_new("columns");
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE items (id int PRIMARY KEY, qty int, legacy text NOT NULL);"
+	                  "INSERT INTO items SELECT g, g, 'old' FROM generate_series(1, 300) g");
+	setup_table(e, "items");
+	run = start_run(e, NULL, NULL);
+	pgtest_exec(e->s, "ALTER TABLE items ADD COLUMN status text NOT NULL DEFAULT 'new';"
+	                  "INSERT INTO items (id, qty, legacy) VALUES (1001, 1, 'x')");
+	pgtest_exec(e->s, "ALTER TABLE items RENAME COLUMN qty TO quantity;"
+	                  "UPDATE items SET quantity = quantity * 10 WHERE id <= 10");
+	pgtest_exec(e->s, "ALTER TABLE items DROP COLUMN legacy;"
+	                  "INSERT INTO items (id, quantity) VALUES (1002, 2)");
+	tm_stop_and_catch_up(e, run, 120);
+	/* the dropped column is kept on the target, no longer filled */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM items WHERE legacy IS NULL"), 1);
+	pgtest_exec(e->t, "ALTER TABLE items DROP COLUMN legacy");
+	tm_assert_equal(e, "items", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM items WHERE status = 'new'"),
+	                 302);
+	assert_int_equal(tm_run(e, 60, &out, "schema", "public.items", NULL), 0);
+	assert_non_null(strstr(out, "version 4"));
+	assert_non_null(strstr(out, "quantity"));
+	free(out);
+	tm_env_free(e);
+}
+
+static void
+test_ddl_in_script_and_do_block(void **state)
+{
+	tm_env *e = tm_env_new("script");
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, price int, note varchar(10));"
+	                  "INSERT INTO t SELECT g, g, 'n' FROM generate_series(1, 100) g");
+	setup_table(e, "t");
+	run = start_run(e, NULL, NULL);
+	/* one string: DML, a type change, DML depending on it */
+	pgtest_exec(e->s, "INSERT INTO t VALUES (101, 5, 'a'); ALTER TABLE t ALTER COLUMN price TYPE"
+	                  " numeric(10,3); UPDATE t SET price = price + 0.125 WHERE id <= 50;"
+	                  " INSERT INTO t VALUES (102, 7.5, 'b')");
+	pgtest_exec(e->s, "DO $$BEGIN EXECUTE 'ALTER TABLE t ALTER COLUMN note TYPE varchar(200)';"
+	                  " UPDATE t SET note = repeat('z', 150) WHERE id = 1; END$$");
+	tm_stop_and_catch_up(e, run, 120);
+	/* integer -> numeric(10,3) is no widening (integers need 10 digits
+	 * before the point): the widen policy holds both, numeric(13,3) */
+	assert_target_type(e, "t", "price", "numeric(13,3)");
+	assert_target_type(e, "t", "note", "character varying(200)");
+	tm_assert_equal(e, "t", "id");
+	assert_int_equal(tm_run(e, 60, &out, "ddl-log", "--table", "public.t", NULL), 0);
+	assert_non_null(strstr(out, "ALTER_COLUMN_TYPE"));
+	assert_non_null(strstr(out, "DO $$BEGIN"));
+	free(out);
+	tm_env_free(e);
+}
+
+/* A narrowing change: numeric(12,2) to integer (the source rounds). */
+static tm_env *
+narrowing(const char *name, const char *policy, int *exit_code, char **output)
+{
+	tm_env *e = tm_env_new(name);
+	char table_policy[64];
+	pgtest_proc *run;
+
+	pgtest_exec(e->s, "CREATE TABLE m (id int PRIMARY KEY, amount numeric(12,2));"
+	                  "INSERT INTO m SELECT g, g + 0.5 FROM generate_series(1, 200) g");
+	setup_table(e, "m");
+	tm_catch_up(e, 60); /* copied before the change */
+	snprintf(table_policy, sizeof table_policy, "public.m=%s", policy);
+	run = start_run(e, "--table-policy", table_policy);
+	pgtest_exec(e->s, "INSERT INTO m VALUES (1000, 7.25)");
+	pgtest_exec(e->s, "ALTER TABLE m ALTER COLUMN amount TYPE integer");
+	pgtest_exec(e->s, "INSERT INTO m VALUES (1001, 42)");
+	if (strcmp(policy, "stop") == 0) {
+		*exit_code = pgtest_proc_wait(run, 60);
+		*output = strdup(pgtest_proc_output(run));
+		pgtest_proc_free(run);
+		return e;
+	}
+	tm_stop_and_catch_up(e, run, 120);
+	/* the table is copied again after the source rewrote it: wait for it */
+	assert_true(pgtest_wait_value(e->t, "SELECT state FROM tidemark.tables", "streaming", 60));
+	*exit_code = 0;
+	*output = NULL;
+	return e;
+}
+
+/* The same values, whatever the types' spellings (8 and 8.00). */
+static void
+assert_same_amounts(tm_env *e)
+{
+	const char *q = "SELECT string_agg(id || ':' || coalesce(trim_scale(amount::numeric)::text,"
+	                " 'null'), ',' ORDER BY id) FROM m";
+	char *src = pgtest_query_value(e->s, "%s", q);
+	char *dst = pgtest_query_value(e->t, "%s", q);
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	assert_string_equal(src, dst);
+	free(src);
+	free(dst);
+}
+
+static void
+test_narrowing_widen(void **state)
+{
+	int rc;
+	char *out;
+	tm_env *e = narrowing("narrow_widen", "widen", &rc, &out);
+
+	(void) state;
+	assert_target_type(e, "m", "amount", "numeric(12,2)");
+	assert_same_amounts(e);
+	tm_env_free(e);
+}
+
+static void
+test_narrowing_follow(void **state)
+{
+	int rc;
+	char *out;
+	tm_env *e = narrowing("narrow_follow", "follow", &rc, &out);
+
+	(void) state;
+	assert_target_type(e, "m", "amount", "integer");
+	tm_assert_equal(e, "m", "id");
+	tm_env_free(e);
+}
+
+static void
+test_narrowing_stop(void **state)
+{
+	int rc;
+	char *out = NULL;
+	tm_env *e = narrowing("narrow_stop", "stop", &rc, &out);
+
+	(void) state;
+	assert_int_equal(rc, 6);
+	assert_non_null(strstr(out, "stop policy"));
+	assert_non_null(strstr(out, "--table-policy"));
+	free(out);
+	/* nothing at or after the change was applied; the row before it was */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM m WHERE id = 1000"), 1);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM m WHERE id = 1001"), 0);
+	assert_target_type(e, "m", "amount", "numeric(12,2)");
+	/* resumed with another policy, it goes on from there */
+	out = NULL;
+	assert_int_equal(tm_run(e, 120, &out, "run", "--until-caught-up", "--table-policy",
+	                        "public.m=follow", NULL), 0);
+	free(out);
+	assert_true(pgtest_wait_value(e->t, "SELECT state FROM tidemark.tables", "streaming", 60));
+	tm_catch_up(e, 60);
+	tm_assert_equal(e, "m", "id");
+	tm_env_free(e);
+}
+
+/* quarantine: numeric(12,2) becomes numeric(20,0) on the source (not a
+ * widening: it rounds); the target keeps numeric(12,2), and new values too
+ * large for it are quarantined with their row, key and reason. */
+static void
+test_narrowing_quarantine(void **state)
+{
+	tm_env *e = tm_env_new("quarantine");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE q (id int PRIMARY KEY, amount numeric(12,2));"
+	                  "INSERT INTO q SELECT g, g + 0.5 FROM generate_series(1, 50) g");
+	setup_table(e, "q");
+	tm_catch_up(e, 60); /* copied before the change */
+	run = start_run(e, "--table-policy", "public.q=quarantine");
+	pgtest_exec(e->s, "ALTER TABLE q ALTER COLUMN amount TYPE numeric(20,0)");
+	pgtest_exec(e->s, "INSERT INTO q VALUES (100, 77), (101, 123456789012345);"
+	                  "UPDATE q SET amount = 99999999999999 WHERE id = 5");
+	tm_stop_and_catch_up(e, run, 120);
+	assert_target_type(e, "q", "amount", "numeric(12,2)");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM q WHERE id = 100 AND amount = 77"),
+	                 1);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM q WHERE id = 101"), 0);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM q WHERE id = 5 AND amount = 5.5"),
+	                 1);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.quarantine"), 2);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.quarantine"
+	                                         " WHERE key->>'id' = '101' AND change = 'insert'"
+	                                         " AND row_data->>'amount' = '123456789012345'"
+	                                         " AND reason LIKE 'column amount:%%'"), 1);
+	tm_env_free(e);
+}
+
+static void
+test_awkward_names(void **state)
+{
+	tm_env *e = tm_env_new("awkward");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE \"Order Lines\" (\"select\" int PRIMARY KEY, \"my \"\"col\"\"\" int);"
+	                  "INSERT INTO \"Order Lines\" VALUES (1, 1), (2, 2)");
+	setup_table(e, "public.\"Order Lines\"");
+	run = start_run(e, NULL, NULL);
+	pgtest_exec(e->s, "ALTER TABLE \"Order Lines\" ADD COLUMN \"x\"\"; DROP TABLE y; --\" text"
+	                  " DEFAULT 'ok'; ALTER TABLE \"Order Lines\" ALTER COLUMN \"my \"\"col\"\"\""
+	                  " TYPE bigint; ALTER TABLE \"Order Lines\" RENAME COLUMN \"my \"\"col\"\"\""
+	                  " TO \"from\"; INSERT INTO \"Order Lines\" VALUES (3, 30, 'new')");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "public.\"Order Lines\"", "\"select\"");
+	assert_target_type(e, "\"Order Lines\"", "from", "bigint");
+	tm_env_free(e);
+}
+
+static void
+test_kill9_after_type_change(void **state)
+{
+	tm_env *e = tm_env_new("kill9ddl");
+	pgtest_proc *run;
+	pgtest_workload *w;
+	char fractional = 0;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE orders (id bigserial PRIMARY KEY, total integer NOT NULL)");
+	setup_table(e, "orders");
+	tm_catch_up(e, 60);
+	w = pgtest_workload_start(e->src, orders_step, &fractional);
+	run = start_run(e, NULL, NULL);
+	sleep_ms(300);
+	pgtest_exec(e->s, "ALTER TABLE orders ALTER COLUMN total TYPE numeric(12,2)");
+	fractional = 1;
+	assert_true(pgtest_wait_value(e->t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+	                                    " WHERE attrelid = 'orders'::regclass AND attname = 'total'",
+	                              "numeric(12,2)", 60));
+	pgtest_proc_kill(run, SIGKILL);
+	pgtest_proc_wait(run, 30);
+	pgtest_proc_free(run);
+	sleep_ms(300);
+	run = start_run(e, NULL, NULL);
+	sleep_ms(500);
+	pgtest_workload_stop(w, NULL);
+	tm_stop_and_catch_up(e, run, 120);
+	assert_target_type(e, "orders", "total", "numeric(12,2)");
+	tm_assert_equal(e, "orders", "id");
+	tm_env_free(e);
+}
+
+/* A type change while the table is being copied: the chunk in flight is
+ * read again after the change; rows end exact. */
+static void
+test_change_during_snapshot(void **state)
+{
+	tm_env *e = tm_env_new("ddlsnap");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, v integer, pad text);"
+	                  "INSERT INTO big SELECT g, g, repeat('p', 50) FROM generate_series(1, 20000) g");
+	setup_table(e, "big");
+	run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
+	pgtest_exec(e->s, "ALTER TABLE big ALTER COLUMN v TYPE numeric(20,4);"
+	                  "UPDATE big SET v = v + 0.0001 WHERE id %% 1000 = 0");
+	tm_stop_and_catch_up(e, run, 180);
+	assert_target_type(e, "big", "v", "numeric(20,4)");
+	tm_assert_equal(e, "big", "id");
+	tm_env_free(e);
+}
+
+/* A table created later in a replicated schema, with its whole history. */
+static void
+test_new_table_in_schema(void **state)
+{
+	tm_env *e = tm_env_new("newtable");
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA app; CREATE TABLE app.a (id int PRIMARY KEY)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 0);
+	free(out);
+	run = start_run(e, NULL, NULL);
+	pgtest_exec(e->s, "BEGIN; CREATE TABLE app.b (id int PRIMARY KEY, v numeric(8,2));"
+	                  " INSERT INTO app.b SELECT g, g / 3.0 FROM generate_series(1, 100) g; COMMIT;"
+	                  "ALTER TABLE app.b ADD COLUMN w text DEFAULT 'w'; UPDATE app.b SET v = 1 WHERE id = 1");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "app.b", "id");
+	tm_env_free(e);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_integer_to_numeric_under_load),
+		cmocka_unit_test(test_add_rename_drop_columns),
+		cmocka_unit_test(test_ddl_in_script_and_do_block),
+		cmocka_unit_test(test_narrowing_widen),
+		cmocka_unit_test(test_narrowing_follow),
+		cmocka_unit_test(test_narrowing_stop),
+		cmocka_unit_test(test_narrowing_quarantine),
+		cmocka_unit_test(test_awkward_names),
+		cmocka_unit_test(test_kill9_after_type_change),
+		cmocka_unit_test(test_change_during_snapshot),
+		cmocka_unit_test(test_new_table_in_schema),
+	};
+
+	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
+}

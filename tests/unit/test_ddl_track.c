@@ -1,0 +1,291 @@
+/*
+ * Unit tests of the DDL tracker (ddl/ddl_track.c) on the scenarios of
+ * fixtures/ddl_track/cases.txt, and of the capture message reader
+ * (ddl/ddl_event.c) on fixtures/ddl_track/messages.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ddl_event.h"
+#include "ddl_track.h"
+
+typedef struct scenario {
+	char name[256];
+	tabledef *old;
+	ddl_event_table now;
+	int ntarget;
+	char *tnames[32];
+	char *ttypes[32];
+	ddl_policy policy;
+	bool rewritten;
+	bool drop_columns;
+	int nexpect;
+	char *expect[32];
+} scenario;
+
+static char *
+trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\n'))
+		*--e = '\0';
+	return s;
+}
+
+/* Splits s at " ; " (in place); returns the number of parts. */
+static int
+split_parts(char *s, char **parts, int max)
+{
+	int n = 0;
+
+	while (s != NULL && n < max) {
+		char *sep = strstr(s, " ; ");
+
+		if (sep != NULL)
+			*sep = '\0';
+		parts[n++] = trim(s);
+		s = sep ? sep + 3 : NULL;
+	}
+	return n;
+}
+
+/* "attnum|name|type|flags[|missing=v][|default]" */
+static void
+add_column(tabledef *t, ddl_event_column *extra, char *spec)
+{
+	char *f[6] = {0};
+	int n = 0;
+	tabledef_column *c;
+
+	for (char *p = spec; p != NULL && n < 6; n++) {
+		char *bar = strchr(p, '|');
+
+		if (bar != NULL)
+			*bar = '\0';
+		f[n] = p;
+		p = bar ? bar + 1 : NULL;
+	}
+	assert_true(n >= 3);
+	c = tabledef_add_column(t, atoi(f[0]), f[1], f[2], 0, -1,
+	                        f[3] && strstr(f[3], "notnull") != NULL,
+	                        f[3] && strstr(f[3], "key") != NULL);
+	(void) c;
+	for (int i = 4; extra != NULL && i < n; i++) {
+		if (strncmp(f[i], "missing=", 8) == 0) {
+			extra->has_missing = true;
+			extra->missing = strdup(f[i] + 8);
+		} else if (strcmp(f[i], "default") == 0)
+			extra->has_default = true;
+	}
+}
+
+static tabledef *
+parse_def(char *line, ddl_event_column **extras)
+{
+	char *parts[32];
+	int n = split_parts(line, parts, 32);
+	tabledef *t = tabledef_new("public", "orders", 42);
+
+	if (extras != NULL)
+		*extras = calloc(33, sizeof(ddl_event_column));
+	for (int i = 0; i < n; i++) {
+		if (strncmp(parts[i], "table: ", 7) == 0) {
+			char *dot = strchr(parts[i] + 7, '.');
+
+			*dot = '\0';
+			free(t->schema);
+			free(t->name);
+			t->schema = strdup(parts[i] + 7);
+			t->name = strdup(dot + 1);
+			continue;
+		}
+		add_column(t, extras ? &(*extras)[t->ncols] : NULL, parts[i]);
+	}
+	return t;
+}
+
+static void
+parse_target(scenario *s, char *line)
+{
+	char *parts[32];
+	int n = split_parts(line, parts, 32);
+
+	for (int i = 0; i < n; i++) {
+		char *bar = strchr(parts[i], '|');
+
+		*bar = '\0';
+		s->tnames[s->ntarget] = strdup(parts[i]);
+		s->ttypes[s->ntarget++] = strdup(bar + 1);
+	}
+}
+
+static void
+describe(const ddl_action *a, strbuf *out)
+{
+	static const char *const names[] = {
+		"rename_table", "set_schema", "rename_column", "alter_type", "drop_column", "keep_column",
+		"add_column", "set_not_null", "drop_not_null", "set_key", "resnapshot",
+	};
+
+	strbuf_append(out, names[a->kind]);
+	switch (a->kind) {
+	case DDL_ACT_RENAME_TABLE:
+	case DDL_ACT_SET_SCHEMA:
+		strbuf_appendf(out, " %s", a->name);
+		break;
+	case DDL_ACT_RENAME_COLUMN:
+		strbuf_appendf(out, " %s -> %s", a->column, a->name);
+		break;
+	case DDL_ACT_ALTER_TYPE:
+		strbuf_appendf(out, " %s %s -> %s", a->column, a->from_type, a->type);
+		break;
+	case DDL_ACT_ADD_COLUMN:
+		strbuf_appendf(out, " %s %s = %s", a->column, a->type, a->value ? a->value : "NULL");
+		break;
+	case DDL_ACT_SET_KEY:
+		strbuf_appendc(out, ' ');
+		for (int k = 0; k < a->nkeys; k++)
+			strbuf_appendf(out, "%s%s", k ? "," : "", a->keys[k]);
+		break;
+	default:
+		strbuf_appendf(out, " %s", a->column);
+	}
+}
+
+static void
+check(scenario *s)
+{
+	ddl_track_input in = {s->old, &s->now, {s->ntarget, (const char *const *) s->tnames,
+	                                        (const char *const *) s->ttypes},
+	                      s->policy, s->rewritten, s->drop_columns};
+	ddl_plan plan;
+	tm_error err;
+	int n;
+
+	if (ddl_track_plan(&in, &plan, &err) != 0)
+		fail_msg("%s: %s", s->name, err.msg);
+	n = plan.stop ? 1 : plan.n;
+	for (int i = 0; i < (n > s->nexpect ? n : s->nexpect); i++) {
+		strbuf got = STRBUF_INIT;
+
+		if (plan.stop)
+			strbuf_append(&got, "stop");
+		else if (i < plan.n)
+			describe(&plan.actions[i], &got);
+		if (plan.n == 0 && !plan.stop && i == 0)
+			strbuf_append(&got, "nothing");
+		if (i >= s->nexpect || strcmp(strbuf_str(&got), s->expect[i]) != 0)
+			fail_msg("%s: action %d is \"%s\", expected \"%s\"", s->name, i + 1, strbuf_str(&got),
+			         i < s->nexpect ? s->expect[i] : "(none)");
+		strbuf_free(&got);
+	}
+	assert_non_null(plan.summary);
+	ddl_plan_free(&plan);
+}
+
+static void
+scenario_free(scenario *s)
+{
+	tabledef_free(s->old);
+	if (s->now.cols != NULL)
+		for (int i = 0; i < s->now.def->ncols; i++)
+			free(s->now.cols[i].missing);
+	free(s->now.cols);
+	tabledef_free(s->now.def);
+	for (int i = 0; i < s->ntarget; i++) {
+		free(s->tnames[i]);
+		free(s->ttypes[i]);
+	}
+	for (int i = 0; i < s->nexpect; i++)
+		free(s->expect[i]);
+	memset(s, 0, sizeof *s);
+}
+
+static void
+field(scenario *s, const char *key, char *val)
+{
+	if (strcmp(key, "old") == 0)
+		s->old = parse_def(val, NULL);
+	else if (strcmp(key, "now") == 0)
+		s->now.def = parse_def(val, &s->now.cols);
+	else if (strcmp(key, "target") == 0)
+		parse_target(s, val);
+	else if (strcmp(key, "policy") == 0)
+		assert_int_equal(ddl_policy_parse(val, &s->policy), 0);
+	else if (strcmp(key, "rewritten") == 0)
+		s->rewritten = strcmp(val, "yes") == 0;
+	else if (strcmp(key, "drop_columns") == 0)
+		s->drop_columns = strcmp(val, "yes") == 0;
+	else if (strcmp(key, "expect") == 0)
+		s->expect[s->nexpect++] = strdup(val);
+	else
+		fail_msg("unknown field %s", key);
+}
+
+static void
+test_cases(void **state)
+{
+	FILE *f = fopen(FIXTURES_DIR "/ddl_track/cases.txt", "r");
+	char line[1024];
+	scenario s;
+	int cases = 0;
+
+	(void) state;
+	memset(&s, 0, sizeof s);
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f) != NULL) {
+		char *colon = strchr(line, ':');
+
+		if (line[0] == '#' || colon == NULL)
+			continue;
+		*colon = '\0';
+		if (strcmp(line, "case") == 0) {
+			if (s.old != NULL) {
+				check(&s);
+				cases++;
+			}
+			scenario_free(&s);
+			snprintf(s.name, sizeof s.name, "%s", trim(colon + 1));
+		} else
+			field(&s, line, trim(colon + 1));
+	}
+	check(&s);
+	cases++;
+	scenario_free(&s);
+	fclose(f);
+	assert_true(cases >= 20);
+}
+
+static void
+test_policy_names(void **state)
+{
+	ddl_policy p;
+
+	(void) state;
+	assert_int_equal(ddl_policy_parse("quarantine", &p), 0);
+	assert_int_equal(p, DDL_POLICY_QUARANTINE);
+	assert_string_equal(ddl_policy_name(DDL_POLICY_FOLLOW), "follow");
+	assert_int_equal(ddl_policy_parse("WIDEN", &p), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cases),
+		cmocka_unit_test(test_policy_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
