@@ -353,6 +353,25 @@ type_of(PGresult *r, const char *name)
 }
 
 /*
+ * pgoutput's Relation message describes the columns the rows it sends have;
+ * the schema version in force must list the same. A difference means a
+ * schema change the capture did not report (e.g. DDL while the capture was
+ * not installed): said once, loudly; rows follow the stream's description.
+ */
+static void
+cross_check(const apply_rel *r, PGresult *version)
+{
+	bool same = PQntuples(version) == r->ncols;
+
+	for (int i = 0; same && i < r->ncols; i++)
+		same = type_of(version, r->colnames[i]) != NULL;
+	if (!same && PQntuples(version) > 0)
+		log_warn("the stream describes %s.%s with %d columns that differ from its schema version "
+		         "in force (%d columns): a schema change was not captured; rows follow the "
+		         "stream's description", r->nspname, r->relname, r->ncols, PQntuples(version));
+}
+
+/*
  * For each column: the source type in force (the table's latest schema
  * version) and the target column's type. Where a source value may not fit
  * the target type (the quarantine policy kept the target's type), every
@@ -383,6 +402,8 @@ load_checks(apply *a, apply_rel *r)
 	r->checked = calloc((size_t) r->ncols + 1, sizeof(bool));
 	if (r->src_types == NULL || r->check == NULL || r->checked == NULL)
 		abort();
+	if (rc == TM_OK)
+		cross_check(r, src);
 	for (int i = 0; rc == TM_OK && i < r->ncols; i++) {
 		const char *st = type_of(src, r->colnames[i]), *tt = type_of(tgt, r->colnames[i]);
 

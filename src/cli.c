@@ -14,7 +14,7 @@ static const char *const command_names[CLI_NCOMMANDS] = {
 enum {
 	OPT_SOURCE = 1000, OPT_TARGET, OPT_SLOT, OPT_PUBLICATION, OPT_TABLE, OPT_SCHEMA,
 	OPT_UNTIL_CAUGHT_UP, OPT_JSON, OPT_CHUNK_ROWS, OPT_READERS, OPT_SINCE, OPT_POLICY,
-	OPT_TABLE_POLICY, OPT_PROGRESS, OPT_DROP_TARGET, OPT_DROP_COLUMNS,
+	OPT_TABLE_POLICY, OPT_PROGRESS, OPT_DROP_TARGET, OPT_DROP_COLUMNS, OPT_DROP_TABLES,
 };
 
 /* Which commands take which option: a bit per cli_command. */
@@ -43,6 +43,7 @@ static const struct {
 	{{"progress-interval", required_argument, NULL, OPT_PROGRESS}, ONLY(CLI_RUN)},
 	{{"drop-target-catalog", no_argument, NULL, OPT_DROP_TARGET}, ONLY(CLI_TEARDOWN)},
 	{{"drop-columns", no_argument, NULL, OPT_DROP_COLUMNS}, ONLY(CLI_RUN)},
+	{{"drop-tables", no_argument, NULL, OPT_DROP_TABLES}, ONLY(CLI_RUN)},
 	{{"verbose", no_argument, NULL, 'v'}, ALL},
 	{{"quiet", no_argument, NULL, 'q'}, ALL},
 	{{"help", no_argument, NULL, 'h'}, ALL},
@@ -84,6 +85,8 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"  --table-policy SCHEMA.TABLE=P  the same, for one table (repeatable)\n"
 		"  --drop-columns         drop on the target the columns dropped on the source\n"
 		"                         (default: keep them, no longer filled)\n"
+		"  --drop-tables          drop on the target the tables dropped on the source\n"
+		"                         (default: keep them, no longer replicated)\n"
 		"  --progress-interval S  seconds between progress lines (default 5)\n",
 	[CLI_STATUS] =
 		"Usage: tidemark status [OPTIONS] [--json]\n"
@@ -182,6 +185,7 @@ apply_option(cli_options *o, int c, const char *arg)
 	case OPT_JSON: o->json = true; break;
 	case OPT_DROP_TARGET: o->drop_target = true; break;
 	case OPT_DROP_COLUMNS: o->drop_columns = true; break;
+	case OPT_DROP_TABLES: o->drop_tables = true; break;
 	case OPT_SINCE: o->since = arg; break;
 	case OPT_POLICY: o->policy = arg; break;
 	case OPT_TABLE_POLICY: push(&o->table_policies, &o->ntable_policies, arg); break;

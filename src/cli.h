@@ -37,6 +37,7 @@ typedef struct cli_options {
 	bool help;
 	bool drop_target;         /* teardown: also drop the target catalog */
 	bool drop_columns;        /* run: drop on the target the columns dropped on the source */
+	bool drop_tables;         /* run: drop on the target the tables dropped on the source */
 	long chunk_rows;          /* run: snapshot chunk size (0: default) */
 	int snapshot_readers;     /* run: parallel snapshot reader connections */
 	const char *since;        /* ddl-log: --since POSITION */

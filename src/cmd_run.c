@@ -284,7 +284,7 @@ session_open(run_state *st)
 	snapshot_config sc = {o->source, o->slot, o->chunk_rows > 0 ? o->chunk_rows : 20000,
 	                      o->snapshot_readers, o->progress_interval};
 	schema_sync_config ssc = {o->slot, st->policy, o->ntable_policies, o->table_policies,
-	                          o->drop_columns};
+	                          o->drop_columns, o->drop_tables};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];

@@ -541,6 +541,30 @@ on_ddl(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note, schema_
 }
 
 static int
+drop_target_table(schema_sync *ss, const ddl_event_dropped *d, const char *schema,
+                  const char *table, sync_note *note)
+{
+	strbuf sql = STRBUF_INIT;
+	int rc = TM_OK;
+
+	if (!ss->cfg.drop_tables) {
+		log_info("table %s was dropped on the source; the target keeps it, no longer "
+		         "replicated", d->identity);
+		note_list(&note->actions, "table dropped on the source: the target keeps it");
+		return TM_OK;
+	}
+	strbuf_append(&sql, "DROP TABLE IF EXISTS ");
+	strbuf_append_qualified(&sql, schema, table);
+	rc = exec(ss, "dropping a target table", &sql);
+	if (rc == TM_OK) {
+		log_info("table %s was dropped on the source, and on the target", d->identity);
+		note_list(&note->actions, "table dropped on the source and on the target");
+	}
+	strbuf_free(&sql);
+	return rc;
+}
+
+static int
 on_drop(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_result *res)
 {
 	int rc = TM_OK;
@@ -557,13 +581,11 @@ on_drop(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_result
 		snprintf(relid, sizeof relid, "%u", d->objid);
 		rc = sink_query(ss->sink, "marking a dropped table",
 		                "UPDATE tidemark.tables SET state = 'dropped' WHERE slot_name = $1"
-		                " AND source_relid = $2::oid AND state <> 'dropped' RETURNING table_id",
-		                2, p, &r);
+		                " AND source_relid = $2::oid AND state <> 'dropped'"
+		                " RETURNING table_id, target_schema, target_table", 2, p, &r);
 		if (rc == TM_OK && PQntuples(r) > 0) {
-			log_info("table %s was dropped on the source; the target keeps it, no longer "
-			         "replicated", d->identity);
-			note_list(&note->actions, "table dropped on the source: the target keeps it");
 			result_add(res, atoi(PQgetvalue(r, 0, 0)));
+			rc = drop_target_table(ss, d, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), note);
 		}
 		PQclear(r);
 	}

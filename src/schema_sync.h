@@ -10,7 +10,8 @@
  *     recorded, valid from the message's position;
  *   - a table created in a replicated schema is created on the target and
  *     copied (snapshot);
- *   - a dropped table is marked dropped (its target table is kept);
+ *   - a dropped table is marked dropped (its target table is kept, or
+ *     dropped with drop_tables);
  *   - every message lands in tidemark.ddl_log with what was done.
  * Rows before the DDL's position were applied under the old schema, rows
  * after it under the new one, because the target changes at that very
@@ -34,6 +35,7 @@ typedef struct schema_sync_config {
 	int ntable_policies;           /* per table: "schema.table=policy" */
 	const char *const *table_policies;
 	bool drop_columns;             /* drop source-dropped columns on the target */
+	bool drop_tables;              /* drop source-dropped tables on the target */
 } schema_sync_config;
 
 /* Checks the per-table policies; *out new (schema_sync_free). */

@@ -407,6 +407,41 @@ test_new_table_in_schema(void **state)
 	tm_env_free(e);
 }
 
+/* A table dropped on the source: kept on the target by default, dropped
+ * with --drop-tables; either way the audit log says so. */
+static void
+test_drop_tables(void **state)
+{
+	tm_env *e = tm_env_new("droptables");
+	char *out = NULL;
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE kept (id int PRIMARY KEY); INSERT INTO kept VALUES (1);"
+	                  "CREATE TABLE gone (id int PRIMARY KEY); INSERT INTO gone VALUES (1)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "kept", "--table", "gone", NULL), 0);
+	free(out);
+	tm_catch_up(e, 60);
+	run = start_run(e, NULL, NULL);
+	pgtest_exec(e->s, "DROP TABLE kept");
+	tm_stop_and_catch_up(e, run, 60);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM kept"), 1);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                         " WHERE source_table = 'kept' AND state = 'dropped'"), 1);
+	pgtest_exec(e->s, "DROP TABLE gone");
+	out = NULL;
+	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", "--drop-tables", NULL), 0);
+	free(out);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class WHERE relname = 'gone'"),
+	                 0);
+	out = NULL;
+	assert_int_equal(tm_run(e, 60, &out, "ddl-log", "--json", NULL), 0);
+	assert_non_null(strstr(out, "the target keeps it"));
+	assert_non_null(strstr(out, "and on the target"));
+	free(out);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -422,6 +457,7 @@ main(void)
 		cmocka_unit_test(test_kill9_after_type_change),
 		cmocka_unit_test(test_change_during_snapshot),
 		cmocka_unit_test(test_new_table_in_schema),
+		cmocka_unit_test(test_drop_tables),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
