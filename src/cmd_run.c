@@ -26,6 +26,8 @@
 #define FEEDBACK_INTERVAL_MS 10000
 #define ADVANCE_INTERVAL_MS 5000
 #define BACKOFF_MAX_MS 30000
+/* How long another process may hold the slot before run gives up. */
+#define SLOT_BUSY_LIMIT_S 60
 
 static volatile sig_atomic_t stop_requests;
 
@@ -384,6 +386,7 @@ cmd_run(const cli_options *o)
 {
 	run_state st;
 	int backoff_ms = 500;
+	double busy_since = 0;
 	int rc = cli_require(o, true, true);
 
 	if (rc != TM_OK)
@@ -416,10 +419,18 @@ cmd_run(const cli_options *o)
 		}
 		if (!PGCONN_IS_RETRY(rc) || stop_requests > 0)
 			break;
+		if (rc != PGCONN_RETRY_SLOT_BUSY)
+			busy_since = 0;
+		else if (busy_since == 0)
+			busy_since = now_s();
+		else if (now_s() - busy_since > SLOT_BUSY_LIMIT_S) {
+			log_error("the replication slot stayed in use by another process for %d s: giving up",
+			          SLOT_BUSY_LIMIT_S);
+			break;
+		}
 		backoff_ms = st.made_progress ? 500 : (backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
 		                                                                       : backoff_ms * 2);
-		log_warn("connection trouble; resuming from the target's position in %.1f s",
-		         backoff_ms / 1000.0);
+		log_warn("resuming from the target's position in %.1f s", backoff_ms / 1000.0);
 		backoff_sleep(backoff_ms);
 	}
 	arena_free(&st.scratch);

@@ -155,6 +155,49 @@ pgconn_classify(pgconn_side side, const char *sqlstate, bool connection_ok)
 	return side_code;
 }
 
+/* The fix for the failures users meet, by SQLSTATE. */
+static const struct {
+	const char *state;
+	pgconn_side side;
+	const char *hint;
+} hints[] = {
+	{"53100", PGCONN_TARGET, "the target's disk is full: free space there; tidemark retries until "
+	                         "it can write, and loses nothing meanwhile"},
+	{"53100", PGCONN_SOURCE, "the source's disk is full"},
+	{"25006", PGCONN_TARGET, "the target refuses writes (read-only, or in recovery); tidemark "
+	                         "retries until it accepts them"},
+	{"55P03", PGCONN_TARGET, "a lock on the target table is held by another session; tidemark "
+	                         "retries"},
+	{"42703", PGCONN_TARGET, "a column tidemark writes is missing on the target: the target table "
+	                         "was altered by hand. Fix: restore the column (or drop and re-create "
+	                         "the table with the source's columns), then `tidemark snapshot` it"},
+	{"42P01", PGCONN_TARGET, "the target table is missing (dropped by hand?). Fix: `tidemark setup` "
+	                         "again for it (it is created), then `tidemark snapshot` it"},
+	{"22P02", PGCONN_TARGET, "a target column's type no longer takes the source's values: it was "
+	                         "altered by hand. Fix: give it back a type that holds them"},
+	{"42804", PGCONN_TARGET, "a target column's type was altered by hand. Fix: give it back a type "
+	                         "that holds the source's values"},
+	{"23502", PGCONN_TARGET, "a NOT NULL constraint added by hand on the target refuses the "
+	                         "source's rows. Fix: drop it"},
+	{"23505", PGCONN_TARGET, "a unique index added by hand on the target refuses the source's "
+	                         "rows. Fix: drop it"},
+	{"23503", PGCONN_TARGET, "a foreign key added by hand on the target refuses the source's "
+	                         "order of changes. Fix: drop it"},
+	{"42501", PGCONN_TARGET, "the target role lacks a privilege. Fix: grant it"},
+	{"42501", PGCONN_SOURCE, "the source role lacks a privilege (SELECT on the tables, REPLICATION, "
+	                         "or a superuser for setup's event trigger). Fix: grant it"},
+};
+
+static void
+log_hint(pgconn_side side, const char *state)
+{
+	for (size_t i = 0; state != NULL && i < sizeof hints / sizeof hints[0]; i++)
+		if (hints[i].side == side && strcmp(hints[i].state, state) == 0) {
+			log_error("%s: %s", pgconn_side_name(side), hints[i].hint);
+			return;
+		}
+}
+
 int
 pgconn_fail(PGconn *conn, pgconn_side side, const char *what, const PGresult *res)
 {
@@ -168,6 +211,7 @@ pgconn_fail(PGconn *conn, pgconn_side side, const char *what, const PGresult *re
 	rc = pgconn_classify(side, state, ok);
 	log_error("%s: %s: %s%s%s", pgconn_side_name(side), what, msg, state ? " SQLSTATE " : "",
 	          state ? state : "");
+	log_hint(side, state);
 	return rc;
 }
 
@@ -218,5 +262,7 @@ pgconn_exit_code(int rc)
 		return TM_EXIT_SOURCE;
 	if (rc == PGCONN_RETRY_TARGET)
 		return TM_EXIT_TARGET;
+	if (rc == PGCONN_RETRY_SLOT_BUSY)
+		return TM_EXIT_CONFIG;
 	return rc;
 }

@@ -26,7 +26,11 @@
  * backoff. One-shot commands exit with the side's code (pgconn_exit_code). */
 #define PGCONN_RETRY_SOURCE 100
 #define PGCONN_RETRY_TARGET 101
-#define PGCONN_IS_RETRY(rc) ((rc) == PGCONN_RETRY_SOURCE || (rc) == PGCONN_RETRY_TARGET)
+/* The replication slot is in use by another process: retried for a while
+ * (a killed run's server process may still hold it), then a configuration
+ * error. */
+#define PGCONN_RETRY_SLOT_BUSY 102
+#define PGCONN_IS_RETRY(rc) ((rc) >= PGCONN_RETRY_SOURCE && (rc) <= PGCONN_RETRY_SLOT_BUSY)
 
 /* Maps a status to the process exit code (retry codes to their side). */
 int pgconn_exit_code(int rc);

@@ -619,16 +619,63 @@ remember_statement(schema_sync *ss, ddl_event *e)
 		e->statement = strdup(ss->statement);
 }
 
-/* The classification of the statement text itself, and its fingerprint. */
+/* Statements that may carry a password or other secret: the audit log
+ * records that they were there, not their text. */
+static const char *const secret_nodes[] = {
+	"CreateRoleStmt", "AlterRoleStmt", "CreateUserMappingStmt", "AlterUserMappingStmt",
+	"CreateForeignServerStmt", "AlterForeignServerStmt", "CreateSubscriptionStmt",
+	"AlterSubscriptionStmt", "CreateFdwStmt", "AlterFdwStmt", NULL,
+};
+
+static bool
+is_secret(const char *node)
+{
+	for (int i = 0; node != NULL && secret_nodes[i] != NULL; i++)
+		if (strcmp(node, secret_nodes[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The statement text for the audit log: the client's text, but for any
+ * statement that may hold a secret. */
 static void
-parse_statement(const ddl_event *e, strbuf *classes, strbuf *fingerprint)
+audit_text(const char *statement, const ddl_parse_result *pr, strbuf *out)
+{
+	bool secret = false;
+
+	for (size_t i = 0; i < pr->n_stmts; i++)
+		secret |= is_secret(pr->stmts[i].node);
+	if (!secret) {
+		strbuf_append(out, statement);
+		return;
+	}
+	for (size_t i = 0; i < pr->n_stmts; i++) {
+		if (out->len > 0)
+			strbuf_append(out, "; ");
+		if (is_secret(pr->stmts[i].node))
+			strbuf_appendf(out, "/* a %s, not recorded: it may hold a secret */",
+			               pr->stmts[i].node);
+		else
+			strbuf_append(out, pr->stmts[i].text);
+	}
+}
+
+/* The classification of the statement text itself, its fingerprint and
+ * the text to record. */
+static void
+parse_statement(const ddl_event *e, strbuf *classes, strbuf *fingerprint, strbuf *text)
 {
 	ddl_parse_result pr;
 	tm_error err;
 
 	memset(&pr, 0, sizeof pr);
-	if (e->statement == NULL || ddl_parse_text(e->statement, &pr, &err) != 0)
+	if (e->statement == NULL)
 		return;
+	if (ddl_parse_text(e->statement, &pr, &err) != 0) {
+		strbuf_append(text, "/* statement not recorded: it could not be parsed */");
+		return;
+	}
+	audit_text(e->statement, &pr, text);
 	for (size_t i = 0; i < pr.n_stmts; i++) {
 		if (pr.stmts[i].cls != DDL_PARSE_STMT_DDL && pr.stmts[i].cls != DDL_PARSE_STMT_OPAQUE &&
 		    pr.stmts[i].cls != DDL_PARSE_STMT_UNPARSABLE)
@@ -648,12 +695,12 @@ static int
 log_event(schema_sync *ss, const ddl_event *e, tm_lsn pos, pg_timestamp commit_time,
           const sync_note *note)
 {
-	strbuf parsed = STRBUF_INIT, fp = STRBUF_INIT, cls = STRBUF_INIT;
+	strbuf parsed = STRBUF_INIT, fp = STRBUF_INIT, cls = STRBUF_INIT, text = STRBUF_INIT;
 	char lsn[LSN_TEXT_MAX], xid[24], ctime[32], ver[16];
 	const char *p[12];
 	int rc;
 
-	parse_statement(e, &parsed, &fp);
+	parse_statement(e, &parsed, &fp, &text);
 	strbuf_append(&cls, note->classes.len ? strbuf_str(&note->classes) : "unclassified");
 	if (parsed.len > 0)
 		strbuf_appendf(&cls, " (statement: %s)", strbuf_str(&parsed));
@@ -668,7 +715,7 @@ log_event(schema_sync *ss, const ddl_event *e, tm_lsn pos, pg_timestamp commit_t
 	p[4] = e->time;
 	p[5] = e->user;
 	p[6] = e->command_tag;
-	p[7] = e->statement;
+	p[7] = e->statement ? strbuf_str(&text) : NULL;
 	p[8] = fp.len ? fp.data : NULL;
 	p[9] = strbuf_str(&cls);
 	p[10] = strbuf_str(&note->tables);
@@ -688,6 +735,7 @@ log_event(schema_sync *ss, const ddl_event *e, tm_lsn pos, pg_timestamp commit_t
 	strbuf_free(&parsed);
 	strbuf_free(&fp);
 	strbuf_free(&cls);
+	strbuf_free(&text);
 	return rc;
 }
 

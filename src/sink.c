@@ -43,9 +43,12 @@ sink_open(const char *conninfo, const char *role, sink **out)
 	if (rc != TM_OK)
 		return rc;
 	/* commits do not wait for the disk; what the source is told is flushed
-	 * follows the target's flushed WAL instead (sink_flushed) */
+	 * follows the target's flushed WAL instead (sink_flushed). A lock held
+	 * by another session on a target table is waited for a while, then the
+	 * session is retried (with a clear message) rather than hang. */
 	rc = pgconn_command(conn, TGT, "configuring the session",
-	                    "SET synchronous_commit = off", 0, NULL);
+	                    "SELECT set_config('synchronous_commit', 'off', false),"
+	                    " set_config('lock_timeout', '30s', false)", 0, NULL);
 	if (rc == TM_OK && PQenterPipelineMode(conn) != 1)
 		rc = pgconn_fail(conn, TGT, "entering pipeline mode", NULL);
 	if (rc != TM_OK) {

@@ -18,10 +18,50 @@
 struct source {
 	PGconn *conn;       /* owned */
 	char *slot;         /* owned */
+	char *publication;  /* owned */
+	char *conninfo;     /* owned: for explanations over an ordinary connection */
 	char *pending;      /* owned by libpq (PQfreemem): the last payload handed out */
 	char *peeked;       /* owned by libpq: a payload read ahead by source_has_pending */
 	int peeked_len;
 };
+
+/*
+ * What a replication error means for the user, from its SQLSTATE and text,
+ * with the fix. The status: configuration problems end `run` (code 3), an
+ * invalidated slot too (code 4), a slot in use by another process is
+ * retried (run gives up after a while).
+ */
+static int
+explain(source *s, const PGresult *r)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = r ? PQresultErrorMessage(r) : "";
+	PGconn *control = NULL;
+
+	if (state == NULL)
+		return TM_OK;
+	if (strcmp(state, "42704") == 0 && strstr(msg, "publication") != NULL) {
+		log_error("source: publication \"%s\" does not exist (dropped by someone?). Fix: run "
+		          "`tidemark setup` again with the same tables, then `tidemark snapshot` them: "
+		          "changes made meanwhile were not published", s->publication);
+		return TM_EXIT_CONFIG;
+	}
+	if (strstr(msg, "wal_level") != NULL) {
+		log_error("source: logical decoding is off (wal_level is not logical). Fix: ALTER SYSTEM "
+		          "SET wal_level = logical; then restart the source server");
+		return TM_EXIT_CONFIG;
+	}
+	if (pgconn_open(s->conninfo, SRC, "control", false, &control) == TM_OK)
+		source_query_explain_slot(control, s->slot);
+	PQfinish(control);
+	if (strcmp(state, "42704") == 0)
+		return TM_EXIT_CONFIG; /* the slot is gone */
+	if (strcmp(state, "55006") == 0)
+		return PGCONN_RETRY_SLOT_BUSY;
+	if (strcmp(state, "55000") == 0)
+		return TM_EXIT_SOURCE; /* invalidated: WAL removed */
+	return TM_OK;
+}
 
 static int
 start_replication(source *s, const source_options *o)
@@ -39,8 +79,12 @@ start_replication(source *s, const source_options *o)
 	PQfreemem(pub);
 	r = PQexec(s->conn, sql.data);
 	if (PQresultStatus(r) != PGRES_COPY_BOTH) {
+		int why;
+
 		rc = pgconn_fail(s->conn, SRC, "starting replication", r);
-		source_query_explain_slot(s->conn, o->slot);
+		why = explain(s, r);
+		if (why != TM_OK)
+			rc = why;
 	}
 	PQclear(r);
 	strbuf_free(&sql);
@@ -55,6 +99,9 @@ source_open(const source_options *o, source **out)
 
 	if (s == NULL)
 		abort();
+	s->slot = strdup(o->slot);
+	s->publication = strdup(o->publication);
+	s->conninfo = strdup(o->conninfo);
 	rc = pgconn_open(o->conninfo, SRC, "stream", true, &s->conn);
 	if (rc == TM_OK)
 		rc = start_replication(s, o);
@@ -62,7 +109,6 @@ source_open(const source_options *o, source **out)
 		source_close(s);
 		return rc;
 	}
-	s->slot = strdup(o->slot);
 	*out = s;
 	return TM_OK;
 }
@@ -78,6 +124,8 @@ source_close(source *s)
 		PQfreemem(s->peeked);
 	PQfinish(s->conn);
 	free(s->slot);
+	free(s->publication);
+	free(s->conninfo);
 	free(s);
 }
 
@@ -91,8 +139,14 @@ stream_ended(source *s)
 	if (r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK) {
 		log_warn("source: the server ended the replication stream");
 		rc = PGCONN_RETRY_SOURCE;
-	} else
+	} else {
+		int why;
+
 		rc = pgconn_fail(s->conn, SRC, "reading the replication stream", r);
+		why = explain(s, r);
+		if (why != TM_OK)
+			rc = why;
+	}
 	PQclear(r);
 	return rc;
 }

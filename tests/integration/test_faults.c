@@ -1,0 +1,381 @@
+/*
+ * Faults tidemark rides through (ending with target equal to source) and
+ * faults it reports clearly, with the fix and its exit code: kill -9 loops
+ * during snapshot and stream, a cut replication connection in a large
+ * transaction, a target refusing writes or holding a lock, a full target
+ * disk; wal_level, privileges, a busy / dropped / invalidated slot, a
+ * dropped publication, a target table altered by hand.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tm_fixture.h"
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static void
+setup_table(tm_env *e, const char *table)
+{
+	char *out = NULL;
+	int rc = tm_run(e, 60, &out, "setup", "--table", table, NULL);
+
+	if (rc != 0)
+		fail_msg("setup exited %d:\n%s", rc, out);
+	free(out);
+}
+
+static pgtest_proc *
+start_run(tm_env *e)
+{
+	pgtest_proc *run = tm_spawn(e, "run", NULL);
+
+	if (!pgtest_proc_wait_output(run, "streaming from slot", 60))
+		fail_msg("run did not start:\n%s", pgtest_proc_output(run));
+	return run;
+}
+
+/* run exits with code, and its output holds every needle. */
+static void
+expect_exit(pgtest_proc *run, int code, const char *needle1, const char *needle2)
+{
+	int rc = pgtest_proc_wait(run, 120);
+	const char *out = pgtest_proc_output(run);
+
+	if (rc != code || strstr(out, needle1) == NULL || (needle2 && strstr(out, needle2) == NULL))
+		fail_msg("expected exit %d with \"%s\"%s%s%s, got %d:\n%s", code, needle1,
+		         needle2 ? " and \"" : "", needle2 ? needle2 : "", needle2 ? "\"" : "", rc, out);
+	pgtest_proc_free(run);
+}
+
+static void
+events_step(PGconn *conn, void *arg, unsigned i)
+{
+	(void) arg;
+	pgtest_exec(conn, "INSERT INTO events (kind, payload) SELECT %u, repeat('x', %u)"
+	                  " FROM generate_series(1, 3)", i % 5, i % 200);
+	if (i % 4 == 0)
+		pgtest_exec(conn, "UPDATE events SET kind = kind + 1 WHERE id %% 13 = %u", i % 13);
+	if (i % 7 == 0)
+		pgtest_exec(conn, "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id DESC"
+		                  " OFFSET 5 LIMIT 1)");
+}
+
+/* ---- rides through ---- */
+
+/* Many kill -9 at random instants, during the snapshot of a big table and
+ * the stream of a busy one. */
+static void
+test_kill9_loop(void **state)
+{
+	tm_env *e = tm_env_new("killloop");
+	pgtest_workload *w;
+	unsigned seed = (unsigned) time(NULL);
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO big SELECT g, md5(g::text) FROM generate_series(1, 60000) g;"
+	                  "CREATE TABLE events (id bigserial PRIMARY KEY, kind int, payload text)");
+	assert_int_equal(tm_run(e, 60, NULL, "setup", "--table", "big", "--table", "events", NULL), 0);
+	w = pgtest_workload_start(e->src, events_step, NULL);
+	print_message("kill loop seed %u\n", seed);
+	for (int k = 0; k < 12; k++) {
+		pgtest_proc *run = tm_spawn(e, "run", "--chunk-rows", "2000", NULL);
+
+		sleep_ms(150 + (int) (rand_r(&seed) % 700));
+		pgtest_proc_kill(run, SIGKILL);
+		pgtest_proc_wait(run, 30);
+		pgtest_proc_free(run);
+		if (k % 3 == 0)
+			pgtest_exec(e->s, "UPDATE big SET v = 'k%d' WHERE id %% 97 = %d", k, k);
+	}
+	pgtest_workload_stop(w, NULL);
+	tm_catch_up(e, 180);
+	tm_assert_equal(e, "big", "id");
+	tm_assert_equal(e, "events", "id");
+	tm_env_free(e);
+}
+
+/* The replication connection is cut while a large transaction streams
+ * through: the transaction is applied once, whole. */
+static void
+test_cut_during_large_transaction(void **state)
+{
+	tm_env *e = tm_env_new("cut");
+	pgtest_proc *run;
+	/* an insert-only log: updating one counter row 200,000 times in one
+	 * transaction would be quadratic */
+	const char *count_fn =
+		"CREATE TABLE change_log (n bigserial);"
+		"CREATE FUNCTION count_change() RETURNS trigger LANGUAGE plpgsql AS"
+		" $$BEGIN INSERT INTO change_log DEFAULT VALUES; RETURN NULL; END$$;"
+		"CREATE TRIGGER count_change AFTER INSERT OR UPDATE OR DELETE ON events"
+		" FOR EACH ROW EXECUTE FUNCTION count_change()";
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE events (id bigserial PRIMARY KEY, kind int, payload text)");
+	setup_table(e, "events");
+	tm_catch_up(e, 60);
+	pgtest_exec(e->t, "%s", count_fn);
+	run = start_run(e);
+	pgtest_exec(e->s, "INSERT INTO events (kind, payload) SELECT g %% 7, md5(g::text)"
+	                  " FROM generate_series(1, 200000) g");
+	/* cut it while the transaction's rows are arriving */
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) > 0 FROM pg_stat_activity"
+	                                    " WHERE application_name = 'tidemark apply'"
+	                                    " AND state <> 'idle'", "t", 60));
+	pgtest_exec(e->s, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+	                  " WHERE application_name = 'tidemark stream'");
+	assert_true(pgtest_proc_wait_output(run, "resuming from the target's position", 60));
+	tm_stop_and_catch_up(e, run, 180);
+	tm_assert_equal(e, "events", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM change_log"), 200000);
+	tm_env_free(e);
+}
+
+/* The target refuses writes for a while (read-only), then holds a lock on
+ * the table: run keeps going and catches up. */
+static void
+test_target_refuses_writes(void **state)
+{
+	tm_env *e = tm_env_new("refuse");
+	pgtest_workload *w;
+	pgtest_proc *run;
+	PGconn *locker;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE events (id bigserial PRIMARY KEY, kind int, payload text)");
+	setup_table(e, "events");
+	run = start_run(e);
+	w = pgtest_workload_start(e->src, events_step, NULL);
+	pgtest_exec(e->t, "ALTER DATABASE dst_refuse SET default_transaction_read_only = on");
+	pgtest_exec(e->t, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+	                  " WHERE application_name LIKE 'tidemark%%'");
+	assert_true(pgtest_proc_wait_output(run, "refuses writes", 60));
+	sleep_ms(1000);
+	assert_true(pgtest_proc_running(run));
+	pgtest_exec(e->t, "ALTER DATABASE dst_refuse RESET default_transaction_read_only");
+	locker = pgtest_connect_str(e->dst);
+	pgtest_exec(locker, "BEGIN; LOCK TABLE events IN ACCESS EXCLUSIVE MODE");
+	sleep_ms(2000);
+	assert_true(pgtest_proc_running(run));
+	pgtest_exec(locker, "COMMIT");
+	PQfinish(locker);
+	pgtest_workload_stop(w, NULL);
+	tm_stop_and_catch_up(e, run, 180);
+	tm_assert_equal(e, "events", "id");
+	tm_env_free(e);
+}
+
+/* The target's disk fills up (a small tablespace), then gets room again. */
+static void
+test_target_disk_full(void **state)
+{
+	tm_env *e = tm_env_new("diskfull");
+	char *dir = pgtest_path("small_disk");
+	char cmd[512];
+	pgtest_proc *run;
+
+	(void) state;
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && mount -t tmpfs -o size=6m tmpfs '%s' && chown postgres '%s'",
+	         dir, dir, dir);
+	if (getuid() != 0 || system(cmd) != 0) {
+		print_message("skipped: a small disk needs root and mount (tmpfs)\n");
+		free(dir);
+		tm_env_free(e);
+		skip();
+	}
+	pgtest_exec(e->s, "CREATE TABLE blobs (id int PRIMARY KEY, doc text)");
+	setup_table(e, "blobs");
+	tm_catch_up(e, 60);
+	pgtest_exec(e->t, "CREATE TABLESPACE small LOCATION '%s'", dir);
+	pgtest_exec(e->t, "ALTER TABLE blobs SET TABLESPACE small;"
+	                  "CREATE TABLE filler (x text) TABLESPACE small; ALTER TABLE filler"
+	                  " ALTER COLUMN x SET STORAGE PLAIN");
+	pgtest_exec_error(e->t, "INSERT INTO filler SELECT repeat('f', 1000) FROM generate_series(1, 100000)");
+	run = start_run(e);
+	pgtest_exec(e->s, "INSERT INTO blobs SELECT g, repeat(md5(g::text), 100) FROM generate_series(1, 2000) g");
+	assert_true(pgtest_proc_wait_output(run, "disk is full", 60));
+	assert_true(pgtest_proc_running(run));
+	pgtest_exec(e->t, "DROP TABLE filler");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "blobs", "id");
+	pgtest_exec(e->t, "DROP TABLE blobs");
+	pgtest_exec(e->t, "DROP TABLESPACE small");
+	snprintf(cmd, sizeof cmd, "umount '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(dir);
+	tm_env_free(e);
+}
+
+/* ---- reported clearly ---- */
+
+static void
+test_wal_level_not_logical(void **state)
+{
+	pgtest_cluster *c = pgtest_cluster_start_with("replica_only", "wal_level=replica");
+	char *out = NULL;
+	char *target = pgtest_conninfo_db(c, "template1");
+	const char *argv[] = {"setup", "--source", c->conninfo, "--target", target, "--table",
+	                      "t", NULL};
+	PGconn *conn = pgtest_connect(c);
+
+	(void) state;
+	pgtest_exec(conn, "CREATE TABLE t (id int PRIMARY KEY)");
+	PQfinish(conn);
+	assert_int_equal(pgtest_run_tidemark(argv, 60, &out), 3);
+	assert_non_null(strstr(out, "wal_level"));
+	assert_non_null(strstr(out, "ALTER SYSTEM SET wal_level = logical"));
+	free(out);
+	free(target);
+	pgtest_cluster_stop(c);
+}
+
+static void
+test_missing_privileges(void **state)
+{
+	tm_env *e = tm_env_new("privileges");
+	char *src = malloc(strlen(e->src) + 64);
+	char *out = NULL;
+	const char *argv[] = {"setup", "--source", src, "--target", e->dst, "--table", "t", NULL};
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY); CREATE ROLE plain LOGIN;"
+	                  "CREATE ROLE replicator LOGIN REPLICATION; GRANT SELECT ON t TO plain, replicator");
+	sprintf(src, "%s user=plain", e->src);
+	assert_int_equal(pgtest_run_tidemark(argv, 60, &out), 3);
+	assert_non_null(strstr(out, "may not use replication"));
+	assert_non_null(strstr(out, "REPLICATION"));
+	free(out);
+	sprintf(src, "%s user=replicator", e->src);
+	out = NULL;
+	assert_int_equal(pgtest_run_tidemark(argv, 60, &out), 3);
+	assert_non_null(strstr(out, "event trigger needs a superuser"));
+	free(out);
+	pgtest_exec(e->s, "DROP OWNED BY plain, replicator; DROP ROLE plain; DROP ROLE replicator");
+	free(src);
+	tm_env_free(e);
+}
+
+static void
+test_slot_in_use(void **state)
+{
+	tm_env *e = tm_env_new("busy");
+	pgtest_proc *first, *second;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY)");
+	setup_table(e, "t");
+	first = start_run(e);
+	second = tm_spawn(e, "run", NULL);
+	assert_true(pgtest_proc_wait_output(second, "is in use by the process with pid", 60));
+	assert_non_null(strstr(pgtest_proc_output(second), "stop that process, or use another --slot"));
+	pgtest_proc_kill(first, SIGTERM);
+	assert_int_equal(pgtest_proc_wait(first, 30), 0);
+	pgtest_proc_free(first);
+	/* the second one takes over once the slot is free */
+	assert_true(pgtest_proc_wait_output(second, "streaming from slot", 90));
+	pgtest_exec(e->s, "INSERT INTO t VALUES (1)");
+	tm_stop_and_catch_up(e, second, 60);
+	tm_assert_equal(e, "t", "id");
+	tm_env_free(e);
+}
+
+static void
+test_slot_and_publication_dropped(void **state)
+{
+	tm_env *e = tm_env_new("dropped");
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY)");
+	setup_table(e, "t");
+	tm_catch_up(e, 60);
+	pgtest_exec(e->s, "DROP PUBLICATION \"%s\"", e->slot);
+	pgtest_exec(e->s, "INSERT INTO t VALUES (1)");
+	expect_exit(tm_spawn(e, "run", "--until-caught-up", NULL), 3, "publication", "does not exist");
+	pgtest_exec(e->s, "SELECT pg_drop_replication_slot('%s')", e->slot);
+	expect_exit(tm_spawn(e, "run", "--until-caught-up", NULL), 3, "does not exist",
+	            "run `tidemark setup` again");
+	tm_env_free(e);
+}
+
+static void
+test_slot_invalidated(void **state)
+{
+	pgtest_cluster *c = pgtest_cluster_start_with("small_wal", "max_slot_wal_keep_size=1MB",
+	                                              "min_wal_size=32MB", "max_wal_size=32MB");
+	PGconn *conn = pgtest_connect(c);
+	char *out = NULL;
+	char *target = pgtest_conninfo_db(c, "target");
+	const char *setup[] = {"setup", "--source", c->conninfo, "--target", target, "--table",
+	                       "t", NULL};
+	const char *run[] = {"run", "--source", c->conninfo, "--target", target,
+	                     "--until-caught-up", NULL};
+
+	(void) state;
+	pgtest_exec(conn, "CREATE DATABASE target");
+	pgtest_exec(conn, "CREATE TABLE t (id int PRIMARY KEY)");
+	assert_int_equal(pgtest_run_tidemark(setup, 60, NULL), 0);
+	for (int i = 0; i < 8; i++)
+		pgtest_exec(conn, "CREATE TABLE w%d AS SELECT g, md5(g::text) FROM generate_series(1, 100000) g;"
+		                  " SELECT pg_switch_wal(); CHECKPOINT", i);
+	assert_true(pgtest_wait_value(conn, "SELECT wal_status FROM pg_replication_slots", "lost", 30));
+	assert_int_equal(pgtest_run_tidemark(run, 60, &out), 4);
+	assert_non_null(strstr(out, "invalidated"));
+	assert_non_null(strstr(out, "copied again"));
+	free(out);
+	free(target);
+	PQfinish(conn);
+	pgtest_cluster_stop(c);
+}
+
+static void
+test_target_altered_by_hand(void **state)
+{
+	tm_env *e = tm_env_new("byhand");
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text)");
+	setup_table(e, "t");
+	tm_catch_up(e, 60);
+	pgtest_exec(e->t, "ALTER TABLE t DROP COLUMN v");
+	pgtest_exec(e->s, "INSERT INTO t VALUES (1, 'x')");
+	expect_exit(tm_spawn(e, "run", "--until-caught-up", NULL), 5, "altered by hand",
+	            "tidemark snapshot");
+	tm_env_free(e);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kill9_loop),
+		cmocka_unit_test(test_cut_during_large_transaction),
+		cmocka_unit_test(test_target_refuses_writes),
+		cmocka_unit_test(test_target_disk_full),
+		cmocka_unit_test(test_wal_level_not_logical),
+		cmocka_unit_test(test_missing_privileges),
+		cmocka_unit_test(test_slot_in_use),
+		cmocka_unit_test(test_slot_and_publication_dropped),
+		cmocka_unit_test(test_slot_invalidated),
+		cmocka_unit_test(test_target_altered_by_hand),
+	};
+
+	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
+}
