@@ -1,4 +1,5 @@
 #include "ddl_track.h"
+#include "xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,19 +35,6 @@ typedef struct planner {
 	strbuf summary;
 	tm_error *err;
 } planner;
-
-static char *
-xstrdup(const char *s)
-{
-	char *p;
-
-	if (s == NULL)
-		return NULL;
-	p = strdup(s);
-	if (p == NULL)
-		abort();
-	return p;
-}
 
 static ddl_action *
 add_action(planner *pl, ddl_action_kind kind, const char *column, const char *name)

@@ -3,6 +3,7 @@
  * core/pgoutput.c, the target connection in sink.c).
  */
 #include "apply.h"
+#include "xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,16 +302,6 @@ new_rel(apply *a, uint32_t relid)
 		abort();
 	a->rels[a->nrels++] = r;
 	return r;
-}
-
-static char *
-xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (p == NULL)
-		abort();
-	return p;
 }
 
 /* Finds the catalog's key columns among the stream's columns. */

@@ -1,4 +1,5 @@
 #include "catalog.h"
+#include "xalloc.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -78,24 +79,10 @@ create_target_table(sink *s, const tabledef *def)
 	return rc;
 }
 
-static char *
-keys_json(const tabledef *def)
-{
-	json_t *arr = json_array();
-	char *text;
-
-	for (int i = 0; i < def->ncols; i++)
-		if (def->cols[i].is_key)
-			json_array_append_new(arr, json_string(def->cols[i].name));
-	text = json_dumps(arr, JSON_COMPACT);
-	json_decref(arr);
-	return text;
-}
-
 static int
 insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from, bool *added)
 {
-	char *keys = keys_json(def);
+	char *keys = tabledef_keys_json(def);
 	json_t *cols = tabledef_columns_to_json(def);
 	char *cols_text = json_dumps(cols, JSON_COMPACT);
 	char lsn[LSN_TEXT_MAX], relid[16];
@@ -173,16 +160,6 @@ catalog_has_schema(sink *s, const char *slot, const char *schema, bool *out)
 	" array_to_json(key_columns)::text, state, array_to_json(snapshot_last_key)::text,"   \
 	" snapshot_rows, snapshot_chunks, coalesce(snapshot_estimate, -1),"                    \
 	" snapshot_requested_at IS NOT NULL, coalesce(source_relid, 0)"
-
-static char *
-xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
 
 /* A JSON array of strings (or JSON null) into a new array of new strings. */
 static char **

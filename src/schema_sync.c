@@ -329,20 +329,6 @@ run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const ta
 
 /* ---- recording ---- */
 
-static char *
-keys_json(const tabledef *def)
-{
-	json_t *arr = json_array();
-	char *text;
-
-	for (int i = 0; i < def->ncols; i++)
-		if (def->cols[i].is_key)
-			json_array_append_new(arr, json_string(def->cols[i].name));
-	text = json_dumps(arr, JSON_COMPACT);
-	json_decref(arr);
-	return text;
-}
-
 /* The table's new names, key and oid; its new version, valid from pos. */
 static int
 record_version(schema_sync *ss, const catalog_table *t, const tabledef *now,
@@ -350,7 +336,7 @@ record_version(schema_sync *ss, const catalog_table *t, const tabledef *now,
 {
 	json_t *cols = tabledef_columns_to_json(now);
 	char *cols_text = json_dumps(cols, JSON_COMPACT);
-	char *keys = keys_json(now);
+	char *keys = tabledef_keys_json(now);
 	char id[16], ver[16], relid[16], lsn[LSN_TEXT_MAX];
 	const char *p[] = {id, now->schema, now->name, tn->schema, tn->table, keys, relid, ver,
 	                   lsn_format(pos, lsn), cols_text};

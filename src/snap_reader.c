@@ -1,4 +1,5 @@
 #include "snap_reader.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -95,16 +96,6 @@ snap_keys_copy(char *const *keys, int n)
 		if ((out[i] = strdup(keys[i])) == NULL)
 			abort();
 	return out;
-}
-
-static char *
-xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (p == NULL)
-		abort();
-	return p;
 }
 
 static void

@@ -1,4 +1,5 @@
 #include "snapshot.h"
+#include "xalloc.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -71,16 +72,6 @@ now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static char *
-xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (p == NULL)
-		abort();
-	return p;
 }
 
 /* ---- tables ---- */

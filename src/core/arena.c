@@ -1,4 +1,5 @@
 #include "arena.h"
+#include "xalloc.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -11,18 +12,6 @@ struct arena_block {
 	size_t used;
 	max_align_t data[]; /* size bytes */
 };
-
-static void *
-xmalloc(size_t n)
-{
-	void *p = malloc(n);
-
-	if (p == NULL) {
-		fprintf(stderr, "tidemark: out of memory allocating %zu bytes\n", n);
-		abort();
-	}
-	return p;
-}
 
 void
 arena_init(arena *a, size_t block_size)

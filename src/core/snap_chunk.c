@@ -1,4 +1,5 @@
 #include "snap_chunk.h"
+#include "xalloc.h"
 
 #include <arpa/inet.h>
 #include <stdint.h>
@@ -8,16 +9,6 @@
 /* PostgreSQL's binary COPY file header: signature, flags, extension length. */
 static const char binary_signature[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', '\377', '\r', '\n', '\0'};
 #define BINARY_HEADER_LEN 19
-
-static void *
-xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
 
 snap_chunk *
 snap_chunk_new(snap_chunk_format format, int ncols, const char *const *colnames, int nkeys,

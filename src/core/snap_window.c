@@ -1,4 +1,5 @@
 #include "snap_window.h"
+#include "xalloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,16 +32,6 @@ struct snap_window {
 	long changes;
 	snap_overlay *overlays; /* owned: built by merge */
 };
-
-static void *
-xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
 
 snap_window *
 snap_window_new(int nkeys)

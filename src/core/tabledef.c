@@ -1,17 +1,8 @@
 #include "tabledef.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static char *
-xstrdup(const char *s)
-{
-	char *p = strdup(s ? s : "");
-
-	if (p == NULL)
-		abort();
-	return p;
-}
 
 tabledef *
 tabledef_new(const char *schema, const char *name, uint32_t relid)
@@ -151,4 +142,18 @@ tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err)
 		                         target_type);
 	}
 	return 0;
+}
+
+char *
+tabledef_keys_json(const tabledef *t)
+{
+	json_t *arr = json_array();
+	char *text;
+
+	for (int i = 0; i < t->ncols; i++)
+		if (t->cols[i].is_key)
+			json_array_append_new(arr, json_string(t->cols[i].name));
+	text = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	return text;
 }

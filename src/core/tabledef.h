@@ -47,6 +47,9 @@ tabledef *tabledef_copy(const tabledef *t);
 int tabledef_nkeys(const tabledef *t);
 const tabledef_column *tabledef_find(const tabledef *t, const char *name);
 
+/* The key columns' names as JSON array text (new string, caller frees). */
+char *tabledef_keys_json(const tabledef *t);
+
 /* The columns as a JSON array (new reference). */
 json_t *tabledef_columns_to_json(const tabledef *t);
 /* Adds the columns of a JSON array made by tabledef_columns_to_json (or by

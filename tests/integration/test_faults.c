@@ -22,35 +22,6 @@
 
 #include "tm_fixture.h"
 
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static void
-setup_table(tm_env *e, const char *table)
-{
-	char *out = NULL;
-	int rc = tm_run(e, 60, &out, "setup", "--table", table, NULL);
-
-	if (rc != 0)
-		fail_msg("setup exited %d:\n%s", rc, out);
-	free(out);
-}
-
-static pgtest_proc *
-start_run(tm_env *e)
-{
-	pgtest_proc *run = tm_spawn(e, "run", NULL);
-
-	if (!pgtest_proc_wait_output(run, "streaming from slot", 60))
-		fail_msg("run did not start:\n%s", pgtest_proc_output(run));
-	return run;
-}
-
 /* run exits with code, and its output holds every needle. */
 static void
 expect_exit(pgtest_proc *run, int code, const char *needle1, const char *needle2)
@@ -98,7 +69,7 @@ test_kill9_loop(void **state)
 	for (int k = 0; k < 12; k++) {
 		pgtest_proc *run = tm_spawn(e, "run", "--chunk-rows", "2000", NULL);
 
-		sleep_ms(150 + (int) (rand_r(&seed) % 700));
+		tm_sleep_ms(150 + (int) (rand_r(&seed) % 700));
 		pgtest_proc_kill(run, SIGKILL);
 		pgtest_proc_wait(run, 30);
 		pgtest_proc_free(run);
@@ -130,10 +101,10 @@ test_cut_during_large_transaction(void **state)
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE events (id bigserial PRIMARY KEY, kind int, payload text)");
-	setup_table(e, "events");
+	tm_setup_table(e, "events");
 	tm_catch_up(e, 60);
 	pgtest_exec(e->t, "%s", count_fn);
-	run = start_run(e);
+	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "INSERT INTO events (kind, payload) SELECT g %% 7, md5(g::text)"
 	                  " FROM generate_series(1, 200000) g");
 	/* cut it while the transaction's rows are arriving */
@@ -161,19 +132,19 @@ test_target_refuses_writes(void **state)
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE events (id bigserial PRIMARY KEY, kind int, payload text)");
-	setup_table(e, "events");
-	run = start_run(e);
+	tm_setup_table(e, "events");
+	run = tm_start_run(e, NULL);
 	w = pgtest_workload_start(e->src, events_step, NULL);
 	pgtest_exec(e->t, "ALTER DATABASE dst_refuse SET default_transaction_read_only = on");
 	pgtest_exec(e->t, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
 	                  " WHERE application_name LIKE 'tidemark%%'");
 	assert_true(pgtest_proc_wait_output(run, "refuses writes", 60));
-	sleep_ms(1000);
+	tm_sleep_ms(1000);
 	assert_true(pgtest_proc_running(run));
 	pgtest_exec(e->t, "ALTER DATABASE dst_refuse RESET default_transaction_read_only");
 	locker = pgtest_connect_str(e->dst);
 	pgtest_exec(locker, "BEGIN; LOCK TABLE events IN ACCESS EXCLUSIVE MODE");
-	sleep_ms(2000);
+	tm_sleep_ms(2000);
 	assert_true(pgtest_proc_running(run));
 	pgtest_exec(locker, "COMMIT");
 	PQfinish(locker);
@@ -202,14 +173,14 @@ test_target_disk_full(void **state)
 		skip();
 	}
 	pgtest_exec(e->s, "CREATE TABLE blobs (id int PRIMARY KEY, doc text)");
-	setup_table(e, "blobs");
+	tm_setup_table(e, "blobs");
 	tm_catch_up(e, 60);
 	pgtest_exec(e->t, "CREATE TABLESPACE small LOCATION '%s'", dir);
 	pgtest_exec(e->t, "ALTER TABLE blobs SET TABLESPACE small;"
 	                  "CREATE TABLE filler (x text) TABLESPACE small; ALTER TABLE filler"
 	                  " ALTER COLUMN x SET STORAGE PLAIN");
 	pgtest_exec_error(e->t, "INSERT INTO filler SELECT repeat('f', 1000) FROM generate_series(1, 100000)");
-	run = start_run(e);
+	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "INSERT INTO blobs SELECT g, repeat(md5(g::text), 100) FROM generate_series(1, 2000) g");
 	assert_true(pgtest_proc_wait_output(run, "disk is full", 60));
 	assert_true(pgtest_proc_running(run));
@@ -281,8 +252,8 @@ test_slot_in_use(void **state)
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY)");
-	setup_table(e, "t");
-	first = start_run(e);
+	tm_setup_table(e, "t");
+	first = tm_start_run(e, NULL);
 	second = tm_spawn(e, "run", NULL);
 	assert_true(pgtest_proc_wait_output(second, "is in use by the process with pid", 60));
 	assert_non_null(strstr(pgtest_proc_output(second), "stop that process, or use another --slot"));
@@ -304,7 +275,7 @@ test_slot_and_publication_dropped(void **state)
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY)");
-	setup_table(e, "t");
+	tm_setup_table(e, "t");
 	tm_catch_up(e, 60);
 	pgtest_exec(e->s, "DROP PUBLICATION \"%s\"", e->slot);
 	pgtest_exec(e->s, "INSERT INTO t VALUES (1)");
@@ -352,7 +323,7 @@ test_target_altered_by_hand(void **state)
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text)");
-	setup_table(e, "t");
+	tm_setup_table(e, "t");
 	tm_catch_up(e, 60);
 	pgtest_exec(e->t, "ALTER TABLE t DROP COLUMN v");
 	pgtest_exec(e->s, "INSERT INTO t VALUES (1, 'x')");

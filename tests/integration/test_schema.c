@@ -19,25 +19,6 @@
 
 #include "tm_fixture.h"
 
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static void
-setup_table(tm_env *e, const char *table)
-{
-	char *out = NULL;
-	int rc = tm_run(e, 60, &out, "setup", "--table", table, NULL);
-
-	if (rc != 0)
-		fail_msg("setup exited %d:\n%s", rc, out);
-	free(out);
-}
-
 static char *
 target_type(tm_env *e, const char *table, const char *column)
 {
@@ -75,16 +56,6 @@ orders_step(PGconn *conn, void *arg, unsigned i)
 		pgtest_exec(conn, "UPDATE orders SET total = total + 1 WHERE id = %u", i / 2 + 1);
 }
 
-static pgtest_proc *
-start_run(tm_env *e, const char *extra1, const char *extra2)
-{
-	pgtest_proc *run = extra1 ? tm_spawn(e, "run", extra1, extra2, NULL) : tm_spawn(e, "run", NULL);
-
-	if (!pgtest_proc_wait_output(run, "streaming from slot", 60))
-		fail_msg("run did not start:\n%s", pgtest_proc_output(run));
-	return run;
-}
-
 static void
 test_integer_to_numeric_under_load(void **state)
 {
@@ -96,13 +67,13 @@ test_integer_to_numeric_under_load(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE orders (id bigserial PRIMARY KEY, total integer NOT NULL);"
 	                  "INSERT INTO orders (total) SELECT g FROM generate_series(1, 500) g");
-	setup_table(e, "orders");
-	run = start_run(e, NULL, NULL);
+	tm_setup_table(e, "orders");
+	run = tm_start_run(e, NULL);
 	w = pgtest_workload_start(e->src, orders_step, &fractional);
-	sleep_ms(500);
+	tm_sleep_ms(500);
 	pgtest_exec(e->s, "ALTER TABLE orders ALTER COLUMN total TYPE numeric(12,2)");
 	fractional = 1;
-	sleep_ms(800);
+	tm_sleep_ms(800);
 	pgtest_workload_stop(w, NULL);
 	pgtest_exec(e->s, "INSERT INTO orders (total) VALUES (12.50)");
 	tm_stop_and_catch_up(e, run, 120);
@@ -123,9 +94,9 @@ test_add_rename_drop_columns(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE items (id int PRIMARY KEY, qty int, legacy text NOT NULL);"
 	                  "INSERT INTO items SELECT g, g, 'old' FROM generate_series(1, 300) g");
-	setup_table(e, "items");
+	tm_setup_table(e, "items");
 	tm_catch_up(e, 60); /* copied before the changes: legacy is filled */
-	run = start_run(e, NULL, NULL);
+	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "ALTER TABLE items ADD COLUMN status text NOT NULL DEFAULT 'new';"
 	                  "INSERT INTO items (id, qty, legacy) VALUES (1001, 1, 'x')");
 	pgtest_exec(e->s, "ALTER TABLE items RENAME COLUMN qty TO quantity;"
@@ -156,8 +127,8 @@ test_ddl_in_script_and_do_block(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, price int, note varchar(10));"
 	                  "INSERT INTO t SELECT g, g, 'n' FROM generate_series(1, 100) g");
-	setup_table(e, "t");
-	run = start_run(e, NULL, NULL);
+	tm_setup_table(e, "t");
+	run = tm_start_run(e, NULL);
 	/* one string: DML, a type change, DML depending on it */
 	pgtest_exec(e->s, "INSERT INTO t VALUES (101, 5, 'a'); ALTER TABLE t ALTER COLUMN price TYPE"
 	                  " numeric(10,3); UPDATE t SET price = price + 0.125 WHERE id <= 50;"
@@ -187,10 +158,10 @@ narrowing(const char *name, const char *policy, int *exit_code, char **output)
 
 	pgtest_exec(e->s, "CREATE TABLE m (id int PRIMARY KEY, amount numeric(12,2));"
 	                  "INSERT INTO m SELECT g, g + 0.5 FROM generate_series(1, 200) g");
-	setup_table(e, "m");
+	tm_setup_table(e, "m");
 	tm_catch_up(e, 60); /* copied before the change */
 	snprintf(table_policy, sizeof table_policy, "public.m=%s", policy);
-	run = start_run(e, "--table-policy", table_policy);
+	run = tm_start_run(e, "--table-policy", table_policy, NULL);
 	pgtest_exec(e->s, "INSERT INTO m VALUES (1000, 7.25)");
 	pgtest_exec(e->s, "ALTER TABLE m ALTER COLUMN amount TYPE integer");
 	pgtest_exec(e->s, "INSERT INTO m VALUES (1001, 42)");
@@ -289,9 +260,9 @@ test_narrowing_quarantine(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE q (id int PRIMARY KEY, amount numeric(12,2));"
 	                  "INSERT INTO q SELECT g, g + 0.5 FROM generate_series(1, 50) g");
-	setup_table(e, "q");
+	tm_setup_table(e, "q");
 	tm_catch_up(e, 60); /* copied before the change */
-	run = start_run(e, "--table-policy", "public.q=quarantine");
+	run = tm_start_run(e, "--table-policy", "public.q=quarantine", NULL);
 	pgtest_exec(e->s, "ALTER TABLE q ALTER COLUMN amount TYPE numeric(20,0)");
 	pgtest_exec(e->s, "INSERT INTO q VALUES (100, 77), (101, 123456789012345);"
 	                  "UPDATE q SET amount = 99999999999999 WHERE id = 5");
@@ -319,8 +290,8 @@ test_awkward_names(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE \"Order Lines\" (\"select\" int PRIMARY KEY, \"my \"\"col\"\"\" int);"
 	                  "INSERT INTO \"Order Lines\" VALUES (1, 1), (2, 2)");
-	setup_table(e, "public.\"Order Lines\"");
-	run = start_run(e, NULL, NULL);
+	tm_setup_table(e, "public.\"Order Lines\"");
+	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "ALTER TABLE \"Order Lines\" ADD COLUMN \"x\"\"; DROP TABLE y; --\" text"
 	                  " DEFAULT 'ok'; ALTER TABLE \"Order Lines\" ALTER COLUMN \"my \"\"col\"\"\""
 	                  " TYPE bigint; ALTER TABLE \"Order Lines\" RENAME COLUMN \"my \"\"col\"\"\""
@@ -341,11 +312,11 @@ test_kill9_after_type_change(void **state)
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE orders (id bigserial PRIMARY KEY, total integer NOT NULL)");
-	setup_table(e, "orders");
+	tm_setup_table(e, "orders");
 	tm_catch_up(e, 60);
 	w = pgtest_workload_start(e->src, orders_step, &fractional);
-	run = start_run(e, NULL, NULL);
-	sleep_ms(300);
+	run = tm_start_run(e, NULL);
+	tm_sleep_ms(300);
 	pgtest_exec(e->s, "ALTER TABLE orders ALTER COLUMN total TYPE numeric(12,2)");
 	fractional = 1;
 	assert_true(pgtest_wait_value(e->t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
@@ -354,9 +325,9 @@ test_kill9_after_type_change(void **state)
 	pgtest_proc_kill(run, SIGKILL);
 	pgtest_proc_wait(run, 30);
 	pgtest_proc_free(run);
-	sleep_ms(300);
-	run = start_run(e, NULL, NULL);
-	sleep_ms(500);
+	tm_sleep_ms(300);
+	run = tm_start_run(e, NULL);
+	tm_sleep_ms(500);
 	pgtest_workload_stop(w, NULL);
 	tm_stop_and_catch_up(e, run, 120);
 	assert_target_type(e, "orders", "total", "numeric(12,2)");
@@ -375,7 +346,7 @@ test_change_during_snapshot(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, v integer, pad text);"
 	                  "INSERT INTO big SELECT g, g, repeat('p', 50) FROM generate_series(1, 20000) g");
-	setup_table(e, "big");
+	tm_setup_table(e, "big");
 	run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
 	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
 	pgtest_exec(e->s, "ALTER TABLE big ALTER COLUMN v TYPE numeric(20,4);"
@@ -398,7 +369,7 @@ test_new_table_in_schema(void **state)
 	pgtest_exec(e->s, "CREATE SCHEMA app; CREATE TABLE app.a (id int PRIMARY KEY)");
 	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 0);
 	free(out);
-	run = start_run(e, NULL, NULL);
+	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "BEGIN; CREATE TABLE app.b (id int PRIMARY KEY, v numeric(8,2));"
 	                  " INSERT INTO app.b SELECT g, g / 3.0 FROM generate_series(1, 100) g; COMMIT;"
 	                  "ALTER TABLE app.b ADD COLUMN w text DEFAULT 'w'; UPDATE app.b SET v = 1 WHERE id = 1");
@@ -422,7 +393,7 @@ test_drop_tables(void **state)
 	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "kept", "--table", "gone", NULL), 0);
 	free(out);
 	tm_catch_up(e, 60);
-	run = start_run(e, NULL, NULL);
+	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "DROP TABLE kept");
 	tm_stop_and_catch_up(e, run, 60);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM kept"), 1);

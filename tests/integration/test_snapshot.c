@@ -20,25 +20,6 @@
 
 #include "tm_fixture.h"
 
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static void
-setup_table(tm_env *e, const char *table)
-{
-	char *out = NULL;
-	int rc = tm_run(e, 60, &out, "setup", "--table", table, NULL);
-
-	if (rc != 0)
-		fail_msg("setup exited %d:\n%s", rc, out);
-	free(out);
-}
-
 /* ---- watching the source while the snapshot runs ---- */
 
 typedef struct watcher {
@@ -74,7 +55,7 @@ watcher_main(void *arg)
 			w->blocked += atol(PQgetvalue(r, 0, 1));
 		}
 		PQclear(r);
-		sleep_ms(20);
+		tm_sleep_ms(20);
 	}
 	PQfinish(conn);
 	return NULL;
@@ -128,7 +109,7 @@ wait_rows_copied(tm_env *e, long at_least, pgtest_proc *run)
 	for (int i = 0; i < 3000 && catalog_rows(e) < at_least; i++) {
 		if (!pgtest_proc_running(run))
 			fail_msg("tidemark run ended early:\n%s", pgtest_proc_output(run));
-		sleep_ms(20);
+		tm_sleep_ms(20);
 	}
 	assert_true(catalog_rows(e) >= at_least);
 }
@@ -148,7 +129,7 @@ test_snapshot_under_workload_with_kill9(void **state)
 	                  " note text, updated timestamptz DEFAULT now());"
 	                  "INSERT INTO orders (status, note) SELECT 'open', 'note ' || g"
 	                  " FROM generate_series(1, %d) g", ROWS);
-	setup_table(e, "orders");
+	tm_setup_table(e, "orders");
 	w.conninfo = e->src;
 	pthread_create(&th, NULL, watcher_main, &w);
 	wl = pgtest_workload_start(e->src, order_step, NULL);
@@ -161,7 +142,7 @@ test_snapshot_under_workload_with_kill9(void **state)
 	assert_true(before_kill < ROWS);
 	run = tm_spawn(e, "run", "--chunk-rows", "5000", NULL);
 	assert_true(pgtest_proc_wait_output(run, "resumes after the last chunk copied", 30));
-	sleep_ms(500);
+	tm_sleep_ms(500);
 	pgtest_workload_stop(wl, NULL);
 	tm_stop_and_catch_up(e, run, 300);
 	w.stop = true;
@@ -231,7 +212,7 @@ test_all_rows_deleted_during_snapshot(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text);"
 	                  "INSERT INTO t SELECT g, 'v' FROM generate_series(1, 3000) g");
-	setup_table(e, "t");
+	tm_setup_table(e, "t");
 	run = tm_spawn(e, "run", "--chunk-rows", "20", NULL);
 	wait_rows_copied(e, 40, run);
 	pgtest_exec(e->s, "DELETE FROM t");
@@ -275,7 +256,7 @@ test_resnapshot_repairs_target(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text);"
 	                  "INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 2000) g");
-	setup_table(e, "t");
+	tm_setup_table(e, "t");
 	tm_catch_up(e, 120);
 	tm_assert_equal(e, "t", "id");
 	/* damage: missing, changed and extra rows */

@@ -22,14 +22,6 @@
 #include "tm_fixture.h"
 
 static void
-sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static void
 setup_tables(tm_env *e, const char *table1, const char *table2)
 {
 	char *out = NULL;
@@ -167,7 +159,7 @@ checker_main(void *arg)
 			}
 		}
 		PQclear(r);
-		sleep_ms(5);
+		tm_sleep_ms(5);
 	}
 	PQfinish(conn);
 	return NULL;
@@ -194,7 +186,7 @@ test_transfers_never_tear(void **state)
 	run = tm_spawn(e, "run", NULL);
 	w = pgtest_workload_start(e->src, transfer_step, NULL);
 	while (pgtest_workload_iterations(w) < 3000)
-		sleep_ms(50);
+		tm_sleep_ms(50);
 	transfers = pgtest_workload_stop(w, NULL);
 	tm_stop_and_catch_up(e, run, 120);
 	c.stop = true;
@@ -265,7 +257,7 @@ test_kill9_mid_stream(void **state)
 	for (int k = 0; k < 6; k++) {
 		pgtest_proc *run = tm_spawn(e, "run", NULL);
 
-		sleep_ms(400 + (k * 373) % 900);
+		tm_sleep_ms(400 + (k * 373) % 900);
 		if (!pgtest_proc_running(run))
 			fail_msg("tidemark run ended before the kill:\n%s", pgtest_proc_output(run));
 		pgtest_proc_kill(run, SIGKILL);
@@ -301,11 +293,11 @@ test_rides_through_restarts(void **state)
 	setup_tables(e, "events", NULL);
 	run = tm_spawn(e, "run", NULL);
 	w = pgtest_workload_start(e->src, event_step, NULL);
-	sleep_ms(800);
+	tm_sleep_ms(800);
 	pgtest_cluster_restart(e->dst_cluster, true);
-	sleep_ms(800);
+	tm_sleep_ms(800);
 	pgtest_cluster_restart(e->src_cluster, false);
-	sleep_ms(800);
+	tm_sleep_ms(800);
 	assert_true(pgtest_proc_running(run));
 	pgtest_workload_stop(w, NULL);
 	PQreset(e->s);

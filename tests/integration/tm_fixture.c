@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -171,4 +172,40 @@ tm_assert_equal(tm_env *e, const char *table, const char *order_by)
 
 	if (!pgtest_tables_equal(e->s, e->t, table, order_by, &diff))
 		fail_msg("%s differs between source and target: %s", table, diff ? diff : "?");
+}
+
+void
+tm_sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+void
+tm_setup_table(tm_env *e, const char *table)
+{
+	char *out = NULL;
+	int rc = tm_run(e, 60, &out, "setup", "--table", table, NULL);
+
+	if (rc != 0)
+		fail_msg("setup exited %d:\n%s", rc, out);
+	free(out);
+}
+
+pgtest_proc *
+tm_start_run(tm_env *e, ...)
+{
+	va_list ap;
+	const char **argv;
+	pgtest_proc *run;
+
+	va_start(ap, e);
+	argv = build_argv(e, "run", ap);
+	va_end(ap);
+	run = pgtest_spawn(argv, NULL);
+	free(argv);
+	if (!pgtest_proc_wait_output(run, "streaming from slot", 60))
+		fail_msg("run did not start:\n%s", pgtest_proc_output(run));
+	return run;
 }

@@ -27,6 +27,13 @@ int tm_clusters_stop(void **state);
 tm_env *tm_env_new(const char *name);
 void tm_env_free(tm_env *e);
 
+void tm_sleep_ms(int ms);
+
+/* `setup --table T` for one table, expecting exit 0. */
+void tm_setup_table(tm_env *e, const char *table);
+/* `run` with the given extra arguments (NULL-terminated), once it streams. */
+pgtest_proc *tm_start_run(tm_env *e, ...);
+
 /* tidemark with --source/--target/--slot filled in; args NULL-terminated. */
 int tm_run(tm_env *e, double timeout_s, char **output, ...);
 pgtest_proc *tm_spawn(tm_env *e, ...);
