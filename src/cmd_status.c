@@ -53,7 +53,9 @@ target_part(const cli_options *o, json_t *out)
 	if (rc != TM_OK)
 		return rc;
 	rc = pgconn_exec(conn, PGCONN_TARGET, "reading the applied position",
-	                 "SELECT applied_lsn::text, source_commit_time::text, applied_at::text"
+	                 "SELECT applied_lsn::text, source_commit_time::text, applied_at::text,"
+	                 " round(extract(epoch FROM now() - source_commit_time)::numeric, 1)::float8"
+	                 "   AS seconds_since_last_commit"
 	                 " FROM tidemark.progress WHERE slot_name = $1", 1, p, &r);
 	if (rc == TM_OK) {
 		json_object_set_new(out, "target", PQntuples(r) ? report_row(r, 0) : json_null());
@@ -118,8 +120,9 @@ print_text(json_t *doc)
 	printf("slot %s: %s, wal_status %s, retains %lld bytes of WAL; source at %s\n",
 	       report_str(src, "slot"), json_is_true(json_object_get(src, "active")) ? "active" : "inactive",
 	       report_str(src, "wal_status"), num(src, "retained_wal_bytes"), report_str(src, "source_lsn"));
-	printf("applied up to %s (source commit time %s), lag %lld bytes\n",
-	       report_str(tgt, "applied_lsn"), report_str(tgt, "source_commit_time"), num(doc, "lag_bytes"));
+	printf("applied up to %s (source commit time %s), lag %lld bytes, %.1f s\n",
+	       report_str(tgt, "applied_lsn"), report_str(tgt, "source_commit_time"),
+	       num(doc, "lag_bytes"), json_number_value(json_object_get(doc, "lag_seconds")));
 	printf("tables:\n");
 	json_array_foreach(json_object_get(doc, "tables"), i, t)
 		print_table(t);
@@ -130,12 +133,20 @@ add_lag(json_t *doc)
 {
 	tm_lsn src = 0, applied = 0;
 
+	json_t *since = json_object_get(json_object_get(doc, "target"), "seconds_since_last_commit");
+
 	if (lsn_parse(report_str(json_object_get(doc, "source"), "source_lsn"), &src) &&
-	    lsn_parse(report_str(json_object_get(doc, "target"), "applied_lsn"), &applied))
+	    lsn_parse(report_str(json_object_get(doc, "target"), "applied_lsn"), &applied)) {
 		json_object_set_new(doc, "lag_bytes",
 		                    json_integer(src > applied ? (json_int_t) (src - applied) : 0));
-	else
+		/* behind: the age of the last applied commit; caught up: none */
+		json_object_set_new(doc, "lag_seconds",
+		                    src > applied && json_is_number(since)
+		                        ? json_real(json_number_value(since)) : json_real(0));
+	} else {
 		json_object_set_new(doc, "lag_bytes", json_null());
+		json_object_set_new(doc, "lag_seconds", json_null());
+	}
 }
 
 int
