@@ -5,8 +5,10 @@
 # Installs what is missing (Debian, as root), builds, starts a throwaway
 # source and target PostgreSQL on loopback, and replicates a small shop
 # while an application (pgbench) writes to it: orders placed, paid,
-# shipped and cancelled, a table created halfway. It ends with a
-# side-by-side check of every table and removes the servers.
+# shipped and cancelled; halfway, a deployment changes the schema (a
+# money column becomes numeric, a column is added, one renamed, a table
+# created). It ends with a side-by-side check of every table and removes
+# the servers.
 #
 #   ./tests/demo.sh [SECONDS]     (how long the application writes; default 15)
 
@@ -68,7 +70,12 @@ PIDS+=($!)
 	"$TIDEMARK_SOURCE" >"$DEMO_DIR/pgbench.log" 2>&1 &
 BENCH=$!
 sleep $((DURATION / 2))
-echo "-- the application creates a table: shop.reviews"
+echo "-- a deployment, while orders keep coming:"
+echo "--   orders.total integer -> numeric(12,2), a new column, a rename, a new table"
+src -c "ALTER TABLE shop.orders ALTER COLUMN total TYPE numeric(12,2)"
+src -c "ALTER TABLE shop.orders ADD COLUMN currency text NOT NULL DEFAULT 'EUR'"
+src -c "ALTER TABLE shop.customers RENAME COLUMN email TO email_address"
+src -c "UPDATE shop.orders SET total = total + 0.99 WHERE id % 1000 = 0"
 src -c "CREATE TABLE shop.reviews (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
           sku text NOT NULL, stars smallint, body text);
         INSERT INTO shop.reviews (sku, stars, body)
@@ -78,6 +85,12 @@ grep -E '^(number of transactions actually processed|tps)' "$DEMO_DIR/pgbench.lo
 
 say "tidemark status"
 "$TIDEMARK" status
+
+say "tidemark schema shop.orders"
+"$TIDEMARK" schema shop.orders
+
+say "tidemark ddl-log (what the deployment did, and what tidemark did about it)"
+"$TIDEMARK" ddl-log | grep -E '^[0-9A-F]+/|statement:|on the target:' | grep -v 'rewrote' | head -n 24
 
 say "stop (SIGTERM), then run --until-caught-up"
 kill -TERM "${PIDS[0]}"
@@ -101,5 +114,7 @@ for table in shop.customers shop.products shop.orders 'shop."Line Items"' shop.r
 	printf '%-22s %10s %10s  %-32s %s\n' "$table" "$sc" "$tc" "$ssum" "$result"
 done
 echo "compared every row of every table as text: count and md5 of the rows in order"
+tgt -c "SELECT format_type(atttypid, atttypmod) AS \"target shop.orders.total\" FROM pg_attribute
+        WHERE attrelid = 'shop.orders'::regclass AND attname = 'total'"
 [ $status -eq 0 ] && say "the target equals the source" || say "DIFFERENCES FOUND"
 exit $status
