@@ -13,10 +13,10 @@
 #include "log.h"
 #include "pgconn.h"
 #include "snap_load.h"
+#include "snap_commits.h"
 #include "snap_reader.h"
 
 #define POLL_INTERVAL_S 2.0
-#define RING_SIZE 16384
 
 /* A table being copied. */
 typedef struct snap_table {
@@ -45,13 +45,6 @@ typedef struct snap_table {
 	tm_lsn low_lsn;
 } snap_table;
 
-typedef struct commit_ring {
-	uint32_t xid[RING_SIZE];
-	tm_lsn lsn[RING_SIZE];
-	int next;
-	int used;
-} commit_ring;
-
 struct snapshot {
 	snapshot_config cfg;
 	sink *sink;              /* borrowed */
@@ -59,7 +52,7 @@ struct snapshot {
 	snap_reader *reader;     /* owned */
 	snap_table **tables;     /* owned */
 	int ntables;
-	commit_ring *ring;       /* owned */
+	snap_commits *ring;      /* owned */
 	double last_poll;
 	double last_progress;
 	bool polled;
@@ -500,33 +493,15 @@ hook_truncate(void *ctx, int table_id)
 static void
 hook_commit(void *ctx, uint32_t xid, tm_lsn commit_lsn)
 {
-	commit_ring *ring = ((snapshot *) ctx)->ring;
-
-	ring->xid[ring->next] = xid;
-	ring->lsn[ring->next] = commit_lsn;
-	ring->next = (ring->next + 1) % RING_SIZE;
-	if (ring->used < RING_SIZE)
-		ring->used++;
+	snap_commits_add(((snapshot *) ctx)->ring, xid, commit_lsn);
 }
 
-/*
- * A transaction the chunk's read could not see (in progress for its
- * snapshot) whose commit nevertheless came before the low watermark: its
- * changes were applied before the window opened, and the chunk holds rows
- * older than them. Rare (the commit record is written before the
- * transaction leaves the server's list of running ones), but then the
- * chunk must be read again.
- */
+/* A transaction the read could not see committed before the window opened
+ * (see snap_commits.h). */
 static bool
 missed_commit(const snapshot *s, const snap_result *res, tm_lsn low_lsn)
 {
-	const commit_ring *ring = s->ring;
-
-	for (int i = 0; i < res->nxip; i++)
-		for (int j = 0; j < ring->used; j++)
-			if (ring->xid[j] == (uint32_t) res->xip[i] && ring->lsn[j] < low_lsn)
-				return true;
-	return false;
+	return snap_commits_missed(s->ring, res->xip, res->nxip, low_lsn);
 }
 
 /* Did the table's columns change between the read and now? */
