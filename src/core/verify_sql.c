@@ -149,31 +149,28 @@ append_order_by(strbuf *sql, const verify_sql_table *t)
 	append_keys(sql, t, "t.", "");
 }
 
-/* The page's keys are named k1..kn and its hash h inside the statement, so
- * that no column name can clash with them. */
+/*
+ * Two scans of the same rows in one statement (one snapshot): the first
+ * sums them, the second reads the key of the last one with OFFSET, which
+ * is cheaper than keeping the rows to find it.
+ */
 void
 verify_sql_page(strbuf *sql, const verify_sql_table *t, unsigned flags)
 {
 	int n;
 
-	strbuf_append(sql, "WITH p AS (SELECT ");
-	for (int i = 0; i < t->nkeys; i++) {
-		strbuf_append_ident(sql, t->keys[i]);
-		strbuf_appendf(sql, " AS k%d, ", i + 1);
-	}
+	flags &= ~VERIFY_SQL_UPPER;
+	strbuf_append(sql, "SELECT a.n, a.h, l.* FROM (SELECT count(*) AS n,"
+	              " coalesce(sum(h), 0)::text AS h FROM (SELECT ");
 	append_row_hash(sql, t, flags);
 	strbuf_append(sql, " AS h");
-	n = append_from_where(sql, t, flags & ~VERIFY_SQL_UPPER);
+	n = append_from_where(sql, t, flags);
 	append_order_by(sql, t);
-	strbuf_appendf(sql, " LIMIT $%d)"
-	               " SELECT a.n, a.h, l.* FROM (SELECT count(*) AS n,"
-	               " coalesce(sum(h), 0)::text AS h FROM p) a LEFT JOIN (SELECT ", n + 1);
-	for (int i = 0; i < t->nkeys; i++)
-		strbuf_appendf(sql, "%sp.k%d::text AS l%d", i > 0 ? ", " : "", i + 1, i + 1);
-	strbuf_append(sql, " FROM p ORDER BY ");
-	for (int i = 0; i < t->nkeys; i++)
-		strbuf_appendf(sql, "%sp.k%d DESC", i > 0 ? ", " : "", i + 1);
-	strbuf_append(sql, " LIMIT 1) l ON true");
+	strbuf_appendf(sql, " LIMIT $%d) p) a LEFT JOIN (SELECT ", n + 1);
+	append_keys(sql, t, "", "::text");
+	append_from_where(sql, t, flags);
+	append_order_by(sql, t);
+	strbuf_appendf(sql, " OFFSET $%d LIMIT 1) l ON true", n + 2);
 }
 
 void

@@ -78,7 +78,9 @@ typedef struct verify_sql_table {
 /*
  * A source page: the rows after the lower bound, in key order, at most the
  * row limit (the parameter after the bound). One row: count, hash sum, and
- * the last row's key as text (NULL when the page is empty).
+ * the key of the row at the offset (the parameter after the limit: the
+ * limit minus one), as text: the last row's key when the page is full,
+ * NULL when it is not (it is the last page).
  */
 void verify_sql_page(strbuf *sql, const verify_sql_table *t, unsigned flags);
 

@@ -103,16 +103,19 @@ test_page(void **state)
 	verify_sql_page(&f->sql, &f->t, VERIFY_SQL_SOURCE | VERIFY_SQL_LOWER);
 	assert_string_equal(
 		f->sql.data,
-		"WITH p AS (SELECT \"Order Id\" AS k1, \"line\" AS k2, " HASH_SOURCE " AS h"
+		"SELECT a.n, a.h, l.* FROM (SELECT count(*) AS n, coalesce(sum(h), 0)::text AS h"
+		" FROM (SELECT " HASH_SOURCE " AS h"
 		" FROM \"public\".\"Line Items\" t WHERE (\"Order Id\", \"line\") > ($1, $2)"
-		" ORDER BY t.\"Order Id\", t.\"line\" LIMIT $3)"
-		" SELECT a.n, a.h, l.* FROM (SELECT count(*) AS n, coalesce(sum(h), 0)::text AS h"
-		" FROM p) a LEFT JOIN (SELECT p.k1::text AS l1, p.k2::text AS l2 FROM p"
-		" ORDER BY p.k1 DESC, p.k2 DESC LIMIT 1) l ON true");
+		" ORDER BY t.\"Order Id\", t.\"line\" LIMIT $3) p) a"
+		" LEFT JOIN (SELECT \"Order Id\"::text, \"line\"::text"
+		" FROM \"public\".\"Line Items\" t WHERE (\"Order Id\", \"line\") > ($1, $2)"
+		" ORDER BY t.\"Order Id\", t.\"line\" OFFSET $4 LIMIT 1) l ON true");
 	strbuf_reset(&f->sql);
-	/* the first page: no bound, the limit is $1 */
-	verify_sql_page(&f->sql, &f->t, VERIFY_SQL_SOURCE);
-	assert_non_null(strstr(f->sql.data, "\"Line Items\" t ORDER BY t.\"Order Id\", t.\"line\" LIMIT $1)"));
+	/* the first page: no bound, the limit is $1 and the offset $2 */
+	verify_sql_page(&f->sql, &f->t, VERIFY_SQL_SOURCE | VERIFY_SQL_UPPER);
+	assert_non_null(strstr(f->sql.data, "\"Line Items\" t ORDER BY t.\"Order Id\", t.\"line\""
+	                                    " LIMIT $1) p) a"));
+	assert_non_null(strstr(f->sql.data, "OFFSET $2 LIMIT 1) l ON true"));
 }
 
 static void
