@@ -103,17 +103,22 @@ verify_side_table(const verify_table *vt, bool source)
 	return t;
 }
 
+/* The builders' flags for q's side; notes plain in q. */
+static unsigned
+query_flags(verify_query *q, char *const *lo, char *const *hi, bool plain)
+{
+	q->plain = plain;
+	return (q->side == PGCONN_SOURCE ? VERIFY_SQL_SOURCE : 0) | (lo ? VERIFY_SQL_LOWER : 0) |
+	       (hi ? VERIFY_SQL_UPPER : 0) | (plain ? VERIFY_SQL_PLAIN : 0);
+}
+
 void
 verify_query_build(verify_query *q, verify_table *vt, verify_sql_builder build, char *const *lo,
                    char *const *hi, bool plain)
 {
-	bool source = q->side == PGCONN_SOURCE;
-	verify_sql_table t = verify_side_table(vt, source);
-	unsigned flags = (source ? VERIFY_SQL_SOURCE : 0) | (lo ? VERIFY_SQL_LOWER : 0) |
-	                 (hi ? VERIFY_SQL_UPPER : 0) | (plain ? VERIFY_SQL_PLAIN : 0);
+	verify_sql_table t = verify_side_table(vt, q->side == PGCONN_SOURCE);
 
-	q->plain = plain;
-	build(&q->sql, &t, flags);
+	build(&q->sql, &t, query_flags(q, lo, hi, plain));
 	param_key(q, lo, vt->nkeys);
 	param_key(q, hi, vt->nkeys);
 }
@@ -514,22 +519,57 @@ read_page(verify_table *vt, char *const *after, bool plain, page *out)
 	return rc;
 }
 
+/* A key range (lo, hi], each bound NULL when open, and when it is being
+ * split, the keys that end its parts (all borrowed). */
+typedef struct range {
+	char *const *lo;
+	char *const *hi;
+	int nsplits;
+	char **const *splits;
+} range;
+
+typedef void (*range_statement)(verify_query *q, verify_table *vt, const range *r, bool plain);
+
+static void
+statement_sum(verify_query *q, verify_table *vt, const range *r, bool plain)
+{
+	verify_query_build(q, vt, verify_sql_range_sum, r->lo, r->hi, plain);
+}
+
+static void
+statement_rows(verify_query *q, verify_table *vt, const range *r, bool plain)
+{
+	verify_query_build(q, vt, verify_sql_rows, r->lo, r->hi, plain);
+}
+
+static void
+statement_parts(verify_query *q, verify_table *vt, const range *r, bool plain)
+{
+	verify_sql_table t = verify_side_table(vt, q->side == PGCONN_SOURCE);
+
+	verify_sql_part_sums(&q->sql, &t, query_flags(q, r->lo, r->hi, plain), r->nsplits);
+	param_key(q, r->lo, vt->nkeys);
+	param_key(q, r->hi, vt->nkeys);
+	for (int i = 0; i < r->nsplits; i++)
+		param_key(q, r->splits[i], vt->nkeys);
+}
+
 /*
- * Runs one kind of statement over (lo, hi] on both sides at once; after a
+ * Runs one kind of statement over a range on both sides at once; after a
  * data exception on either, again as plain text (*plain). On TM_OK the
  * caller reads and clears qs and qt.
  */
 static int
-run_pair(verify_table *vt, verify_sql_builder build, char *const *lo, char *const *hi,
-         bool *plain, verify_query *qs, verify_query *qt)
+run_pair(verify_table *vt, range_statement statement, const range *r, bool *plain,
+         verify_query *qs, verify_query *qt)
 {
 	for (;;) {
 		int rc;
 
 		verify_query_init(qs, vt, true);
 		verify_query_init(qt, vt, false);
-		verify_query_build(qs, vt, build, lo, hi, *plain);
-		verify_query_build(qt, vt, build, lo, hi, *plain);
+		statement(qs, vt, r, *plain);
+		statement(qt, vt, r, *plain);
 		rc = verify_query_run(qs, qt);
 		if (rc != TM_OK || !(qs->data_error || qt->data_error))
 			return rc;
@@ -541,11 +581,10 @@ run_pair(verify_table *vt, verify_sql_builder build, char *const *lo, char *cons
 }
 
 static int
-sum_range(verify_table *vt, char *const *lo, char *const *hi, bool *plain, verify_plan_sum *s,
-          verify_plan_sum *t)
+sum_range(verify_table *vt, const range *r, bool *plain, verify_plan_sum *s, verify_plan_sum *t)
 {
 	verify_query qs, qt;
-	int rc = run_pair(vt, verify_sql_range_sum, lo, hi, plain, &qs, &qt);
+	int rc = run_pair(vt, statement_sum, r, plain, &qs, &qt);
 
 	if (rc == TM_OK)
 		rc = read_sum(vt, &qs, s);
@@ -558,13 +597,47 @@ sum_range(verify_table *vt, char *const *lo, char *const *hi, bool *plain, verif
 	return rc;
 }
 
-/* Reads the rows of (lo, hi] on both sides and notes how they differ. */
+/* Each part's sum from a part sums result. */
 static int
-compare_rows(verify_table *vt, char *const *lo, char *const *hi, bool plain)
+read_part_sums(verify_table *vt, const verify_query *q, int nparts, verify_plan_sum *sums)
+{
+	const PGresult *r = q->res;
+
+	for (int i = 0; i < nparts; i++)
+		if (PQntuples(r) != 1 || PQnfields(r) != 2 * nparts ||
+		    !verify_plan_sum_read(&sums[i], PQgetvalue(r, 0, 2 * i + VERIFY_SQL_COL_ROWS),
+		                          PQgetvalue(r, 0, 2 * i + VERIFY_SQL_COL_HASH))) {
+			log_error("%s: %s: a part sum is not a count and a number",
+			          pgconn_side_name(q->side), vt->what);
+			return TM_EXIT_INTERNAL;
+		}
+	vt->stats.ranges += nparts;
+	return TM_OK;
+}
+
+/* Sums every part of a range being split, on both sides. */
+static int
+sum_parts(verify_table *vt, const range *r, bool *plain, verify_plan_sum *s, verify_plan_sum *t)
+{
+	verify_query qs, qt;
+	int rc = run_pair(vt, statement_parts, r, plain, &qs, &qt);
+
+	if (rc == TM_OK)
+		rc = read_part_sums(vt, &qs, r->nsplits + 1, s);
+	if (rc == TM_OK)
+		rc = read_part_sums(vt, &qt, r->nsplits + 1, t);
+	verify_query_clear(&qs);
+	verify_query_clear(&qt);
+	return rc;
+}
+
+/* Reads the rows of a range on both sides and notes how they differ. */
+static int
+compare_rows(verify_table *vt, const range *r, bool plain)
 {
 	verify_query qs, qt;
 	verify_rows rs, rt;
-	int rc = run_pair(vt, verify_sql_rows, lo, hi, &plain, &qs, &qt);
+	int rc = run_pair(vt, statement_rows, r, &plain, &qs, &qt);
 
 	if (rc == TM_OK) {
 		verify_rows_init(&rs, vt->nkeys, vt->ncols);
@@ -581,61 +654,99 @@ compare_rows(verify_table *vt, char *const *lo, char *const *hi, bool plain)
 	return rc;
 }
 
-/* The key of the row at the step's offset in (lo, hi] on its side; *mid
- * NULL when there is none (the rows moved since they were counted). */
+/* The keys that end the parts of a split (every part_rows-th row of the
+ * step's side, before its last row), new in r->splits; none when the rows
+ * moved since they were counted. */
 static int
-split_key(verify_table *vt, char *const *lo, char *const *hi, const verify_plan_step *step,
-          char ***mid)
+read_splits(verify_table *vt, range *r, const verify_plan_step *step, long long rows)
 {
 	verify_query q;
-	char offset[24];
+	char every[24], before[24];
+	char ***keys;
 	int rc;
 
-	snprintf(offset, sizeof offset, "%lld", step->offset);
+	snprintf(every, sizeof every, "%lld", step->part_rows);
+	snprintf(before, sizeof before, "%lld", rows);
 	verify_query_init(&q, vt, !step->split_on_target);
-	verify_query_build(&q, vt, verify_sql_split, lo, hi, true);
-	verify_query_param(&q, offset);
+	verify_query_build(&q, vt, verify_sql_split, r->lo, r->hi, true);
+	verify_query_param(&q, every);
+	verify_query_param(&q, before);
 	rc = verify_query_run(&q, NULL);
-	*mid = rc == TM_OK && PQntuples(q.res) == 1 ? copy_key(q.res, 0, 0, vt->nkeys) : NULL;
+	if (rc == TM_OK) {
+		keys = xcalloc((size_t) PQntuples(q.res), sizeof(char **));
+		for (int i = 0; i < PQntuples(q.res); i++)
+			keys[i] = copy_key(q.res, i, 0, vt->nkeys);
+		r->nsplits = PQntuples(q.res);
+		r->splits = keys;
+	}
 	verify_query_clear(&q);
 	return rc;
 }
 
-static int bisect(verify_table *vt, char *const *lo, char *const *hi, const verify_plan_sum *s,
+static void
+free_splits(range *r, int nkeys)
+{
+	for (int i = 0; i < r->nsplits; i++)
+		free_strings((char **) r->splits[i], nkeys);
+	free((void *) r->splits);
+	r->splits = NULL;
+	r->nsplits = 0;
+}
+
+static int bisect(verify_table *vt, const range *r, const verify_plan_sum *s,
                   const verify_plan_sum *t, bool plain, int depth);
 
-/* Sums (lo, hi] again (trying converted values first) and bisects it. */
+/* Sums a range again (trying converted values first) and goes on with it:
+ * when its rows moved since they were counted and it could not be split. */
 static int
-sum_and_bisect(verify_table *vt, char *const *lo, char *const *hi, int depth)
+sum_and_bisect(verify_table *vt, const range *r, int depth)
 {
 	verify_plan_sum s, t;
 	bool plain = false;
-	int rc = sum_range(vt, lo, hi, &plain, &s, &t);
+	int rc = sum_range(vt, r, &plain, &s, &t);
 
-	return rc == TM_OK ? bisect(vt, lo, hi, &s, &t, plain, depth) : rc;
+	return rc == TM_OK ? bisect(vt, r, &s, &t, plain, depth) : rc;
+}
+
+/* Sums the parts of a split range and goes on with each. */
+static int
+split_and_bisect(verify_table *vt, range *r, int depth)
+{
+	int nparts = r->nsplits + 1;
+	verify_plan_sum *s = xcalloc((size_t) nparts, sizeof *s);
+	verify_plan_sum *t = xcalloc((size_t) nparts, sizeof *t);
+	bool plain = false;
+	int rc = sum_parts(vt, r, &plain, s, t);
+
+	for (int i = 0; rc == TM_OK && i < nparts; i++) {
+		range part = {i == 0 ? r->lo : r->splits[i - 1], i == r->nsplits ? r->hi : r->splits[i],
+		              0, NULL};
+
+		rc = bisect(vt, &part, &s[i], &t[i], plain, depth);
+	}
+	free(s);
+	free(t);
+	return rc;
 }
 
 static int
-bisect(verify_table *vt, char *const *lo, char *const *hi, const verify_plan_sum *s,
-       const verify_plan_sum *t, bool plain, int depth)
+bisect(verify_table *vt, const range *r, const verify_plan_sum *s, const verify_plan_sum *t,
+       bool plain, int depth)
 {
 	verify_plan_step step = verify_plan_next(s, t, depth, &vt->limits);
-	char **mid = NULL;
+	range split = {r->lo, r->hi, 0, NULL};
 	int rc;
 
 	if (step.action == VERIFY_PLAN_EQUAL)
 		return TM_OK;
 	if (step.action == VERIFY_PLAN_FETCH)
-		return compare_rows(vt, lo, hi, plain);
-	rc = split_key(vt, lo, hi, &step, &mid);
-	if (rc == TM_OK && mid == NULL)
-		rc = sum_and_bisect(vt, lo, hi, depth + 1);
-	else if (rc == TM_OK) {
-		rc = sum_and_bisect(vt, lo, mid, depth + 1);
-		if (rc == TM_OK)
-			rc = sum_and_bisect(vt, mid, hi, depth + 1);
-	}
-	free_strings(mid, vt->nkeys);
+		return compare_rows(vt, r, plain);
+	rc = read_splits(vt, &split, &step, step.split_on_target ? t->rows : s->rows);
+	if (rc == TM_OK && split.nsplits == 0)
+		rc = sum_and_bisect(vt, r, depth + 1);
+	else if (rc == TM_OK)
+		rc = split_and_bisect(vt, &split, depth + 1);
+	free_splits(&split, vt->nkeys);
 	return rc;
 }
 
@@ -659,8 +770,10 @@ pass_step(verify_table *vt, char *const *prev, char *const *hi, page *cur, page 
 	if (rc == TM_OK && hi != NULL)
 		rc = qs.data_error ? read_page(vt, hi, true, next) : page_result(vt, &qs, next);
 	if (rc == TM_OK && qt.data_error) {
+		range r = {prev, hi, 0, NULL};
+
 		cur->plain = true;
-		rc = sum_range(vt, prev, hi, &cur->plain, &cur->sum, tsum);
+		rc = sum_range(vt, &r, &cur->plain, &cur->sum, tsum);
 	} else if (rc == TM_OK) {
 		rc = read_sum(vt, &qt, tsum);
 		vt->stats.ranges++;
@@ -681,12 +794,13 @@ verify_table_pass(verify_table *vt)
 
 	while (rc == TM_OK) {
 		char *const *hi = cur.last;
+		range r = {prev, hi, 0, NULL};
 		verify_plan_sum tsum;
 
 		rc = pass_step(vt, prev, hi, &cur, &next, &tsum);
 		if (rc == TM_OK) {
 			vt->stats.target_rows += tsum.rows;
-			rc = bisect(vt, prev, hi, &cur.sum, &tsum, cur.plain, 0);
+			rc = bisect(vt, &r, &cur.sum, &tsum, cur.plain, 0);
 		}
 		if (hi == NULL)
 			break;

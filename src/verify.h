@@ -10,9 +10,10 @@
  * (previous last key, this page's last key], the last page without an upper
  * bound so that target rows after the source's last key count as extra.
  * The target's range is summed while the source reads its next page. A
- * range whose sums differ is bisected (core/verify_plan.h) until its rows
- * are few enough to be read from both sides and compared one by one
- * (core/verify_diff.h). What that finds is a candidate.
+ * range whose sums differ is split into parts (core/verify_plan.h), all
+ * summed by one statement per side, and the parts that differ again, until
+ * the rows of a part are few enough to be read from both sides and
+ * compared one by one (core/verify_diff.h). What that finds is a candidate.
  *
  * The re-check: the target lags the source, so a candidate may be a change
  * in flight. Candidates are read again by key, on the source first, then on

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const verify_plan_limits verify_plan_default_limits = {32, 10000, 64};
+const verify_plan_limits verify_plan_default_limits = {32, 10000, 64, 16};
 
 /* An optional minus sign, then digits only. */
 static bool
@@ -48,12 +48,12 @@ verify_plan_next(const verify_plan_sum *source, const verify_plan_sum *target, i
 	if (verify_plan_sum_equal(source, target))
 		return step;
 	if (most <= limits->leaf_rows || (least == 0 && most <= limits->one_sided_rows) ||
-	    depth >= limits->max_depth || most < 2) {
+	    depth >= limits->max_depth || most < 2 || limits->fanout < 2) {
 		step.action = VERIFY_PLAN_FETCH;
 		return step;
 	}
 	step.action = VERIFY_PLAN_SPLIT;
 	step.split_on_target = target->rows > source->rows;
-	step.offset = most / 2 - 1;
+	step.part_rows = (most + limits->fanout - 1) / limits->fanout;
 	return step;
 }

@@ -182,16 +182,52 @@ verify_sql_range_sum(strbuf *sql, const verify_sql_table *t, unsigned flags)
 	append_from_where(sql, t, flags);
 }
 
+/* The keys and row numbers are named k1..kn and rn inside: no column
+ * name can clash with them. */
 void
 verify_sql_split(strbuf *sql, const verify_sql_table *t, unsigned flags)
 {
 	int n;
 
 	strbuf_append(sql, "SELECT ");
-	append_keys(sql, t, "", "::text");
+	for (int i = 0; i < t->nkeys; i++)
+		strbuf_appendf(sql, "%sx.k%d::text", i > 0 ? ", " : "", i + 1);
+	strbuf_append(sql, " FROM (SELECT ");
+	for (int i = 0; i < t->nkeys; i++) {
+		strbuf_append_ident(sql, t->keys[i]);
+		strbuf_appendf(sql, " AS k%d, ", i + 1);
+	}
+	strbuf_append(sql, "row_number() OVER (ORDER BY ");
+	append_keys(sql, t, "t.", "");
+	strbuf_append(sql, ") AS rn");
 	n = append_from_where(sql, t, flags);
-	append_order_by(sql, t);
-	strbuf_appendf(sql, " OFFSET $%d LIMIT 1", n + 1);
+	strbuf_appendf(sql, ") x WHERE x.rn %% $%d = 0 AND x.rn < $%d ORDER BY x.rn", n + 1, n + 2);
+}
+
+/* One row of filtered aggregates over the rows numbered by part: one scan
+ * in key order, where GROUP BY would sort the rows by part first. */
+void
+verify_sql_part_sums(strbuf *sql, const verify_sql_table *t, unsigned flags, int nsplits)
+{
+	int first = ((flags & VERIFY_SQL_LOWER) ? t->nkeys : 0) +
+	            ((flags & VERIFY_SQL_UPPER) ? t->nkeys : 0) + 1;
+
+	strbuf_append(sql, "SELECT ");
+	for (int i = 0; i <= nsplits; i++)
+		strbuf_appendf(sql, "%scount(*) FILTER (WHERE p.b = %d),"
+		               " coalesce(sum(p.h) FILTER (WHERE p.b = %d), 0)::text",
+		               i > 0 ? ", " : "", i, i);
+	strbuf_append(sql, " FROM (SELECT CASE");
+	for (int i = 0; i < nsplits; i++) {
+		strbuf_append(sql, " WHEN ");
+		append_key_compare(sql, t, "<=", first + i * t->nkeys);
+		strbuf_appendf(sql, " THEN %d", i);
+	}
+	strbuf_appendf(sql, " ELSE %d END AS b, ", nsplits);
+	append_row_hash(sql, t, flags);
+	strbuf_append(sql, " AS h");
+	append_from_where(sql, t, flags);
+	strbuf_append(sql, ") p");
 }
 
 static void

@@ -70,7 +70,8 @@ typedef struct verify_sql_table {
 #define VERIFY_SQL_UPPER  0x04 /* key <= upper bound: nkeys parameters, after the lower */
 #define VERIFY_SQL_PLAIN  0x08 /* every column by its own text (the fallback) */
 
-/* Result columns of verify_sql_page and verify_sql_range_sum. */
+/* Result columns of verify_sql_page and verify_sql_range_sum (and of each
+ * part of verify_sql_part_sums, from 2 * part). */
 #define VERIFY_SQL_COL_ROWS 0
 #define VERIFY_SQL_COL_HASH 1
 #define VERIFY_SQL_COL_LAST_KEY 2
@@ -87,9 +88,16 @@ void verify_sql_page(strbuf *sql, const verify_sql_table *t, unsigned flags);
 /* The rows within the bounds: one row, count and hash sum. */
 void verify_sql_range_sum(strbuf *sql, const verify_sql_table *t, unsigned flags);
 
-/* The key, as text, of the row at an offset (the parameter after the
- * bounds) within the bounds in key order: zero or one row. */
+/* The keys, as text, that end parts of a split: of the rows within the
+ * bounds in key order, every n-th (n: the parameter after the bounds)
+ * before the m-th (the next parameter): zero or more rows, in key order. */
 void verify_sql_split(strbuf *sql, const verify_sql_table *t, unsigned flags);
+
+/* The rows within the bounds summed per part, the parts ending at nsplits
+ * >= 1 keys (nsplits * nkeys parameters after the bounds, in key order):
+ * one row, the count and hash sum of each part in turn (nsplits + 1 parts,
+ * the last up to the upper bound). */
+void verify_sql_part_sums(strbuf *sql, const verify_sql_table *t, unsigned flags, int nsplits);
 
 /* The rows within the bounds in key order: the key columns as text (each
  * side's own spelling, for parameters), then the compared texts of every

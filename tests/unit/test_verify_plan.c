@@ -1,7 +1,7 @@
 /*
- * test_verify_plan.c: the range bisection: equal sums end a range, small
- * ranges and one-sided ranges are read, others split at the middle row of
- * the side with more rows, and a live source cannot make it split forever.
+ * test_verify_plan.c: the range splitting: equal sums end a range, small
+ * ranges and one-sided ranges are read, others are split into parts of the
+ * side with more rows, and a live source cannot make it split forever.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,35 +68,48 @@ test_equal_and_fetch(void **state)
 	st = next(0, "0", 10001, "5", 0);
 	assert_int_equal(st.action, VERIFY_PLAN_SPLIT);
 	assert_true(st.split_on_target);
-	assert_int_equal(st.offset, 4999);
+	assert_int_equal(st.part_rows, 626);
 	/* too deep: read, whatever the counts */
 	assert_int_equal(next(5000, "1", 5000, "2", 64).action, VERIFY_PLAN_FETCH);
 }
 
 static void
-test_split_side_and_offset(void **state)
+test_split_side_and_parts(void **state)
 {
+	verify_plan_limits halves = verify_plan_default_limits;
+	verify_plan_sum a = sum(33, "1"), b = sum(40, "2");
 	verify_plan_step st;
 
 	(void) state;
 	st = next(10000, "1", 10000, "2", 0);
 	assert_int_equal(st.action, VERIFY_PLAN_SPLIT);
 	assert_false(st.split_on_target);
-	assert_int_equal(st.offset, 4999);   /* halves of 5000 and 5000 */
+	assert_int_equal(st.part_rows, 625);   /* 16 parts of 625 */
 	st = next(33, "1", 40, "2", 1);
 	assert_true(st.split_on_target);
-	assert_int_equal(st.offset, 19);     /* the 20th of 40 target rows ends the first half */
+	assert_int_equal(st.part_rows, 3);     /* 14 parts: 13 of 3 target rows, then 1 */
 	st = next(33, "1", 30, "2", 1);
 	assert_false(st.split_on_target);
-	assert_int_equal(st.offset, 15);     /* 16 and 17 */
+	assert_int_equal(st.part_rows, 3);
+	/* a fanout of 2: halves */
+	halves.fanout = 2;
+	st = verify_plan_next(&a, &b, 0, &halves);
+	assert_int_equal(st.part_rows, 20);
+	a = sum(33, "1");
+	b = sum(2, "2");
+	halves.leaf_rows = 1;
+	st = verify_plan_next(&b, &b, 0, &halves);
+	assert_int_equal(st.action, VERIFY_PLAN_EQUAL);
+	st = verify_plan_next(&b, &a, 0, &halves);
+	assert_int_equal(st.part_rows, 17);
 }
 
-/* Bisecting a page with one changed row: every level halves the range, the
- * number of ranges summed is about 2 log2(page / leaf). */
+/* A page with one changed row: every level cuts the range 16-fold; the
+ * rows summed on each side are about 1.07 pages in all. */
 static void
 test_depth_of_one_difference(void **state)
 {
-	long long rows = 10000;
+	long long rows = 10000, summed = 0;
 	int depth = 0;
 	verify_plan_step st;
 
@@ -105,12 +118,14 @@ test_depth_of_one_difference(void **state)
 		st = next(rows, "1", rows, "2", depth);
 		if (st.action != VERIFY_PLAN_SPLIT)
 			break;
-		rows = st.offset + 1 > rows - st.offset - 1 ? st.offset + 1 : rows - st.offset - 1;
+		summed += rows;
+		rows = st.part_rows;
 		depth++;
 	}
 	assert_int_equal(st.action, VERIFY_PLAN_FETCH);
-	assert_true(rows <= 32);
-	assert_int_equal(depth, 9);
+	assert_int_equal(rows, 3);
+	assert_int_equal(depth, 3);
+	assert_int_equal(summed, 10000 + 625 + 40);
 }
 
 int
@@ -119,7 +134,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sum_read),
 		cmocka_unit_test(test_equal_and_fetch),
-		cmocka_unit_test(test_split_side_and_offset),
+		cmocka_unit_test(test_split_side_and_parts),
 		cmocka_unit_test(test_depth_of_one_difference),
 	};
 

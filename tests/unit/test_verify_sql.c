@@ -147,9 +147,11 @@ test_split_rows_lookup(void **state)
 
 	verify_sql_split(&f->sql, &f->t, VERIFY_SQL_LOWER | VERIFY_SQL_UPPER);
 	assert_string_equal(f->sql.data,
-	                    "SELECT \"Order Id\"::text, \"line\"::text FROM \"public\".\"Line Items\" t"
-	                    " WHERE (\"Order Id\", \"line\") > ($1, $2) AND (\"Order Id\", \"line\") <= ($3, $4)"
-	                    " ORDER BY t.\"Order Id\", t.\"line\" OFFSET $5 LIMIT 1");
+	                    "SELECT x.k1::text, x.k2::text FROM (SELECT \"Order Id\" AS k1, \"line\" AS k2,"
+	                    " row_number() OVER (ORDER BY t.\"Order Id\", t.\"line\") AS rn"
+	                    " FROM \"public\".\"Line Items\" t"
+	                    " WHERE (\"Order Id\", \"line\") > ($1, $2) AND (\"Order Id\", \"line\") <= ($3, $4))"
+	                    " x WHERE x.rn % $5 = 0 AND x.rn < $6 ORDER BY x.rn");
 	strbuf_reset(&f->sql);
 	verify_sql_rows(&f->sql, &f->t, VERIFY_SQL_SOURCE | VERIFY_SQL_LOWER);
 	assert_string_equal(f->sql.data,
@@ -163,6 +165,24 @@ test_split_rows_lookup(void **state)
 	                    " \"amount\"::text FROM \"public\".\"Line Items\" t"
 	                    " WHERE (\"Order Id\", \"line\") IN (($1, $2), ($3, $4))"
 	                    " ORDER BY t.\"Order Id\", t.\"line\"");
+}
+
+/* Parts ending at two keys after the lower bound: three parts, summed in
+ * one scan; their keys are the parameters after the bound. */
+static void
+test_part_sums(void **state)
+{
+	fixture *f = *state;
+
+	verify_sql_part_sums(&f->sql, &f->t, VERIFY_SQL_SOURCE | VERIFY_SQL_LOWER, 2);
+	assert_string_equal(f->sql.data,
+	                    "SELECT count(*) FILTER (WHERE p.b = 0), coalesce(sum(p.h) FILTER (WHERE p.b = 0), 0)::text,"
+	                    " count(*) FILTER (WHERE p.b = 1), coalesce(sum(p.h) FILTER (WHERE p.b = 1), 0)::text,"
+	                    " count(*) FILTER (WHERE p.b = 2), coalesce(sum(p.h) FILTER (WHERE p.b = 2), 0)::text"
+	                    " FROM (SELECT CASE WHEN (\"Order Id\", \"line\") <= ($3, $4) THEN 0"
+	                    " WHEN (\"Order Id\", \"line\") <= ($5, $6) THEN 1 ELSE 2 END AS b, "
+	                    HASH_SOURCE " AS h FROM \"public\".\"Line Items\" t"
+	                    " WHERE (\"Order Id\", \"line\") > ($1, $2)) p");
 }
 
 /* One key: no row constructors; names that need quoting stay names. */
@@ -193,6 +213,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_page, fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_range_sum_both_sides, fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_split_rows_lookup, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_part_sums, fixture_setup, fixture_teardown),
 		cmocka_unit_test(test_one_key_awkward_names),
 	};
 
