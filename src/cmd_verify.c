@@ -19,6 +19,7 @@
 #include "pgconn.h"
 #include "report.h"
 #include "verify.h"
+#include "xalloc.h"
 
 /* Longest wait for the target to catch up, over all re-check rounds. */
 #define CATCH_UP_SECONDS 30.0
@@ -122,9 +123,7 @@ load_tables(verify_run *run)
 
 	if (run->o->ntables == 0)
 		return catalog_load_tables(run->catalog, run->o->slot, &run->tables, &run->ntables);
-	run->tables = calloc((size_t) run->o->ntables, sizeof(catalog_table));
-	if (run->tables == NULL)
-		abort();
+	run->tables = xcalloc((size_t) run->o->ntables, sizeof(catalog_table));
 	for (int i = 0; rc == TM_OK && i < run->o->ntables; i++) {
 		rc = load_named(run, run->o->tables[i], &run->tables[i]);
 		if (rc == TM_OK)
@@ -173,9 +172,7 @@ compare_all(verify_run *run)
 {
 	int rc = TM_OK;
 
-	run->compared = calloc((size_t) run->ntables + 1, sizeof(verify_table *));
-	if (run->compared == NULL)
-		abort();
+	run->compared = xcalloc((size_t) run->ntables, sizeof(verify_table *));
 	for (int i = 0; rc == TM_OK && i < run->ntables; i++) {
 		if (strcmp(run->tables[i].state, "streaming") != 0)
 			rc = skip(run, &run->tables[i]);

@@ -12,26 +12,7 @@
 #include "log.h"
 #include "source_query.h"
 #include "verify_int.h"
-
-static char *
-xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-static void *
-xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n > 0 ? n : 1, size);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
+#include "xalloc.h"
 
 static void
 free_strings(char **arr, int n)
@@ -79,9 +60,7 @@ verify_query_param(verify_query *q, const char *value)
 {
 	if (q->nparams == q->cap) {
 		q->cap = q->cap ? q->cap * 2 : 8;
-		q->params = realloc(q->params, sizeof(char *) * (size_t) q->cap);
-		if (q->params == NULL)
-			abort();
+		q->params = xrealloc(q->params, sizeof(char *) * (size_t) q->cap);
 	}
 	q->params[q->nparams++] = value;
 }

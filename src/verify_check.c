@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "verify_int.h"
+#include "xalloc.h"
 
 struct verify_batch {
 	int first;           /* the candidates vt->diffs.items[first .. first + count) */
@@ -32,9 +33,7 @@ batch_add(verify_table *vt, int first, int count, bool plain)
 {
 	verify_batch *b;
 
-	vt->batches = realloc(vt->batches, sizeof(verify_batch) * (size_t) (vt->nbatches + 1));
-	if (vt->batches == NULL)
-		abort();
+	vt->batches = xrealloc(vt->batches, sizeof(verify_batch) * (size_t) (vt->nbatches + 1));
 	b = &vt->batches[vt->nbatches++];
 	b->first = first;
 	b->count = count;

@@ -4,27 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *
-xrealloc(void *p, size_t size)
-{
-	p = realloc(p, size);
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-static char *
-xstrdup_or_null(const char *s)
-{
-	char *p;
-
-	if (s == NULL)
-		return NULL;
-	p = strdup(s);
-	if (p == NULL)
-		abort();
-	return p;
-}
+#include "xalloc.h"
 
 /* ---- rows ---- */
 
@@ -46,7 +26,7 @@ verify_rows_add(verify_rows *r, const char *const *cells)
 		r->cells = xrealloc(r->cells, sizeof(char *) * (size_t) r->cap * (size_t) width);
 	}
 	for (int i = 0; i < width; i++)
-		r->cells[(size_t) r->nrows * (size_t) width + (size_t) i] = xstrdup_or_null(cells[i]);
+		r->cells[(size_t) r->nrows * (size_t) width + (size_t) i] = xstrdup(cells[i]);
 	r->nrows++;
 }
 
@@ -111,9 +91,9 @@ diffs_add(verify_diffs *d, verify_diff_kind kind, char *const *key)
 	x = &d->items[d->n++];
 	memset(x, 0, sizeof *x);
 	x->kind = kind;
-	x->key = xrealloc(NULL, sizeof(char *) * (size_t) (d->nkeys > 0 ? d->nkeys : 1));
+	x->key = xcalloc((size_t) d->nkeys, sizeof(char *));
 	for (int i = 0; i < d->nkeys; i++)
-		x->key[i] = xstrdup_or_null(key[i]);
+		x->key[i] = xstrdup(key[i]);
 	return x;
 }
 
@@ -122,8 +102,8 @@ diff_add_value(verify_diff *x, int col, const char *source, const char *target)
 {
 	x->values = xrealloc(x->values, sizeof(verify_diff_value) * (size_t) (x->nvalues + 1));
 	x->values[x->nvalues].col = col;
-	x->values[x->nvalues].source = xstrdup_or_null(source);
-	x->values[x->nvalues].target = xstrdup_or_null(target);
+	x->values[x->nvalues].source = xstrdup(source);
+	x->values[x->nvalues].target = xstrdup(target);
 	x->nvalues++;
 }
 
@@ -171,12 +151,10 @@ void
 verify_diffs_unique(verify_diffs *d)
 {
 	int n = d->n;
-	keyed *k = xrealloc(NULL, sizeof(keyed) * (size_t) (n + 1));
-	bool *dup = calloc((size_t) n + 1, sizeof(bool));
+	keyed *k = xcalloc((size_t) n, sizeof(keyed));
+	bool *dup = xcalloc((size_t) n, sizeof(bool));
 	int kept = 0;
 
-	if (dup == NULL)
-		abort();
 	for (int i = 0; i < n; i++) {
 		k[i].joined = join_key(d->items[i].key, NULL, d->nkeys);
 		k[i].index = i;
@@ -201,7 +179,7 @@ verify_diffs_unique(verify_diffs *d)
 static keyed *
 index_rows(const verify_rows *r, const int *key_idx)
 {
-	keyed *k = xrealloc(NULL, sizeof(keyed) * (size_t) (r->nrows + 1));
+	keyed *k = xcalloc((size_t) r->nrows, sizeof(keyed));
 
 	for (int i = 0; i < r->nrows; i++) {
 		k[i].joined = join_key(verify_rows_row(r, i) + r->nkeys, key_idx, r->nkeys);
@@ -272,12 +250,10 @@ verify_diff_rows(const verify_rows *source, const verify_rows *target, const int
                  verify_diffs *out)
 {
 	keyed *index = index_rows(target, key_idx);
-	int *match = xrealloc(NULL, sizeof(int) * (size_t) (source->nrows + 1));
-	bool *matched = calloc((size_t) target->nrows + 1, sizeof(bool));
+	int *match = xcalloc((size_t) source->nrows, sizeof(int));
+	bool *matched = xcalloc((size_t) target->nrows, sizeof(bool));
 	int next = 0;
 
-	if (matched == NULL)
-		abort();
 	for (int i = 0; i < source->nrows; i++) {
 		match[i] = find_row(index, target->nrows, verify_rows_row(source, i), source->nkeys,
 		                    key_idx);

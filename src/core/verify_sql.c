@@ -5,6 +5,7 @@
 
 #include "cast.h"
 #include "sqltype.h"
+#include "xalloc.h"
 
 static char *
 render(const sqltype *t)
@@ -29,9 +30,7 @@ verify_sql_column_init(verify_sql_column *c, const char *name, const char *sourc
 	sqltype s, t, common;
 	tm_error err;
 
-	c->name = strdup(name);
-	if (c->name == NULL)
-		abort();
+	c->name = xstrdup(name);
 	c->mode = VERIFY_SQL_TEXT;
 	c->type = NULL;
 	if (strcmp(source_type, target_type) == 0 || sqltype_parse(source_type, &s, &err) != 0 ||

@@ -16,31 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
 #include "tm_fixture.h"
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static void
-setup_tables(tm_env *e, const char *t1, const char *t2)
-{
-	char *out = NULL;
-	int rc = t2 ? tm_run(e, 60, &out, "setup", "--table", t1, "--table", t2, NULL)
-	            : tm_run(e, 60, &out, "setup", "--table", t1, NULL);
-
-	if (rc != 0)
-		fail_msg("setup exited %d:\n%s", rc, out);
-	free(out);
-}
 
 /* Lines of the output that name a differing key. */
 static int
@@ -76,7 +55,7 @@ test_copied_table_is_equal(void **state)
 	                  " CASE WHEN g %% 10 = 0 THEN NULL ELSE 'n' || g END,"
 	                  " '2024-01-01'::timestamptz + g * interval '1 minute', ARRAY['a', g::text]"
 	                  " FROM generate_series(1, 25000) g");
-	setup_tables(e, "orders", NULL);
+	tm_setup_table(e, "orders");
 	tm_catch_up(e, 120);
 	rc = tm_run(e, 120, &out, "verify", "--chunk-rows", "3000", NULL);
 	if (rc != 0)
@@ -100,7 +79,7 @@ line_items(const char *name)
 	                  " \"Line No\"));"
 	                  "INSERT INTO \"Line Items\" SELECT g / 4, g %% 4, g %% 13, (g %% 1000) / 10.0"
 	                  " FROM generate_series(0, 19999) g");
-	setup_tables(e, "public.\"Line Items\"", NULL);
+	tm_setup_table(e, "public.\"Line Items\"");
 	tm_catch_up(e, 120);
 	/* on the target: one row changed, one deleted, one extra */
 	pgtest_exec(e->t, "UPDATE \"Line Items\" SET qty = 99, \"Unit Price\" = NULL"
@@ -194,13 +173,11 @@ test_equal_while_streaming(void **state)
 	pgtest_exec(e->s, "CREATE TABLE orders (id bigserial PRIMARY KEY, status text NOT NULL,"
 	                  " amount numeric(12,2));"
 	                  "INSERT INTO orders (status, amount) SELECT 'new', g FROM generate_series(1, 20000) g");
-	setup_tables(e, "orders", NULL);
+	tm_setup_table(e, "orders");
 	tm_catch_up(e, 120);
-	run = tm_spawn(e, "run", NULL);
-	if (!pgtest_proc_wait_output(run, "streaming from slot", 60))
-		fail_msg("run did not start:\n%s", pgtest_proc_output(run));
+	run = tm_start_run(e, NULL);
 	w = pgtest_workload_start(e->src, orders_step, NULL);
-	sleep_ms(500);
+	tm_sleep_ms(500);
 	for (int round = 0; round < 2; round++)
 		rechecked += verify_under_load(e, w);
 	/* the pass did meet changes in flight, and the re-checks cleared them */
@@ -224,7 +201,7 @@ test_widened_and_dropped_columns(void **state)
 	pgtest_exec(e->s, "CREATE TABLE w (id int PRIMARY KEY, price integer, legacy text,"
 	                  " label varchar(10));"
 	                  "INSERT INTO w SELECT g, g, 'old', 'l' || g FROM generate_series(1, 3000) g");
-	setup_tables(e, "w", NULL);
+	tm_setup_table(e, "w");
 	tm_catch_up(e, 120);
 	/* the target holds wider types (as after a narrowing the widen policy kept) */
 	pgtest_exec(e->t, "ALTER TABLE w ALTER COLUMN price TYPE numeric(12,2),"
@@ -261,7 +238,7 @@ test_not_replicated_and_unfinished(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE b (id int PRIMARY KEY);"
 	                  "INSERT INTO a VALUES (1); INSERT INTO b VALUES (1)");
-	setup_tables(e, "a", NULL);
+	tm_setup_table(e, "a");
 	rc = tm_run(e, 60, &out, "verify", "--table", "public.b", NULL);
 	assert_int_equal(rc, 3);
 	assert_contains(out, "table public.b is not replicated through slot \"tm_vnames\"");

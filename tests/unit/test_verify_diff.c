@@ -46,38 +46,63 @@ assert_line(const verify_diff *d, const char *expected)
 	free(l);
 }
 
+/* Source rows, target rows and the differences found: one key, three
+ * compared columns. */
+typedef struct fixture {
+	verify_rows s;
+	verify_rows t;
+	verify_diffs d;
+} fixture;
+
+static int
+fixture_setup(void **state)
+{
+	fixture *f = calloc(1, sizeof *f);
+
+	verify_rows_init(&f->s, 1, 3);
+	verify_rows_init(&f->t, 1, 3);
+	verify_diffs_init(&f->d, 1);
+	*state = f;
+	return 0;
+}
+
+static int
+fixture_teardown(void **state)
+{
+	fixture *f = *state;
+
+	verify_diffs_clear(&f->d);
+	verify_rows_clear(&f->s);
+	verify_rows_clear(&f->t);
+	free(f);
+	return 0;
+}
+
 static void
 test_missing_extra_values(void **state)
 {
-	verify_rows s, t;
-	verify_diffs d;
+	fixture *f = *state;
+	verify_diffs *d = &f->d;
 
-	(void) state;
-	verify_rows_init(&s, 1, 3);
-	verify_rows_init(&t, 1, 3);
-	verify_diffs_init(&d, 1);
-	add(&s, "1", "1", "paid", "5.00");
-	add(&s, "2", "2", "new", "1.00");    /* missing */
-	add(&s, "4", "4", "paid", NULL);
-	add(&s, "5", "5", "new", "2.00");
-	add(&t, "1", "1", "paid", "5.00");
-	add(&t, "3", "3", "new", "1.00");    /* extra, before 4 */
-	add(&t, "4", "4", "new", "0.00");    /* both columns differ, one is NULL */
-	add(&t, "5", "5", "new", "2.00");
-	add(&t, "6", "6", "x", "1.00");      /* extra, at the end */
-	verify_diff_rows(&s, &t, key_idx, &d);
-	assert_int_equal(d.n, 4);
-	assert_line(&d.items[0], "public.orders key (id)=(2): missing on the target");
-	assert_line(&d.items[1], "public.orders key (id)=(3): extra on the target");
-	assert_line(&d.items[2], "public.orders key (id)=(4): values differ: status source 'paid'"
-	                         " target 'new', amount source NULL target '0.00'");
-	assert_line(&d.items[3], "public.orders key (id)=(6): extra on the target");
-	assert_int_equal(d.items[2].nvalues, 2);
-	assert_int_equal(d.items[2].values[1].col, 2);
-	assert_null(d.items[2].values[1].source);
-	verify_diffs_clear(&d);
-	verify_rows_clear(&s);
-	verify_rows_clear(&t);
+	add(&f->s, "1", "1", "paid", "5.00");
+	add(&f->s, "2", "2", "new", "1.00");    /* missing */
+	add(&f->s, "4", "4", "paid", NULL);
+	add(&f->s, "5", "5", "new", "2.00");
+	add(&f->t, "1", "1", "paid", "5.00");
+	add(&f->t, "3", "3", "new", "1.00");    /* extra, before 4 */
+	add(&f->t, "4", "4", "new", "0.00");    /* both columns differ, one is NULL */
+	add(&f->t, "5", "5", "new", "2.00");
+	add(&f->t, "6", "6", "x", "1.00");      /* extra, at the end */
+	verify_diff_rows(&f->s, &f->t, key_idx, d);
+	assert_int_equal(d->n, 4);
+	assert_line(&d->items[0], "public.orders key (id)=(2): missing on the target");
+	assert_line(&d->items[1], "public.orders key (id)=(3): extra on the target");
+	assert_line(&d->items[2], "public.orders key (id)=(4): values differ: status source 'paid'"
+	                          " target 'new', amount source NULL target '0.00'");
+	assert_line(&d->items[3], "public.orders key (id)=(6): extra on the target");
+	assert_int_equal(d->items[2].nvalues, 2);
+	assert_int_equal(d->items[2].values[1].col, 2);
+	assert_null(d->items[2].values[1].source);
 }
 
 /* Rows match by the compared key text: the source's raw key "5" and the
@@ -85,80 +110,62 @@ test_missing_extra_values(void **state)
 static void
 test_match_by_compared_key(void **state)
 {
-	verify_rows s, t;
-	verify_diffs d;
+	fixture *f = *state;
+	verify_diffs *d = &f->d;
 
-	(void) state;
-	verify_rows_init(&s, 1, 3);
-	verify_rows_init(&t, 1, 3);
-	verify_diffs_init(&d, 1);
-	add(&s, "5", "5.00", "a", "1");
-	add(&t, "5.00", "5.00", "a", "1");
-	add(&t, "7.50", "7.50", "a", "1");
-	verify_diff_rows(&s, &t, key_idx, &d);
-	assert_int_equal(d.n, 1);
-	assert_int_equal(d.items[0].kind, VERIFY_DIFF_EXTRA);
-	assert_string_equal(d.items[0].key[0], "7.50");
-	verify_diffs_clear(&d);
+	add(&f->s, "5", "5.00", "a", "1");
+	add(&f->t, "5.00", "5.00", "a", "1");
+	add(&f->t, "7.50", "7.50", "a", "1");
+	verify_diff_rows(&f->s, &f->t, key_idx, d);
+	assert_int_equal(d->n, 1);
+	assert_int_equal(d->items[0].kind, VERIFY_DIFF_EXTRA);
+	assert_string_equal(d->items[0].key[0], "7.50");
+	verify_diffs_clear(d);
 	/* no rows at all, or equal rows: nothing */
-	verify_diff_rows(&s, &s, key_idx, &d);
-	assert_int_equal(d.n, 0);
-	verify_rows_clear(&s);
-	verify_rows_clear(&t);
-	verify_diff_rows(&s, &t, key_idx, &d);
-	assert_int_equal(d.n, 0);
+	verify_diff_rows(&f->s, &f->s, key_idx, d);
+	assert_int_equal(d->n, 0);
+	verify_rows_clear(&f->s);
+	verify_rows_clear(&f->t);
+	verify_diff_rows(&f->s, &f->t, key_idx, d);
+	assert_int_equal(d->n, 0);
 }
 
 /* Many rows on one side only: all of them, in order. */
 static void
 test_one_sided(void **state)
 {
-	verify_rows s, t;
-	verify_diffs d;
+	fixture *f = *state;
 	char k[16];
 
-	(void) state;
-	verify_rows_init(&s, 1, 3);
-	verify_rows_init(&t, 1, 3);
-	verify_diffs_init(&d, 1);
 	for (int i = 0; i < 5000; i++) {
 		snprintf(k, sizeof k, "%d", i);
-		add(&t, k, k, "s", "1");
+		add(&f->t, k, k, "s", "1");
 	}
-	verify_diff_rows(&s, &t, key_idx, &d);
-	assert_int_equal(d.n, 5000);
-	assert_string_equal(d.items[4999].key[0], "4999");
-	assert_int_equal(d.items[4999].kind, VERIFY_DIFF_EXTRA);
-	verify_diffs_clear(&d);
-	verify_rows_clear(&t);
+	verify_diff_rows(&f->s, &f->t, key_idx, &f->d);
+	assert_int_equal(f->d.n, 5000);
+	assert_string_equal(f->d.items[4999].key[0], "4999");
+	assert_int_equal(f->d.items[4999].kind, VERIFY_DIFF_EXTRA);
 }
 
 static void
 test_unique(void **state)
 {
-	verify_rows s, t;
-	verify_diffs d;
+	fixture *f = *state;
+	verify_diffs *d = &f->d;
 
-	(void) state;
-	verify_rows_init(&s, 1, 3);
-	verify_rows_init(&t, 1, 3);
-	verify_diffs_init(&d, 1);
-	add(&s, "9", "9", "a", "1");
-	add(&s, "1", "1", "a", "1");
-	verify_diff_rows(&s, &t, key_idx, &d);   /* 9, 1 missing */
-	verify_diff_rows(&t, &s, key_idx, &d);   /* 9, 1 extra */
-	add(&t, "2", "2", "a", "1");
-	verify_diff_rows(&t, &s, key_idx, &d);   /* 2 missing, 9, 1 extra */
-	assert_int_equal(d.n, 7);
-	verify_diffs_unique(&d);
-	assert_int_equal(d.n, 3);
-	assert_string_equal(d.items[0].key[0], "9");
-	assert_int_equal(d.items[0].kind, VERIFY_DIFF_MISSING);
-	assert_string_equal(d.items[1].key[0], "1");
-	assert_string_equal(d.items[2].key[0], "2");
-	verify_diffs_clear(&d);
-	verify_rows_clear(&s);
-	verify_rows_clear(&t);
+	add(&f->s, "9", "9", "a", "1");
+	add(&f->s, "1", "1", "a", "1");
+	verify_diff_rows(&f->s, &f->t, key_idx, d);   /* 9, 1 missing */
+	verify_diff_rows(&f->t, &f->s, key_idx, d);   /* 9, 1 extra */
+	add(&f->t, "2", "2", "a", "1");
+	verify_diff_rows(&f->t, &f->s, key_idx, d);   /* 2 missing, 9, 1 extra */
+	assert_int_equal(d->n, 7);
+	verify_diffs_unique(d);
+	assert_int_equal(d->n, 3);
+	assert_string_equal(d->items[0].key[0], "9");
+	assert_int_equal(d->items[0].kind, VERIFY_DIFF_MISSING);
+	assert_string_equal(d->items[1].key[0], "1");
+	assert_string_equal(d->items[2].key[0], "2");
 }
 
 static void
@@ -188,10 +195,11 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_missing_extra_values),
-		cmocka_unit_test(test_match_by_compared_key),
-		cmocka_unit_test(test_one_sided),
-		cmocka_unit_test(test_unique),
+		cmocka_unit_test_setup_teardown(test_missing_extra_values, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_match_by_compared_key, fixture_setup,
+		                                fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_one_sided, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_unique, fixture_setup, fixture_teardown),
 		cmocka_unit_test(test_format_values),
 	};
 
