@@ -77,7 +77,8 @@ verify_side_table(const verify_table *vt, bool source)
 {
 	verify_sql_table t = {source ? vt->source_schema : vt->target_schema,
 	                      source ? vt->source_name : vt->target_name,
-	                      vt->nkeys, (const char *const *) vt->keys, vt->ncols, vt->cols};
+	                      vt->nkeys, (const char *const *) vt->keys, vt->key_idx,
+	                      vt->ncols, vt->cols};
 
 	return t;
 }
@@ -86,7 +87,7 @@ verify_side_table(const verify_table *vt, bool source)
 static unsigned
 query_flags(verify_query *q, char *const *lo, char *const *hi, bool plain)
 {
-	q->plain = plain;
+	q->plain = q->strict = plain;
 	return (q->side == PGCONN_SOURCE ? VERIFY_SQL_SOURCE : 0) | (lo ? VERIFY_SQL_LOWER : 0) |
 	       (hi ? VERIFY_SQL_UPPER : 0) | (plain ? VERIFY_SQL_PLAIN : 0);
 }
@@ -134,7 +135,7 @@ query_wait(verify_query *q)
 			q->res = r;
 			continue;
 		}
-		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !q->plain && state != NULL &&
+		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !q->strict && state != NULL &&
 		    strncmp(state, "22", 2) == 0) {
 			log_debug("%s: %s: %s(compared as plain text)", pgconn_side_name(q->side), q->what,
 			          PQresultErrorMessage(r));
@@ -276,7 +277,7 @@ quote_names(verify_table *vt, char **names, int n)
 	if (n == 0)
 		return TM_OK;
 	verify_query_init(&q, vt, false);
-	q.plain = true;
+	q.strict = true;
 	strbuf_append(&q.sql, "SELECT ");
 	for (int i = 0; i < n; i++) {
 		strbuf_appendf(&q.sql, "%squote_ident($%d)", i > 0 ? ", " : "", i + 1);
@@ -635,24 +636,28 @@ compare_rows(verify_table *vt, const range *r, bool plain)
 
 /* The keys that end the parts of a split (every part_rows-th row of the
  * step's side, before its last row), new in r->splits; none when the rows
- * moved since they were counted. */
+ * moved since they were counted. *unusable: the target holds keys the
+ * source's key type cannot (they cannot bound a range on the source). */
 static int
-read_splits(verify_table *vt, range *r, const verify_plan_step *step, long long rows)
+read_splits(verify_table *vt, range *r, const verify_plan_step *step, long long rows,
+            bool *unusable)
 {
 	verify_query q;
 	char every[24], before[24];
-	char ***keys;
 	int rc;
 
 	snprintf(every, sizeof every, "%lld", step->part_rows);
 	snprintf(before, sizeof before, "%lld", rows);
 	verify_query_init(&q, vt, !step->split_on_target);
 	verify_query_build(&q, vt, verify_sql_split, r->lo, r->hi, true);
+	q.strict = false;
 	verify_query_param(&q, every);
 	verify_query_param(&q, before);
 	rc = verify_query_run(&q, NULL);
-	if (rc == TM_OK) {
-		keys = xcalloc((size_t) PQntuples(q.res), sizeof(char **));
+	*unusable = q.data_error;
+	if (rc == TM_OK && !q.data_error) {
+		char ***keys = xcalloc((size_t) PQntuples(q.res), sizeof(char **));
+
 		for (int i = 0; i < PQntuples(q.res); i++)
 			keys[i] = copy_key(q.res, i, 0, vt->nkeys);
 		r->nsplits = PQntuples(q.res);
@@ -714,14 +719,17 @@ bisect(verify_table *vt, const range *r, const verify_plan_sum *s, const verify_
 {
 	verify_plan_step step = verify_plan_next(s, t, depth, &vt->limits);
 	range split = {r->lo, r->hi, 0, NULL};
+	bool unusable;
 	int rc;
 
 	if (step.action == VERIFY_PLAN_EQUAL)
 		return TM_OK;
 	if (step.action == VERIFY_PLAN_FETCH)
 		return compare_rows(vt, r, plain);
-	rc = read_splits(vt, &split, &step, step.split_on_target ? t->rows : s->rows);
-	if (rc == TM_OK && split.nsplits == 0)
+	rc = read_splits(vt, &split, &step, step.split_on_target ? t->rows : s->rows, &unusable);
+	if (rc == TM_OK && unusable)
+		rc = compare_rows(vt, r, plain);
+	else if (rc == TM_OK && split.nsplits == 0)
 		rc = sum_and_bisect(vt, r, depth + 1);
 	else if (rc == TM_OK)
 		rc = split_and_bisect(vt, &split, depth + 1);

@@ -43,7 +43,8 @@ batch_add(verify_table *vt, int first, int count, bool plain)
 }
 
 /* Reads a batch's keys on one side into rows; *data_error (nothing read)
- * when a value did not convert. */
+ * when a value did not convert, or a key is no valid key on that side
+ * (a target key too large for the source's type). */
 static int
 lookup(verify_table *vt, bool source, const verify_batch *b, verify_rows *rows, bool *data_error)
 {
@@ -70,7 +71,8 @@ lookup(verify_table *vt, bool source, const verify_batch *b, verify_rows *rows, 
 
 /* Reads the source's rows of candidates first .. first + count as one
  * batch; if a value does not convert, key by key, and a key whose value
- * does not convert as plain text. */
+ * does not convert as plain text. A key that fails even so has no row on
+ * the source. */
 static int
 check_source(verify_table *vt, int first, int count, bool plain)
 {
@@ -78,7 +80,7 @@ check_source(verify_table *vt, int first, int count, bool plain)
 	bool data_error;
 	int rc = lookup(vt, true, b, &b->source, &data_error);
 
-	if (rc != TM_OK || !data_error)
+	if (rc != TM_OK || !data_error || (count == 1 && plain))
 		return rc;
 	vt->nbatches--;   /* b read nothing: dropped, its rows are empty */
 	vt->stats.plain_ranges += count == 1;
@@ -105,8 +107,34 @@ verify_table_recheck_source(verify_table *vt)
 	return rc;
 }
 
+/* One candidate read again on both sides, converted, else as plain text;
+ * a key that fails even so has no row on that side. */
+static int
+check_one(verify_table *vt, int index, verify_diffs *found)
+{
+	for (int plain = 0;; plain++) {
+		verify_batch b = {index, 1, plain, {0}};
+		verify_rows rows;
+		bool source_error = false, target_error = false;
+		int rc;
+
+		verify_rows_init(&b.source, vt->nkeys, vt->ncols);
+		verify_rows_init(&rows, vt->nkeys, vt->ncols);
+		rc = lookup(vt, true, &b, &b.source, &source_error);
+		if (rc == TM_OK)
+			rc = lookup(vt, false, &b, &rows, &target_error);
+		if (rc == TM_OK && (!(source_error || target_error) || plain))
+			verify_diff_rows(&b.source, &rows, vt->key_idx, found);
+		verify_rows_clear(&b.source);
+		verify_rows_clear(&rows);
+		if (rc != TM_OK || !(source_error || target_error) || plain)
+			return rc;
+		vt->stats.plain_ranges++;
+	}
+}
+
 /* Reads a batch on the target and compares it with the source's rows; if
- * a target value does not convert, both sides again as plain text. */
+ * a target value does not convert, its keys one by one on both sides. */
 static int
 check_target(verify_table *vt, verify_batch *b, verify_diffs *found)
 {
@@ -116,16 +144,10 @@ check_target(verify_table *vt, verify_batch *b, verify_diffs *found)
 
 	verify_rows_init(&rows, vt->nkeys, vt->ncols);
 	rc = lookup(vt, false, b, &rows, &data_error);
-	if (rc == TM_OK && data_error) {
-		b->plain = true;
-		vt->stats.plain_ranges++;
-		verify_rows_clear(&b->source);
-		rc = lookup(vt, true, b, &b->source, &data_error);
-		if (rc == TM_OK)
-			rc = lookup(vt, false, b, &rows, &data_error);
-	}
-	if (rc == TM_OK)
+	if (rc == TM_OK && !data_error)
 		verify_diff_rows(&b->source, &rows, vt->key_idx, found);
+	for (int i = 0; rc == TM_OK && data_error && i < b->count; i++)
+		rc = check_one(vt, b->first + i, found);
 	verify_rows_clear(&rows);
 	return rc;
 }

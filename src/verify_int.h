@@ -20,7 +20,8 @@ typedef struct verify_query {
 	int nparams;
 	int cap;
 	const char **params;    /* owned array of borrowed strings */
-	bool plain;             /* every column as plain text: no data exception expected */
+	bool plain;             /* every column as plain text */
+	bool strict;            /* a data exception is a failure (plain statements) */
 	PGresult *res;          /* owned: the rows, after a successful wait */
 	bool data_error;        /* failed with a data exception: compare as plain text */
 } verify_query;
@@ -41,7 +42,7 @@ void verify_query_clear(verify_query *q);
 /*
  * Sends a and b (either may be NULL) and waits for both, so that the two
  * servers work at the same time. A data exception (SQLSTATE class 22) in a
- * statement that is not plain sets data_error and is not a failure; any
+ * statement that is not strict sets data_error and is not a failure; any
  * other failure is logged once and its status returned.
  */
 int verify_query_run(verify_query *a, verify_query *b);

@@ -32,10 +32,11 @@ verify_sql_column_init(verify_sql_column *c, const char *name, const char *sourc
 
 	c->name = xstrdup(name);
 	c->mode = VERIFY_SQL_TEXT;
-	c->type = NULL;
+	c->type = c->source_type = NULL;
 	if (strcmp(source_type, target_type) == 0 || sqltype_parse(source_type, &s, &err) != 0 ||
 	    sqltype_parse(target_type, &t, &err) != 0)
 		return;
+	c->source_type = render(&s);
 	switch (cast_classify(&s, &t)) {
 	case CAST_SAME:
 		return;
@@ -57,17 +58,23 @@ verify_sql_column_clear(verify_sql_column *c)
 {
 	free(c->name);
 	free(c->type);
-	c->name = c->type = NULL;
+	free(c->source_type);
+	c->name = c->type = c->source_type = NULL;
 }
 
-/* A compared value as text, on the side the flags say. */
+/* A compared value as text, on the side the flags say. Plain statements
+ * keep the key columns converted: rows of both sides match by key. */
 static void
-append_value(strbuf *sql, const verify_sql_column *c, unsigned flags)
+append_value(strbuf *sql, const verify_sql_table *t, int col, unsigned flags)
 {
-	bool cast = !(flags & VERIFY_SQL_PLAIN) &&
-	            (c->mode == VERIFY_SQL_COMMON ||
-	             (c->mode == VERIFY_SQL_TARGET && (flags & VERIFY_SQL_SOURCE)));
+	const verify_sql_column *c = &t->cols[col];
+	bool plain = flags & VERIFY_SQL_PLAIN;
+	bool cast;
 
+	for (int i = 0; plain && i < t->nkeys; i++)
+		plain = t->key_idx[i] != col;
+	cast = !plain && (c->mode == VERIFY_SQL_COMMON ||
+	                  (c->mode == VERIFY_SQL_TARGET && (flags & VERIFY_SQL_SOURCE)));
 	strbuf_append_ident(sql, c->name);
 	if (cast) {
 		strbuf_append(sql, "::");
@@ -84,7 +91,7 @@ append_row_hash(strbuf *sql, const verify_sql_table *t, unsigned flags)
 		if (i > 0)
 			strbuf_append(sql, " # ");
 		strbuf_append(sql, "coalesce(hashtextextended(");
-		append_value(sql, &t->cols[i], flags);
+		append_value(sql, t, i, flags);
 		strbuf_appendf(sql, ", %d), %d)", i + 1, -(i + 1));
 	}
 	if (t->ncols == 0)
@@ -189,8 +196,14 @@ verify_sql_split(strbuf *sql, const verify_sql_table *t, unsigned flags)
 	int n;
 
 	strbuf_append(sql, "SELECT ");
-	for (int i = 0; i < t->nkeys; i++)
-		strbuf_appendf(sql, "%sx.k%d::text", i > 0 ? ", " : "", i + 1);
+	for (int i = 0; i < t->nkeys; i++) {
+		const char *type = t->cols[t->key_idx[i]].source_type;
+
+		strbuf_appendf(sql, "%sx.k%d", i > 0 ? ", " : "", i + 1);
+		if (type != NULL && !(flags & VERIFY_SQL_SOURCE))
+			strbuf_appendf(sql, "::%s", type);
+		strbuf_append(sql, "::text");
+	}
 	strbuf_append(sql, " FROM (SELECT ");
 	for (int i = 0; i < t->nkeys; i++) {
 		strbuf_append_ident(sql, t->keys[i]);
@@ -236,7 +249,7 @@ append_row_columns(strbuf *sql, const verify_sql_table *t, unsigned flags)
 	append_keys(sql, t, "", "::text");
 	for (int i = 0; i < t->ncols; i++) {
 		strbuf_append(sql, ", ");
-		append_value(sql, &t->cols[i], flags);
+		append_value(sql, t, i, flags);
 	}
 }
 

@@ -17,8 +17,8 @@
  * Types are the sqltype parses of the two servers' format_type() spellings,
  * rendered again by sqltype_render: a type name is never pasted.
  *
- * "Plain" statements compare every column by its own text on each side:
- * the fallback for a range where a conversion failed on a value
+ * "Plain" statements compare every column but the key by its own text on
+ * each side: the fallback for a range where a conversion failed on a value
  * (a date after 294276 AD has no timestamp).
  *
  * Rows are summed by hash: each row's hash is the XOR of
@@ -45,6 +45,8 @@ typedef struct verify_sql_column {
 	verify_sql_mode mode;
 	char *type;           /* owned: the type values are compared in, as SQL;
 	                       * NULL for VERIFY_SQL_TEXT */
+	char *source_type;    /* owned: the source's type as SQL when the target's
+	                       * differs (and both parse), else NULL */
 } verify_sql_column;
 
 /* Decides how a column is compared from the source's and the target's
@@ -54,12 +56,13 @@ void verify_sql_column_init(verify_sql_column *c, const char *name, const char *
 void verify_sql_column_clear(verify_sql_column *c);
 
 /* One side's table, its key and the compared columns (all borrowed). Every
- * key column is one of the compared columns. */
+ * key column is one of the compared columns: keys[i] is cols[key_idx[i]]. */
 typedef struct verify_sql_table {
 	const char *schema;
 	const char *name;
 	int nkeys;
 	const char *const *keys;
+	const int *key_idx;
 	int ncols;
 	const verify_sql_column *cols;
 } verify_sql_table;
@@ -68,7 +71,7 @@ typedef struct verify_sql_table {
 #define VERIFY_SQL_SOURCE 0x01 /* the source's expressions (else the target's) */
 #define VERIFY_SQL_LOWER  0x02 /* key > lower bound: nkeys parameters */
 #define VERIFY_SQL_UPPER  0x04 /* key <= upper bound: nkeys parameters, after the lower */
-#define VERIFY_SQL_PLAIN  0x08 /* every column by its own text (the fallback) */
+#define VERIFY_SQL_PLAIN  0x08 /* every column but the key by its own text (the fallback) */
 
 /* Result columns of verify_sql_page and verify_sql_range_sum (and of each
  * part of verify_sql_part_sums, from 2 * part). */
@@ -90,7 +93,11 @@ void verify_sql_range_sum(strbuf *sql, const verify_sql_table *t, unsigned flags
 
 /* The keys, as text, that end parts of a split: of the rows within the
  * bounds in key order, every n-th (n: the parameter after the bounds)
- * before the m-th (the next parameter): zero or more rows, in key order. */
+ * before the m-th (the next parameter): zero or more rows, in key order.
+ * They bound ranges on both sides: on the target, a key column of another
+ * type than the source's is read in the source's type (a numeric(12,2) key
+ * 12.00 as integer 12); a value that type cannot hold fails the statement
+ * with a data exception. */
 void verify_sql_split(strbuf *sql, const verify_sql_table *t, unsigned flags);
 
 /* The rows within the bounds summed per part, the parts ending at nsplits

@@ -4,8 +4,9 @@
  * extra row in a table with a composite key of quoted names) are found,
  * exactly those; a healthy pair verifies equal while `run` streams a write
  * workload; a column widened on the target compares by value and a column
- * the source dropped is not compared; names that are not replicated, and
- * tables whose copy is not finished; the JSON report.
+ * the source dropped is not compared; values and keys that do not convert;
+ * names that are not replicated, and tables whose copy is not finished;
+ * the JSON report.
  */
 #include <jansson.h>
 #include <setjmp.h>
@@ -226,6 +227,42 @@ test_widened_and_dropped_columns(void **state)
 	tm_env_free(e);
 }
 
+/* Target types a source value cannot always convert to, and a key of
+ * another type on the target that holds values the source's type cannot:
+ * ranges with such values are compared as plain text, keys again one by
+ * one; exactly the planted differences remain. */
+static void
+test_unconvertible_values_and_keys(void **state)
+{
+	tm_env *e = tm_env_new("vconvert");
+	char *out = NULL;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE kt (id int PRIMARY KEY, v int, d date);"
+	                  "INSERT INTO kt SELECT g, g, '2024-01-01'::date + g FROM generate_series(1, 300) g;"
+	                  "INSERT INTO kt VALUES (500, 1, '300000-01-01')");
+	tm_setup_table(e, "kt");
+	tm_catch_up(e, 120);
+	pgtest_exec(e->t, "ALTER TABLE kt ALTER COLUMN id TYPE numeric(12,2), ALTER COLUMN v TYPE bigint,"
+	                  " ALTER COLUMN d TYPE timestamp USING CASE WHEN d > '100000-01-01' THEN"
+	                  " '2000-01-01' ELSE d END;"
+	                  "INSERT INTO kt VALUES (5.5, 1, now()), (9999999999, 2, now()), (150.25, 3, now());"
+	                  "UPDATE kt SET v = 77 WHERE id = 100");
+	rc = tm_run(e, 120, &out, "verify", NULL);
+	if (rc != 1)
+		fail_msg("verify exited %d, expected 1:\n%s", rc, out);
+	assert_contains(out, "public.kt key (id)=(5.50): extra on the target\n");
+	assert_contains(out, "public.kt key (id)=(100): values differ: v source '100' target '77'\n");
+	assert_contains(out, "public.kt key (id)=(150.25): extra on the target\n");
+	assert_contains(out, "public.kt key (id)=(500): values differ: d source '300000-01-01' target"
+	                     " '2000-01-01 00:00:00'\n");
+	assert_contains(out, "public.kt key (id)=(9999999999.00): extra on the target\n");
+	assert_int_equal(count_differences(out), 5);
+	free(out);
+	tm_env_free(e);
+}
+
 /* ---- (5) names that are not replicated, copies not finished ---- */
 
 static void
@@ -330,6 +367,7 @@ main(void)
 		cmocka_unit_test(test_planted_differences),
 		cmocka_unit_test(test_equal_while_streaming),
 		cmocka_unit_test(test_widened_and_dropped_columns),
+		cmocka_unit_test(test_unconvertible_values_and_keys),
 		cmocka_unit_test(test_not_replicated_and_unfinished),
 		cmocka_unit_test(test_json_report),
 	};

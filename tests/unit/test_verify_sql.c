@@ -62,6 +62,8 @@ typedef struct fixture {
 } fixture;
 
 static const char *const two_keys[] = {"Order Id", "line"};
+static const int two_key_idx[] = {0, 1};
+static const int first_col[] = {0};
 
 static int
 fixture_setup(void **state)
@@ -71,7 +73,7 @@ fixture_setup(void **state)
 	verify_sql_column_init(&f->cols[0], "Order Id", "integer", "integer");
 	verify_sql_column_init(&f->cols[1], "line", "smallint", "smallint");
 	verify_sql_column_init(&f->cols[2], "amount", "integer", "numeric(12,2)");
-	f->t = (verify_sql_table) {"public", "Line Items", 2, two_keys, 3, f->cols};
+	f->t = (verify_sql_table) {"public", "Line Items", 2, two_keys, two_key_idx, 3, f->cols};
 	*state = f;
 	return 0;
 }
@@ -167,6 +169,30 @@ test_split_rows_lookup(void **state)
 	                    " ORDER BY t.\"Order Id\", t.\"line\"");
 }
 
+/* Split keys read on the target bound ranges on the source too: a key of
+ * another type on the target is read in the source's. */
+static void
+test_split_keys_in_source_type(void **state)
+{
+	static const char *const key[] = {"id"};
+	verify_sql_column col;
+	verify_sql_table t = {"public", "t", 1, key, first_col, 1, &col};
+	strbuf sql = STRBUF_INIT;
+
+	(void) state;
+	verify_sql_column_init(&col, "id", "integer", "numeric(12,2)");
+	assert_string_equal(col.source_type, "integer");
+	verify_sql_split(&sql, &t, VERIFY_SQL_LOWER);
+	assert_string_equal(sql.data, "SELECT x.k1::integer::text FROM (SELECT \"id\" AS k1,"
+	                              " row_number() OVER (ORDER BY t.\"id\") AS rn FROM \"public\".\"t\" t"
+	                              " WHERE \"id\" > $1) x WHERE x.rn % $2 = 0 AND x.rn < $3 ORDER BY x.rn");
+	strbuf_reset(&sql);
+	verify_sql_split(&sql, &t, VERIFY_SQL_SOURCE | VERIFY_SQL_LOWER);
+	assert_non_null(strstr(sql.data, "SELECT x.k1::text FROM"));
+	strbuf_free(&sql);
+	verify_sql_column_clear(&col);
+}
+
 /* Parts ending at two keys after the lower bound: three parts, summed in
  * one scan; their keys are the parameters after the bound. */
 static void
@@ -191,7 +217,7 @@ test_one_key_awkward_names(void **state)
 {
 	static const char *const key[] = {"x\"; DROP TABLE y; --"};
 	verify_sql_column col;
-	verify_sql_table t = {"we\"ird", "t", 1, key, 1, &col};
+	verify_sql_table t = {"we\"ird", "t", 1, key, first_col, 1, &col};
 	strbuf sql = STRBUF_INIT;
 
 	(void) state;
@@ -214,6 +240,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_range_sum_both_sides, fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_split_rows_lookup, fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_part_sums, fixture_setup, fixture_teardown),
+		cmocka_unit_test(test_split_keys_in_source_type),
 		cmocka_unit_test(test_one_key_awkward_names),
 	};
 
