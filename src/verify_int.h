@@ -1,8 +1,8 @@
 /*
- * verify_int.h: what verify.c (planning, the pass) shares with
- * verify_check.c (re-checks, waiting for the target): statements sent to
- * both sides at once, and reading rows. Not for other modules: they use
- * verify.h.
+ * verify_int.h: what verify.c (planning, the pass) and verify_check.c
+ * (re-checks, waiting for the target) share, from verify_query.c:
+ * statements sent to both sides at once, and reading rows. Not for other
+ * modules: they use verify.h.
  */
 #ifndef TIDEMARK_VERIFY_INT_H
 #define TIDEMARK_VERIFY_INT_H
@@ -37,6 +37,11 @@ void verify_query_init(verify_query *q, verify_table *vt, bool source);
 void verify_query_build(verify_query *q, verify_table *vt, verify_sql_builder build,
                         char *const *lo, char *const *hi, bool plain);
 void verify_query_param(verify_query *q, const char *value);
+/* Adds a key's nkeys values as parameters (nothing for a NULL key). */
+void verify_query_key(verify_query *q, char *const *key, int nkeys);
+/* The builders' flags for q's side, bounds and plain; notes plain (and
+ * strict) in q. */
+unsigned verify_query_flags(verify_query *q, char *const *lo, char *const *hi, bool plain);
 void verify_query_clear(verify_query *q);
 
 /*
