@@ -19,6 +19,16 @@
 static pgtest_cluster *src, *dst;
 static char *dst_db;
 
+/* So that autovacuum does not run in the middle of a measurement. */
+static void
+vacuum_target(void)
+{
+	PGconn *t = pgtest_connect_str(dst_db);
+
+	pgtest_exec(t, "VACUUM ANALYZE orders");
+	PQfinish(t);
+}
+
 static void
 load(long rows)
 {
@@ -35,6 +45,7 @@ load(long rows)
 	setup[4] = run[4] = dst_db;
 	if (pgtest_run_tidemark(setup, 120, NULL) != 0 || pgtest_run_tidemark(run, 3600, NULL) != 0)
 		exit(1);
+	vacuum_target();
 	printf("table: %ld rows, %s, copied to the target by tidemark\n", rows,
 	       pgtest_query_value(s, "SELECT pg_size_pretty(pg_total_relation_size('orders'))"));
 	PQfinish(s);
@@ -146,6 +157,7 @@ planted(long rows)
 	pgtest_exec(t, "INSERT INTO orders SELECT id + %ld, customer, status, amount, note, created"
 	               " FROM orders WHERE id IN (10, 20, 30)", rows);
 	PQfinish(t);
+	vacuum_target();
 	if (verify("10000", &secs, NULL, &out) != 1) {
 		fprintf(stderr, "verify did not find the differences:\n%s\n", out);
 		exit(1);
