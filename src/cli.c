@@ -107,7 +107,10 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 	[CLI_VERIFY] =
 		"Usage: tidemark verify [OPTIONS] [--table SCHEMA.TABLE]... [--json]\n"
 		"Compares source and target by key ranges without long transactions; prints each\n"
-		"differing key. Exits 0 when equal, 1 when not.\n",
+		"differing key. Exits 0 when equal, 1 when not.\n"
+		"  --table SCHEMA.TABLE   a replicated table to compare (repeatable; default: all)\n"
+		"  --chunk-rows N         rows per compared page (default 10000)\n"
+		"  --json                 the report as one JSON document\n",
 	[CLI_TEARDOWN] =
 		"Usage: tidemark teardown [OPTIONS] [--drop-target-catalog]\n"
 		"Drops the slot, the publication and the DDL capture objects on the source\n"

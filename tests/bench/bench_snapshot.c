@@ -14,10 +14,6 @@
 
 static pgtest_cluster *src, *dst;
 
-static const char *const table_sql =
-	"CREATE TABLE orders (id bigint PRIMARY KEY, customer int NOT NULL, status text NOT NULL,"
-	" amount numeric(12,2), note text, created timestamptz NOT NULL)";
-
 /* A fresh target database; the previous run's is dropped and both servers
  * checkpointed, so that no run pays for another's dirty buffers. */
 static char *
@@ -60,7 +56,7 @@ copy_pipe(long rows, int round)
 	s = pgtest_connect(src);
 	t = pgtest_connect_str(db);
 
-	pgtest_exec(t, "%s", table_sql);
+	pgtest_exec(t, "%s", bench_orders_sql);
 	start = bench_now();
 	PQclear(PQexec(s, "COPY orders TO STDOUT"));
 	PQclear(PQexec(t, "COPY orders FROM STDIN"));
@@ -143,12 +139,7 @@ main(int argc, char **argv)
 	                                "shared_buffers=512MB", "max_wal_size=8GB");
 	dst = pgtest_cluster_start_with("dst", "shared_buffers=512MB", "max_wal_size=8GB");
 	s = pgtest_connect(src);
-	pgtest_exec(s, "%s", table_sql);
-	pgtest_exec(s, "INSERT INTO orders SELECT g, g %% 50000, (ARRAY['open','paid','shipped'])[1 + g %% 3],"
-	               " (g %% 100000) / 100.0, 'order note ' || md5(g::text) || ' ' || repeat('x', g %% 40),"
-	               " '2024-01-01'::timestamptz + g * interval '1 second'"
-	               " FROM generate_series(1, %ld) g", rows);
-	pgtest_exec(s, "VACUUM ANALYZE orders");
+	bench_load_orders(s, rows);
 	pgtest_exec(s, "CREATE PUBLICATION bench");
 	printf("table: %ld rows, %s\n", rows,
 	       pgtest_query_value(s, "SELECT pg_size_pretty(pg_total_relation_size('orders'))"));

@@ -74,3 +74,19 @@ bench_wait_value(PGconn *conn, const char *sql, const char *expected, double tim
 	}
 	return -1;
 }
+
+const char *const bench_orders_sql =
+	"CREATE TABLE orders (id bigint PRIMARY KEY, customer int NOT NULL, status text NOT NULL,"
+	" amount numeric(12,2), note text, created timestamptz NOT NULL)";
+
+void
+bench_load_orders(PGconn *conn, long rows)
+{
+	pgtest_exec(conn, "%s", bench_orders_sql);
+	pgtest_exec(conn, "INSERT INTO orders SELECT g, g %% 50000,"
+	                  " (ARRAY['open','paid','shipped'])[1 + g %% 3], (g %% 100000) / 100.0,"
+	                  " 'order note ' || md5(g::text) || ' ' || repeat('x', g %% 40),"
+	                  " '2024-01-01'::timestamptz + g * interval '1 second'"
+	                  " FROM generate_series(1, %ld) g", rows);
+	pgtest_exec(conn, "VACUUM ANALYZE orders");
+}

@@ -15,4 +15,10 @@ int bench_run_measured(const char *const argv[], double timeout_s, double *secon
  * a negative number on timeout. */
 double bench_wait_value(PGconn *conn, const char *sql, const char *expected, double timeout_s);
 
+/* The benchmarks' orders table: id bigint key, customer, status, amount
+ * numeric(12,2), note (about 70 bytes), created timestamptz. */
+extern const char *const bench_orders_sql;
+/* Creates it on conn with rows rows (ids 1..rows), vacuumed and analyzed. */
+void bench_load_orders(PGconn *conn, long rows);
+
 #endif

@@ -1,0 +1,280 @@
+#include "verify_sql.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cast.h"
+#include "sqltype.h"
+#include "xalloc.h"
+
+static char *
+render(const sqltype *t)
+{
+	strbuf sb = STRBUF_INIT;
+
+	sqltype_render(t, &sb);
+	return strbuf_steal(&sb);
+}
+
+/* Whether t is plain text (a common type of text means: compare texts). */
+static bool
+is_text(const sqltype *t)
+{
+	return t->schema[0] == '\0' && !t->quoted && t->ndims == 0 && strcmp(t->name, "text") == 0;
+}
+
+void
+verify_sql_column_init(verify_sql_column *c, const char *name, const char *source_type,
+                       const char *target_type)
+{
+	sqltype s, t, common;
+	tm_error err;
+
+	c->name = xstrdup(name);
+	c->mode = VERIFY_SQL_TEXT;
+	c->type = c->source_type = NULL;
+	if (strcmp(source_type, target_type) == 0 || sqltype_parse(source_type, &s, &err) != 0 ||
+	    sqltype_parse(target_type, &t, &err) != 0)
+		return;
+	c->source_type = render(&s);
+	switch (cast_classify(&s, &t)) {
+	case CAST_SAME:
+		return;
+	case CAST_WIDEN:
+		c->mode = VERIFY_SQL_TARGET;
+		c->type = render(&t);
+		return;
+	default:
+		break;
+	}
+	if (cast_common_type(&s, &t, &common, &err) != 0 || is_text(&common))
+		return;
+	c->mode = VERIFY_SQL_COMMON;
+	c->type = render(&common);
+}
+
+void
+verify_sql_column_clear(verify_sql_column *c)
+{
+	free(c->name);
+	free(c->type);
+	free(c->source_type);
+	c->name = c->type = c->source_type = NULL;
+}
+
+/* A compared value as text, on the side the flags say. Plain statements
+ * keep the key columns converted: rows of both sides match by key. */
+static void
+append_value(strbuf *sql, const verify_sql_table *t, int col, unsigned flags)
+{
+	const verify_sql_column *c = &t->cols[col];
+	bool plain = flags & VERIFY_SQL_PLAIN;
+	bool cast;
+
+	for (int i = 0; plain && i < t->nkeys; i++)
+		plain = t->key_idx[i] != col;
+	cast = !plain && (c->mode == VERIFY_SQL_COMMON ||
+	                  (c->mode == VERIFY_SQL_TARGET && (flags & VERIFY_SQL_SOURCE)));
+	strbuf_append_ident(sql, c->name);
+	if (cast) {
+		strbuf_append(sql, "::");
+		strbuf_append(sql, c->type);
+	}
+	strbuf_append(sql, "::text");
+}
+
+/* The row's hash: XOR over the columns of hashtextextended(text, i). */
+static void
+append_row_hash(strbuf *sql, const verify_sql_table *t, unsigned flags)
+{
+	for (int i = 0; i < t->ncols; i++) {
+		if (i > 0)
+			strbuf_append(sql, " # ");
+		strbuf_append(sql, "coalesce(hashtextextended(");
+		append_value(sql, t, i, flags);
+		strbuf_appendf(sql, ", %d), %d)", i + 1, -(i + 1));
+	}
+	if (t->ncols == 0)
+		strbuf_append(sql, "0::bigint");
+}
+
+/* "k1", "k2" (each with prefix and suffix, e.g. "t." and "::text"). */
+static void
+append_keys(strbuf *sql, const verify_sql_table *t, const char *prefix, const char *suffix)
+{
+	for (int i = 0; i < t->nkeys; i++) {
+		strbuf_append(sql, i > 0 ? ", " : "");
+		strbuf_append(sql, prefix);
+		strbuf_append_ident(sql, t->keys[i]);
+		strbuf_append(sql, suffix);
+	}
+}
+
+/* (keys) op ($first, ...): a row comparison, or a plain one for one key. */
+static void
+append_key_compare(strbuf *sql, const verify_sql_table *t, const char *op, int first)
+{
+	strbuf_append(sql, t->nkeys > 1 ? "(" : "");
+	append_keys(sql, t, "", "");
+	strbuf_appendf(sql, "%s %s %s", t->nkeys > 1 ? ")" : "", op, t->nkeys > 1 ? "(" : "");
+	for (int i = 0; i < t->nkeys; i++)
+		strbuf_appendf(sql, "%s$%d", i > 0 ? ", " : "", first + i);
+	strbuf_append(sql, t->nkeys > 1 ? ")" : "");
+}
+
+/*
+ * FROM table t [WHERE bounds]; returns the number of parameters used. ORDER
+ * BY names t's columns as t."c": an unqualified name would be an output
+ * column of the same name (such as "c"::text) if there is one.
+ */
+static int
+append_from_where(strbuf *sql, const verify_sql_table *t, unsigned flags)
+{
+	int n = 0;
+
+	strbuf_append(sql, " FROM ");
+	strbuf_append_qualified(sql, t->schema, t->name);
+	strbuf_append(sql, " t");
+	if (flags & VERIFY_SQL_LOWER) {
+		strbuf_append(sql, " WHERE ");
+		append_key_compare(sql, t, ">", 1);
+		n += t->nkeys;
+	}
+	if (flags & VERIFY_SQL_UPPER) {
+		strbuf_append(sql, n > 0 ? " AND " : " WHERE ");
+		append_key_compare(sql, t, "<=", n + 1);
+		n += t->nkeys;
+	}
+	return n;
+}
+
+static void
+append_order_by(strbuf *sql, const verify_sql_table *t)
+{
+	strbuf_append(sql, " ORDER BY ");
+	append_keys(sql, t, "t.", "");
+}
+
+/*
+ * Two scans of the same rows in one statement (one snapshot): the first
+ * sums them, the second reads the key of the last one with OFFSET, which
+ * is cheaper than keeping the rows to find it.
+ */
+void
+verify_sql_page(strbuf *sql, const verify_sql_table *t, unsigned flags)
+{
+	int n;
+
+	flags &= ~VERIFY_SQL_UPPER;
+	strbuf_append(sql, "SELECT a.n, a.h, l.* FROM (SELECT count(*) AS n,"
+	              " coalesce(sum(h), 0)::text AS h FROM (SELECT ");
+	append_row_hash(sql, t, flags);
+	strbuf_append(sql, " AS h");
+	n = append_from_where(sql, t, flags);
+	append_order_by(sql, t);
+	strbuf_appendf(sql, " LIMIT $%d) p) a LEFT JOIN (SELECT ", n + 1);
+	append_keys(sql, t, "", "::text");
+	append_from_where(sql, t, flags);
+	append_order_by(sql, t);
+	strbuf_appendf(sql, " OFFSET $%d LIMIT 1) l ON true", n + 2);
+}
+
+void
+verify_sql_range_sum(strbuf *sql, const verify_sql_table *t, unsigned flags)
+{
+	strbuf_append(sql, "SELECT count(*), coalesce(sum(");
+	append_row_hash(sql, t, flags);
+	strbuf_append(sql, "), 0)::text");
+	append_from_where(sql, t, flags);
+}
+
+/* The keys and row numbers are named k1..kn and rn inside: no column
+ * name can clash with them. */
+void
+verify_sql_split(strbuf *sql, const verify_sql_table *t, unsigned flags)
+{
+	int n;
+
+	strbuf_append(sql, "SELECT ");
+	for (int i = 0; i < t->nkeys; i++) {
+		const char *type = t->cols[t->key_idx[i]].source_type;
+
+		strbuf_appendf(sql, "%sx.k%d", i > 0 ? ", " : "", i + 1);
+		if (type != NULL && !(flags & VERIFY_SQL_SOURCE))
+			strbuf_appendf(sql, "::%s", type);
+		strbuf_append(sql, "::text");
+	}
+	strbuf_append(sql, " FROM (SELECT ");
+	for (int i = 0; i < t->nkeys; i++) {
+		strbuf_append_ident(sql, t->keys[i]);
+		strbuf_appendf(sql, " AS k%d, ", i + 1);
+	}
+	strbuf_append(sql, "row_number() OVER (ORDER BY ");
+	append_keys(sql, t, "t.", "");
+	strbuf_append(sql, ") AS rn");
+	n = append_from_where(sql, t, flags);
+	strbuf_appendf(sql, ") x WHERE x.rn %% $%d = 0 AND x.rn < $%d ORDER BY x.rn", n + 1, n + 2);
+}
+
+/* One row of filtered aggregates over the rows numbered by part: one scan
+ * in key order, where GROUP BY would sort the rows by part first. */
+void
+verify_sql_part_sums(strbuf *sql, const verify_sql_table *t, unsigned flags, int nsplits)
+{
+	int first = ((flags & VERIFY_SQL_LOWER) ? t->nkeys : 0) +
+	            ((flags & VERIFY_SQL_UPPER) ? t->nkeys : 0) + 1;
+
+	strbuf_append(sql, "SELECT ");
+	for (int i = 0; i <= nsplits; i++)
+		strbuf_appendf(sql, "%scount(*) FILTER (WHERE p.b = %d),"
+		               " coalesce(sum(p.h) FILTER (WHERE p.b = %d), 0)::text",
+		               i > 0 ? ", " : "", i, i);
+	strbuf_append(sql, " FROM (SELECT CASE");
+	for (int i = 0; i < nsplits; i++) {
+		strbuf_append(sql, " WHEN ");
+		append_key_compare(sql, t, "<=", first + i * t->nkeys);
+		strbuf_appendf(sql, " THEN %d", i);
+	}
+	strbuf_appendf(sql, " ELSE %d END AS b, ", nsplits);
+	append_row_hash(sql, t, flags);
+	strbuf_append(sql, " AS h");
+	append_from_where(sql, t, flags);
+	strbuf_append(sql, ") p");
+}
+
+static void
+append_row_columns(strbuf *sql, const verify_sql_table *t, unsigned flags)
+{
+	strbuf_append(sql, "SELECT ");
+	append_keys(sql, t, "", "::text");
+	for (int i = 0; i < t->ncols; i++) {
+		strbuf_append(sql, ", ");
+		append_value(sql, t, i, flags);
+	}
+}
+
+void
+verify_sql_rows(strbuf *sql, const verify_sql_table *t, unsigned flags)
+{
+	append_row_columns(sql, t, flags);
+	append_from_where(sql, t, flags);
+	append_order_by(sql, t);
+}
+
+void
+verify_sql_lookup(strbuf *sql, const verify_sql_table *t, unsigned flags, int nrows)
+{
+	append_row_columns(sql, t, flags);
+	append_from_where(sql, t, 0);
+	strbuf_append(sql, " WHERE (");
+	append_keys(sql, t, "", "");
+	strbuf_append(sql, ") IN (");
+	for (int r = 0; r < nrows; r++) {
+		strbuf_append(sql, r > 0 ? ", (" : "(");
+		for (int i = 0; i < t->nkeys; i++)
+			strbuf_appendf(sql, "%s$%d", i > 0 ? ", " : "", r * t->nkeys + i + 1);
+		strbuf_appendc(sql, ')');
+	}
+	strbuf_appendc(sql, ')');
+	append_order_by(sql, t);
+}
