@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "apply.h"
+#include "clock.h"
 #include "commands.h"
 #include "log.h"
 #include "pgconn.h"
@@ -24,7 +25,7 @@
 #include "source_query.h"
 
 #define FEEDBACK_INTERVAL_MS 10000
-#define ADVANCE_INTERVAL_MS 5000
+#define ADVANCE_INTERVAL_MS 1000
 #define BACKOFF_MAX_MS 30000
 /* How long another process may hold the slot before run gives up. */
 #define SLOT_BUSY_LIMIT_S 60
@@ -49,15 +50,6 @@ install_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 typedef struct run_state {
@@ -135,7 +127,7 @@ on_message(void *ctx, const pgoutput_msg *m, pg_timestamp commit_time)
 static void
 log_progress(run_state *st, bool force)
 {
-	double now = now_s();
+	double now = clock_now_s();
 	double dt = now - st->last_progress;
 	const apply_stats *s = apply_get_stats(st->apply);
 	char applied[LSN_TEXT_MAX];
@@ -168,7 +160,7 @@ log_progress(run_state *st, bool force)
 static int
 send_feedback(run_state *st, bool force)
 {
-	double now = now_s();
+	double now = clock_now_s();
 
 	int rc;
 
@@ -186,7 +178,7 @@ send_feedback(run_state *st, bool force)
 static int
 handle_keepalive(run_state *st, const pgoutput_copydata *cd)
 {
-	double now = now_s();
+	double now = clock_now_s();
 	int rc = TM_OK;
 
 	if (cd->wal_end > st->wal_end)
@@ -342,7 +334,7 @@ run_session(run_state *st)
 	int rc = session_open(st);
 
 	pgoutput_reader_init(&st->reader, 2);
-	st->last_progress = st->last_advance = now_s();
+	st->last_progress = st->last_advance = clock_now_s();
 	if (rc == TM_OK)
 		rc = stream_loop(st);
 	if (rc == TM_OK)
@@ -422,8 +414,8 @@ cmd_run(const cli_options *o)
 		if (rc != PGCONN_RETRY_SLOT_BUSY)
 			busy_since = 0;
 		else if (busy_since == 0)
-			busy_since = now_s();
-		else if (now_s() - busy_since > SLOT_BUSY_LIMIT_S) {
+			busy_since = clock_now_s();
+		else if (clock_now_s() - busy_since > SLOT_BUSY_LIMIT_S) {
 			log_error("the replication slot stayed in use by another process for %d s: giving up",
 			          SLOT_BUSY_LIMIT_S);
 			break;

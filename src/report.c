@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static json_t *
 value_json(PGresult *r, int row, int col)
@@ -16,9 +17,12 @@ value_json(PGresult *r, int row, int col)
 	case 21: /* int2 */
 	case 23: /* int4 */
 		return json_integer(strtoll(v, NULL, 10));
+	case 1700: /* numeric: integral values keep every digit that fits */
+		if (strpbrk(v, ".eEN") == NULL && strlen(v) < 19)
+			return json_integer(strtoll(v, NULL, 10));
+		return json_real(strtod(v, NULL));
 	case 700: /* float4 */
 	case 701: /* float8 */
-	case 1700: /* numeric */
 		return json_real(strtod(v, NULL));
 	case 16: /* bool */
 		return json_boolean(v[0] == 't');

@@ -28,6 +28,7 @@ struct sink {
 	bool in_tx;
 	int queued;                       /* statements since the last sync */
 	const char *queued_sql[SINK_BATCH]; /* borrowed: what each queued statement is */
+	bool queued_what[SINK_BATCH];       /* queued_sql[i] describes a query, not its SQL */
 	long nstatements;
 	int nstmts;
 	sink_stmt *buckets[SINK_BUCKETS]; /* owned chains */
@@ -90,7 +91,10 @@ fail_result(sink *s, int index, PGresult *r)
 	char what[200];
 	const char *sql = index < s->queued ? s->queued_sql[index] : NULL;
 
-	snprintf(what, sizeof what, "applying \"%.150s\"", sql ? sql : "(statement)");
+	if (index < s->queued && s->queued_what[index])
+		snprintf(what, sizeof what, "%.190s", sql);
+	else
+		snprintf(what, sizeof what, "applying \"%.150s\"", sql ? sql : "(statement)");
 	return pgconn_fail(s->conn, TGT, what, r);
 }
 
@@ -149,6 +153,7 @@ sink_sync(sink *s)
 static int
 note_queued(sink *s, const char *sql)
 {
+	s->queued_what[s->queued] = false;
 	s->queued_sql[s->queued++] = sql;
 	s->nstatements++;
 	return s->queued >= SINK_BATCH - 1 ? sink_sync(s) : TM_OK;
@@ -173,6 +178,7 @@ sink_query(sink *s, const char *what, const char *sql, int nparams, const char *
 		return rc;
 	if (PQsendQueryParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0) != 1)
 		return pgconn_fail(s->conn, TGT, what, NULL);
+	s->queued_what[s->queued] = true;
 	s->queued_sql[s->queued++] = what;
 	rc = drain(s, &last);
 	if (rc == TM_OK && res != NULL)
@@ -272,6 +278,7 @@ sink_rollback(sink *s)
 	if (PQstatus(s->conn) != CONNECTION_OK)
 		return;
 	if (PQsendQueryParams(s->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0) == 1) {
+		s->queued_what[s->queued] = false;
 		s->queued_sql[s->queued++] = "ROLLBACK";
 		(void) sink_sync(s);
 	}

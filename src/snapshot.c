@@ -1,4 +1,5 @@
 #include "snapshot.h"
+#include "clock.h"
 #include "xalloc.h"
 
 #include <jansson.h>
@@ -57,15 +58,6 @@ struct snapshot {
 	double last_progress;
 	bool polled;
 };
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- tables ---- */
 
@@ -222,7 +214,7 @@ track(snapshot *s, PGresult *r, int row)
 	t->chunks = atoi(PQgetvalue(r, row, 7));
 	t->target_schema = xstrdup(PQgetvalue(r, row, 8));
 	t->target_table = xstrdup(PQgetvalue(r, row, 9));
-	t->started = now_s();
+	t->started = clock_now_s();
 	s->tables = realloc(s->tables, sizeof(snap_table *) * (size_t) (s->ntables + 1));
 	if (s->tables == NULL)
 		abort();
@@ -243,7 +235,7 @@ rerequested(snapshot *s, snap_table *t, PGresult *r, int row)
 	t->rows = atoll(PQgetvalue(r, row, 6));
 	t->chunks = 0;
 	t->done = false;
-	t->started = now_s();
+	t->started = clock_now_s();
 	log_info("snapshot of %s.%s requested again: copying from the start", t->schema, t->name);
 	submit(s, t);
 }
@@ -344,7 +336,7 @@ report_bars(const snapshot *s, double now)
 static void
 report(snapshot *s, bool force)
 {
-	double now = now_s();
+	double now = clock_now_s();
 	bool tty = log_is_tty();
 
 	if (!force && now - s->last_progress < (tty ? 1.0 : s->cfg.progress_interval))
@@ -380,7 +372,7 @@ snapshot_new(const snapshot_config *cfg, sink *sk, snapshot **out)
 		return rc;
 	}
 	s->last_poll = -1e9;
-	s->last_progress = now_s();
+	s->last_progress = clock_now_s();
 	*out = s;
 	return TM_OK;
 }
@@ -412,9 +404,9 @@ snapshot_poll(snapshot *s)
 
 	if (rc != TM_OK)
 		return rc;
-	if (now_s() - s->last_poll >= POLL_INTERVAL_S) {
+	if (clock_now_s() - s->last_poll >= POLL_INTERVAL_S) {
 		rc = scan_catalog(s);
-		s->last_poll = now_s();
+		s->last_poll = clock_now_s();
 		s->polled = rc == TM_OK;
 	}
 	report(s, false);
@@ -598,7 +590,7 @@ chunk_done(snapshot *s, snap_table *t, const snap_result *res, long rows, bool f
 	snap_reader_forget(s->reader, t->table_id);
 	log_status_line(NULL);
 	log_info("snapshot of %s.%s done: %lld rows in %d chunks, %.0f rows/s", t->schema, t->name,
-	         t->rows, t->chunks, t->rows / (now_s() - t->started + 1e-9));
+	         t->rows, t->chunks, t->rows / (clock_now_s() - t->started + 1e-9));
 }
 
 static json_t *
@@ -730,7 +722,7 @@ apply_chunk(snapshot *s, snap_table *t, snap_result *res)
 			return TM_EXIT_TARGET;
 		}
 	}
-	t0 = now_s();
+	t0 = clock_now_s();
 	{
 		snap_load_chunk lc = {t->table_id, t->target_schema, t->target_table, t->nkeys,
 		                      t->key_columns, res->chunk, rows, n, overlays, noverlays,
@@ -738,7 +730,7 @@ apply_chunk(snapshot *s, snap_table *t, snap_result *res)
 
 		rc = snap_load(s->sink, &lc, &fast);
 	}
-	log_debug("snapshot load: %ld rows in %.1f ms", n, (now_s() - t0) * 1000);
+	log_debug("snapshot load: %ld rows in %.1f ms", n, (clock_now_s() - t0) * 1000);
 	if (rc == TM_OK)
 		rc = save_progress(s, t, res, n);
 	if (rc == TM_OK)

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "clock.h"
 #include "verify_int.h"
 #include "xalloc.h"
 
@@ -94,7 +95,7 @@ check_source(verify_table *vt, int first, int count, bool plain)
 int
 verify_table_recheck_source(verify_table *vt)
 {
-	double start = verify_now();
+	double start = clock_now_s();
 	int rc = TM_OK;
 
 	verify_check_clear(vt);
@@ -103,7 +104,7 @@ verify_table_recheck_source(verify_table *vt)
 		rc = check_source(vt, i, vt->diffs.n - i < VERIFY_LOOKUP_BATCH ? vt->diffs.n - i
 		                                                              : VERIFY_LOOKUP_BATCH,
 		                  false);
-	vt->stats.seconds += verify_now() - start;
+	vt->stats.seconds += clock_now_s() - start;
 	return rc;
 }
 
@@ -155,7 +156,7 @@ check_target(verify_table *vt, verify_batch *b, verify_diffs *found)
 int
 verify_table_recheck_target(verify_table *vt)
 {
-	double start = verify_now();
+	double start = clock_now_s();
 	verify_diffs found;
 	int rc = TM_OK;
 
@@ -168,7 +169,7 @@ verify_table_recheck_target(verify_table *vt)
 	} else
 		verify_diffs_clear(&found);
 	verify_check_clear(vt);
-	vt->stats.seconds += verify_now() - start;
+	vt->stats.seconds += clock_now_s() - start;
 	return rc;
 }
 
@@ -208,7 +209,7 @@ int
 verify_catch_up_wait(PGconn *source, sink *catalog, const char *slot, double timeout_s,
                      verify_catch_up *out)
 {
-	double start = verify_now();
+	double start = clock_now_s();
 	int interval = 10;
 	int rc;
 
@@ -217,12 +218,12 @@ verify_catch_up_wait(PGconn *source, sink *catalog, const char *slot, double tim
 	if (rc == TM_OK)
 		rc = catalog_read_progress(catalog, slot, &out->applied_lsn);
 	while (rc == TM_OK && out->running && out->applied_lsn < out->source_lsn &&
-	       verify_now() - start < timeout_s) {
+	       clock_now_s() - start < timeout_s) {
 		sleep_ms(interval);
 		interval = interval < 200 ? interval * 2 : 200;
 		rc = catalog_read_progress(catalog, slot, &out->applied_lsn);
 	}
 	out->caught_up = out->applied_lsn >= out->source_lsn;
-	out->waited = verify_now() - start;
+	out->waited = clock_now_s() - start;
 	return rc;
 }

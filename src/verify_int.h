@@ -58,7 +58,6 @@ verify_sql_table verify_side_table(const verify_table *vt, bool source);
 /* Appends the rows of a query's result to rows (width nkeys + ncols). */
 void verify_rows_from_result(verify_rows *rows, const PGresult *r);
 
-double verify_now(void);
 
 /* Frees a re-check in progress (verify_check.c). */
 void verify_check_clear(verify_table *vt);

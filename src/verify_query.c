@@ -9,15 +9,6 @@
 #include "verify_int.h"
 #include "xalloc.h"
 
-double
-verify_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 /* ---- sessions and statements ---- */
 
 int
