@@ -104,6 +104,29 @@ test_wellformed(void **state)
 	assert_false(sqltype_is_wellformed(&t));
 }
 
+/* Interval fields on another type, or a modifier sqltype_parse does not
+ * read: they would render as another type, or as none. */
+static void
+test_wellformed_renders_back(void **state)
+{
+	sqltype t;
+	tm_error err;
+
+	(void) state;
+	assert_int_equal(sqltype_parse("interval", &t, &err), 0);
+	snprintf(t.fields, sizeof t.fields, "year");
+	assert_true(sqltype_is_wellformed(&t));
+	assert_int_equal(sqltype_parse("\"4\"", &t, &err), 0);
+	snprintf(t.fields, sizeof t.fields, "day to minute");
+	assert_false(sqltype_is_wellformed(&t));    /* rendered as "4": fields lost */
+	assert_int_equal(sqltype_parse("bit", &t, &err), 0);
+	snprintf(t.fields, sizeof t.fields, "day");
+	assert_false(sqltype_is_wellformed(&t));    /* rendered as "bit day" */
+	assert_int_equal(sqltype_parse("numeric(12,2)", &t, &err), 0);
+	t.mods[0] = 2000000;
+	assert_false(sqltype_is_wellformed(&t));    /* numeric(2000000,2) does not parse */
+}
+
 /* A quoted name that reads like a keyword type stays a quoted name. */
 static void
 test_quoted_keyword_name(void **state)
@@ -145,6 +168,7 @@ main(void)
 		cmocka_unit_test(test_spellings),
 		cmocka_unit_test(test_quoted_keyword_name),
 		cmocka_unit_test(test_wellformed),
+		cmocka_unit_test(test_wellformed_renders_back),
 		cmocka_unit_test(test_rejects),
 	};
 
