@@ -130,6 +130,15 @@ read_mods(cursor *c, sqltype *t)
 	return 0;
 }
 
+/* Whether a keyword ends before ch: not when ch continues a name
+ * ("bit$x", "time_of_day") or qualifies one ("interval.x" is a type of
+ * schema interval). */
+static bool
+keyword_ends(char ch)
+{
+	return !isalnum((unsigned char) ch) && ch != '_' && ch != '$' && ch != '.';
+}
+
 /* Matches a keyword type: its words, with modifiers after the first word
  * or after the last, as format_type() places them for that type. */
 static bool
@@ -141,7 +150,7 @@ match_keyword_type(cursor *c, const keyword_type *k, sqltype *t)
 	size_t first = space ? (size_t) (space - kw) : strlen(kw);
 	cursor save = *c;
 
-	if (strncmp(s, kw, first) != 0 || isalnum((unsigned char) s[first]) || s[first] == '_')
+	if (strncmp(s, kw, first) != 0 || !keyword_ends(s[first]))
 		return false;
 	c->s = s + first;
 	t->nmods = 0;

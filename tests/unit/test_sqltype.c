@@ -143,6 +143,37 @@ test_quoted_keyword_name(void **state)
 	strbuf_free(&sb);
 }
 
+/* Plain names that begin with a keyword type's word are names: as schemas
+ * ("interval".x unquoted, as a well-formed type renders it), or with a
+ * dollar sign. */
+static void
+test_keyword_prefixed_names(void **state)
+{
+	static const char *const names[][3] = {
+		{"interval.\"x\"", "interval", "x"},
+		{"bit.foo(3)", "bit", "foo"},
+		{"character.foo", "character", "foo"},
+		{"bit$x", "", "bit$x"},
+		{"time_of_day", "", "time_of_day"},
+	};
+
+	(void) state;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		sqltype t;
+		tm_error err;
+		strbuf sb = STRBUF_INIT;
+
+		if (sqltype_parse(names[i][0], &t, &err) != 0)
+			fail_msg("%s: %s", names[i][0], err.msg);
+		assert_string_equal(t.schema, names[i][1]);
+		assert_string_equal(t.name, names[i][2]);
+		assert_true(sqltype_is_wellformed(&t));
+		sqltype_render(&t, &sb);
+		assert_string_equal(strbuf_str(&sb), names[i][0]);
+		strbuf_free(&sb);
+	}
+}
+
 static void
 test_rejects(void **state)
 {
@@ -169,6 +200,7 @@ main(void)
 		cmocka_unit_test(test_quoted_keyword_name),
 		cmocka_unit_test(test_wellformed),
 		cmocka_unit_test(test_wellformed_renders_back),
+		cmocka_unit_test(test_keyword_prefixed_names),
 		cmocka_unit_test(test_rejects),
 	};
 
