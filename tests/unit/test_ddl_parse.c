@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <pg_query.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,10 +526,67 @@ test_limits(void **state)
 	tail = repeat("1", ")", 600, "");
 	expect_repeat_refused("SELECT ", "(SELECT ", 600, tail, "nested too deeply to read");
 	free(tail);
+	/* A qualified operator is a link, not a bracket: 70,000 of them
+	 * overflowed an 8 MB stack. */
+	expect_repeat_refused("SELECT 1", " OPERATOR(+)1", 70000, "", "nested too deeply to parse safely");
+	expect_repeat_refused("SELECT 1", " OPERATOR ( \"pg_catalog\" . + ) 1", 2000, "",
+						  "nested too deeply to parse safely");
 	expect_repeat_refused("-- ", "x", DDL_PARSE_MAX_TEXT, "\nALTER TABLE t ADD c int", "longer than");
 	expect_refused("ALTER TABLE t ADD \"\xff\xfe\" int", "not valid UTF-8");
 	expect_refused("ALTER TABLE t ADD \"\xed\xa0\x80\" int", "not valid UTF-8");
 	expect_refused("ALTER TABLE t ADD \"\xc0\xaf\" int", "not valid UTF-8");
+}
+
+typedef struct threaded_parse {
+	const char *sql;
+	bool refused;				/* one UNPARSABLE change: too deep */
+} threaded_parse;
+
+/* No cmocka assertion here: a failure must not jump out of the thread. */
+static void *
+parse_in_thread(void *arg)
+{
+	threaded_parse *tp = arg;
+	ddl_parse_result res;
+	tm_error err;
+
+	tp->refused = ddl_parse_text(tp->sql, &res, &err) == 0 && res.n_changes == 1 &&
+		res.changes[0].kind == DDL_PARSE_UNPARSABLE &&
+		strstr(res.changes[0].detail, "nested too deeply to parse safely") != NULL;
+	ddl_parse_result_free(&res);
+	return NULL;
+}
+
+/* head, then unit n times, then tail: refused, on a thread with the 512 kB
+ * of stack that ddl_parse.h promises is enough. */
+static void
+expect_refused_on_small_stack(const char *head, const char *unit, size_t n, const char *tail)
+{
+	threaded_parse tp = {repeat(head, unit, n, tail), false};
+	pthread_attr_t attr;
+	pthread_t thread;
+
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setstacksize(&attr, 512 * 1024), 0);
+	assert_int_equal(pthread_create(&thread, &attr, parse_in_thread, &tp), 0);
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	pthread_attr_destroy(&attr);
+	if (!tp.refused)
+		fail_msg("not refused as too deep: %.60s...", tp.sql);
+	free((char *) tp.sql);
+}
+
+/* Right-deep chains and nested CASE: the parser takes thousands of levels
+ * of them, which take megabytes of stack to write out. */
+static void
+test_limits_small_stack(void **state)
+{
+	char *tail = repeat("true", " THEN 1 END", 3000, "");
+
+	expect_refused_on_small_stack("SELECT ", "NOT ", 5000, "true");
+	expect_refused_on_small_stack("SELECT ", "+-", 2500, "1");
+	expect_refused_on_small_stack("SELECT ", "CASE WHEN ", 3000, tail);
+	free(tail);
 }
 
 /* A large text of ordinary statements is not refused. */
@@ -632,6 +690,7 @@ main(void)
 		cmocka_unit_test(test_type_render),
 		cmocka_unit_test(test_slices_and_fingerprints),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_limits_small_stack),
 		cmocka_unit_test(test_large_ordinary_text),
 		cmocka_unit_test(test_ownership),
 		cmocka_unit_test(test_bad_arguments),
