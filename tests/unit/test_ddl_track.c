@@ -267,6 +267,47 @@ test_cases(void **state)
 	assert_true(cases >= 20);
 }
 
+static int
+parse_event(const char *json, ddl_event **e, tm_error *err)
+{
+	return ddl_event_parse(json, strlen(json), e, err);
+}
+
+/* A definition with two columns of one attnum or one name is malformed:
+ * planned, it would rename or add one column twice. */
+static void
+test_event_repeated_columns(void **state)
+{
+	static const char *const repeated[] = {
+		"{\"attnum\": 2, \"name\": \"a\", \"type\": \"text\"}, "
+		"{\"attnum\": 2, \"name\": \"b\", \"type\": \"text\"}",
+		"{\"attnum\": 2, \"name\": \"a\", \"type\": \"text\"}, "
+		"{\"attnum\": 3, \"name\": \"a\", \"type\": \"integer\"}",
+		"{\"attnum\": 2, \"name\": \"a\", \"type\": \"text\"}, "
+		"{\"attnum\": 3, \"name\": \"b\", \"type\": \"integer\"}",
+	};
+
+	(void) state;
+	for (int i = 0; i < 3; i++) {
+		char json[512];
+		ddl_event *e = NULL;
+		tm_error err;
+
+		snprintf(json, sizeof json,
+		         "{\"version\": 1, \"kind\": \"ddl\", \"tables\": [{\"relid\": 42, "
+		         "\"schema\": \"public\", \"name\": \"t\", \"columns\": [%s]}]}",
+		         repeated[i]);
+		if (i < 2) {
+			assert_int_equal(parse_event(json, &e, &err), -1);
+			assert_non_null(strstr(err.msg, "repeats"));
+		} else {
+			assert_int_equal(parse_event(json, &e, &err), 0);
+			assert_int_equal(e->tables[0].def->ncols, 2);
+			ddl_event_free(e);
+		}
+	}
+}
+
 static void
 test_policy_names(void **state)
 {
@@ -284,6 +325,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
+		cmocka_unit_test(test_event_repeated_columns),
 		cmocka_unit_test(test_policy_names),
 	};
 
