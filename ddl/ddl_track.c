@@ -286,6 +286,13 @@ plan_type(planner *pl, const tabledef_column *o, const tabledef_column *n)
 	} else
 		common = to; /* follow */
 	if (cast_classify(&tgt, &common) != CAST_SAME) {
+		/* the statement must be one the target can be given: a type with
+		 * modifiers out of range (varchar(0)) fails the plan here */
+		if (cast_alter_using(&tgt, &common, n->name, &sb, pl->err) != 0) {
+			strbuf_free(&sb);
+			return -1;
+		}
+		strbuf_reset(&sb);
 		sqltype_render(&common, &sb);
 		a = add_action(pl, DDL_ACT_ALTER_TYPE, n->name, NULL);
 		a->type = strbuf_steal(&sb);

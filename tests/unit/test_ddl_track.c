@@ -267,6 +267,34 @@ test_cases(void **state)
 	assert_true(cases >= 20);
 }
 
+/* A type change to a type the target cannot be given (modifiers out of
+ * range) fails the plan, rather than leaving an action that cannot run. */
+static void
+test_malformed_type_fails_the_plan(void **state)
+{
+	char old_line[] = "1|id|integer|key,notnull ; 2|name|text";
+	char now_line[] = "1|id|integer|key,notnull ; 2|name|character varying(0)";
+	char target_line[] = "id|integer ; name|text";
+	scenario s;
+	ddl_plan plan;
+	tm_error err;
+
+	(void) state;
+	memset(&s, 0, sizeof s);
+	s.old = parse_def(old_line, NULL);
+	s.now.def = parse_def(now_line, &s.now.cols);
+	parse_target(&s, target_line);
+	for (int p = DDL_POLICY_WIDEN; p <= DDL_POLICY_FOLLOW; p++) {
+		ddl_track_input in = {s.old, &s.now, {s.ntarget, (const char *const *) s.tnames,
+		                                      (const char *const *) s.ttypes},
+		                      (ddl_policy) p, false, false};
+
+		assert_int_equal(ddl_track_plan(&in, &plan, &err), -1);
+		assert_non_null(strstr(err.msg, "out of range"));
+	}
+	scenario_free(&s);
+}
+
 static int
 parse_event(const char *json, ddl_event **e, tm_error *err)
 {
@@ -325,6 +353,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
+		cmocka_unit_test(test_malformed_type_fails_the_plan),
 		cmocka_unit_test(test_event_repeated_columns),
 		cmocka_unit_test(test_policy_names),
 	};
