@@ -336,6 +336,31 @@ test_event_repeated_columns(void **state)
 	}
 }
 
+/* A table without a name (or schema) is malformed: it would be renamed to
+ * "", which no ALTER TABLE takes. */
+static void
+test_event_table_without_name(void **state)
+{
+	static const char *const tables[] = {
+		"\"schema\": \"public\", \"name\": \"\"",
+		"\"schema\": \"\", \"name\": \"t\"",
+		"\"schema\": \"public\"",
+	};
+
+	(void) state;
+	for (int i = 0; i < 3; i++) {
+		char json[256];
+		ddl_event *e = NULL;
+		tm_error err;
+
+		snprintf(json, sizeof json,
+		         "{\"version\": 1, \"kind\": \"ddl\", \"tables\": [{\"relid\": 42, %s, "
+		         "\"columns\": []}]}", tables[i]);
+		assert_int_equal(parse_event(json, &e, &err), -1);
+		assert_non_null(strstr(err.msg, "without schema, name or relid"));
+	}
+}
+
 static void
 test_policy_names(void **state)
 {
@@ -355,6 +380,7 @@ main(void)
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_malformed_type_fails_the_plan),
 		cmocka_unit_test(test_event_repeated_columns),
+		cmocka_unit_test(test_event_table_without_name),
 		cmocka_unit_test(test_policy_names),
 	};
 
