@@ -2,7 +2,7 @@
 #
 # tests/fuzz/fuzz.sh: builds the libFuzzer harnesses and runs them.
 #
-#   tests/fuzz/fuzz.sh [-t SECONDS] [-j JOBS] [-o FINDINGS] [-B BUILD] [--fresh] [HARNESS...]
+#   tests/fuzz/fuzz.sh [-t SECONDS] [-j JOBS] [-o FINDINGS] [-B BUILD] [-k] [--fresh] [HARNESS...]
 #   tests/fuzz/fuzz.sh --check
 #
 # Builds BUILD (default build-fuzz/, clang, -DTIDEMARK_FUZZ=ON), makes the
@@ -10,13 +10,15 @@
 # tests/fuzz/fuzz_*.c; a name is fuzz_pgoutput or pgoutput) for SECONDS
 # (default 8), JOBS at a time (default: the core count), on its seeds.
 # Inputs that find new paths go to BUILD/fuzz/corpus/<harness>/, kept from
-# run to run (--fresh empties it first); crashes, leaks, timeouts and
-# out-of-memory inputs to FINDINGS/<harness>/ (default BUILD/fuzz/findings),
-# each run's log to BUILD/fuzz/logs/<harness>.log.
+# run to run (--fresh empties it, and FINDINGS, first); crashes, leaks,
+# timeouts and out-of-memory inputs to FINDINGS/<harness>/ (default
+# BUILD/fuzz/findings), each run's log to BUILD/fuzz/logs/<harness>.log. A
+# harness stops at its first finding, unless -k (keep going: libFuzzer's
+# fork mode).
 #
-# Exits 1 when a harness found something (its log's end is printed), 2 on
-# a usage or build error, 3 (also for --check) when clang or its libFuzzer
-# runtime (libclang-rt-14-dev) is missing.
+# Exits 1 when FINDINGS holds a finding of a harness run (its log's end is
+# printed), 2 on a usage or build error, 3 (also for --check) when clang or
+# its libFuzzer runtime (libclang-rt-14-dev) is missing.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
@@ -25,10 +27,11 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 BUILD=$ROOT/build-fuzz
 FINDINGS=
 FRESH=0
+KEEP_GOING=()
 HARNESSES=()
 
 usage() {
-	sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-2}"
 }
 
@@ -64,10 +67,11 @@ run_one() {
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		"$BUILD/tests/fuzz/$h" -max_total_time="$SECONDS_EACH" -rss_limit_mb=1024 -timeout=10 \
 		-max_len="$(max_len "$h")" -print_final_stats=1 -artifact_prefix="$found/" \
-		"$corpus" "$BUILD/fuzz/seeds/$h" >"$log" 2>&1
+		"${KEEP_GOING[@]+"${KEEP_GOING[@]}"}" "$corpus" "$BUILD/fuzz/seeds/$h" >"$log" 2>&1
 	rc=$?
-	# a report that did not end the run still counts
-	if [ $rc -eq 0 ] && grep -qE '^(==[0-9]+==ERROR|SUMMARY: |.*runtime error:)' "$log"; then
+	# a report that did not end the run, or a finding kept going past, counts
+	if [ $rc -eq 0 ] && { grep -qE '^(==[0-9]+==ERROR|SUMMARY: |.*runtime error:)' "$log" ||
+		[ -n "$(ls -A "$found")" ]; }; then
 		rc=1
 	fi
 	echo $rc >"$BUILD/fuzz/logs/$h.rc"
@@ -78,8 +82,8 @@ report() {
 
 	for h in "${HARNESSES[@]}"; do
 		if [ "$(cat "$BUILD/fuzz/logs/$h.rc")" = 0 ]; then
-			echo "fuzz $h: ok, $(grep -oE 'stat::number_of_executed_units: *[0-9]+' \
-				"$BUILD/fuzz/logs/$h.log" | grep -oE '[0-9]+$') runs in ${SECONDS_EACH}s"
+			echo "fuzz $h: ok, $(grep -oE '^#[0-9]+' "$BUILD/fuzz/logs/$h.log" | tail -n 1 |
+				tr -d '#') runs in ${SECONDS_EACH}s"
 		else
 			echo "fuzz $h: FOUND something (exit $(cat "$BUILD/fuzz/logs/$h.rc")); inputs in $FINDINGS/$h/; its log ends:"
 			tail -n 40 "$BUILD/fuzz/logs/$h.log" | sed 's/^/    /'
@@ -97,6 +101,7 @@ parse_args() {
 		-o) FINDINGS=$2; shift ;;
 		-B) BUILD=$2; shift ;;
 		--fresh) FRESH=1 ;;
+		-k) KEEP_GOING=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1) ;;
 		--check) have_libfuzzer; exit $(($? == 0 ? 0 : 3)) ;;
 		-h | --help) usage 0 ;;
 		-*) echo "fuzz.sh: unknown option $1" >&2; usage ;;
@@ -124,7 +129,7 @@ main() {
 		[ -x "$BUILD/tests/fuzz/$h" ] || { echo "fuzz.sh: no harness $h" >&2; exit 2; }
 	done
 	"$ROOT/tests/fuzz/make_corpus.sh" "$BUILD" || exit 2
-	[ $FRESH -eq 0 ] || rm -rf "$BUILD/fuzz/corpus"
+	[ $FRESH -eq 0 ] || rm -rf "$BUILD/fuzz/corpus" "$FINDINGS"
 	mkdir -p "$BUILD/fuzz/logs"
 	echo "fuzz: ${#HARNESSES[@]} harnesses, ${SECONDS_EACH}s each, $JOBS at a time"
 	for h in "${HARNESSES[@]}"; do
