@@ -295,9 +295,16 @@ test_malformed_type_fails_the_plan(void **state)
 	scenario_free(&s);
 }
 
+/* Parses a capture message of one table: its fields (schema, name) and
+ * columns as JSON fragments. */
 static int
-parse_event(const char *json, ddl_event **e, tm_error *err)
+parse_table_event(const char *fields, const char *columns, ddl_event **e, tm_error *err)
 {
+	char json[512];
+
+	snprintf(json, sizeof json,
+	         "{\"version\": 1, \"kind\": \"ddl\", \"tables\": [{\"relid\": 42, %s, "
+	         "\"columns\": [%s]}]}", fields, columns);
 	return ddl_event_parse(json, strlen(json), e, err);
 }
 
@@ -314,26 +321,18 @@ test_event_repeated_columns(void **state)
 		"{\"attnum\": 2, \"name\": \"a\", \"type\": \"text\"}, "
 		"{\"attnum\": 3, \"name\": \"b\", \"type\": \"integer\"}",
 	};
+	const char *table = "\"schema\": \"public\", \"name\": \"t\"";
+	ddl_event *e = NULL;
+	tm_error err;
 
 	(void) state;
-	for (int i = 0; i < 3; i++) {
-		char json[512];
-		ddl_event *e = NULL;
-		tm_error err;
-
-		snprintf(json, sizeof json,
-		         "{\"version\": 1, \"kind\": \"ddl\", \"tables\": [{\"relid\": 42, "
-		         "\"schema\": \"public\", \"name\": \"t\", \"columns\": [%s]}]}",
-		         repeated[i]);
-		if (i < 2) {
-			assert_int_equal(parse_event(json, &e, &err), -1);
-			assert_non_null(strstr(err.msg, "repeats"));
-		} else {
-			assert_int_equal(parse_event(json, &e, &err), 0);
-			assert_int_equal(e->tables[0].def->ncols, 2);
-			ddl_event_free(e);
-		}
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(parse_table_event(table, repeated[i], &e, &err), -1);
+		assert_non_null(strstr(err.msg, "repeats"));
 	}
+	assert_int_equal(parse_table_event(table, repeated[2], &e, &err), 0);
+	assert_int_equal(e->tables[0].def->ncols, 2);
+	ddl_event_free(e);
 }
 
 /* A table without a name (or schema) is malformed: it would be renamed to
@@ -346,17 +345,12 @@ test_event_table_without_name(void **state)
 		"\"schema\": \"\", \"name\": \"t\"",
 		"\"schema\": \"public\"",
 	};
+	ddl_event *e = NULL;
+	tm_error err;
 
 	(void) state;
 	for (int i = 0; i < 3; i++) {
-		char json[256];
-		ddl_event *e = NULL;
-		tm_error err;
-
-		snprintf(json, sizeof json,
-		         "{\"version\": 1, \"kind\": \"ddl\", \"tables\": [{\"relid\": 42, %s, "
-		         "\"columns\": []}]}", tables[i]);
-		assert_int_equal(parse_event(json, &e, &err), -1);
+		assert_int_equal(parse_table_event(tables[i], "", &e, &err), -1);
 		assert_non_null(strstr(err.msg, "without schema, name or relid"));
 	}
 }
