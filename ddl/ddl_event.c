@@ -82,7 +82,8 @@ parse_table(const json_t *o, ddl_event_table *t, tm_error *err)
 	long long relid = int_field(o, "relid", 0);
 	const json_t *cols = json_object_get(o, "columns");
 
-	if (schema == NULL || name == NULL || relid <= 0 || relid > UINT32_MAX)
+	if (schema == NULL || name == NULL || schema[0] == '\0' || name[0] == '\0' || relid <= 0 ||
+	    relid > UINT32_MAX)
 		return tm_error_set(err, "DDL capture message: a table without schema, name or relid");
 	t->def = tabledef_new(schema, name, (uint32_t) relid);
 	t->relkind = relkind && relkind[0] ? relkind[0] : 'r';

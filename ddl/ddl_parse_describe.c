@@ -23,13 +23,15 @@ is_plain_name(const char *s)
 	return true;
 }
 
+/* s with control characters escaped, and backslashes unless keep_backslash
+ * (SQL, whose E'' strings double them already); quote doubled. */
 static void
-append_escaped(strbuf *out, const char *s, char quote)
+append_escaped_as(strbuf *out, const char *s, char quote, bool keep_backslash)
 {
 	for (; *s; s++) {
 		unsigned char c = (unsigned char) *s;
 
-		if (c == '\\')
+		if (c == '\\' && !keep_backslash)
 			strbuf_append(out, "\\\\");
 		else if (c < 0x20 || c == 0x7f)
 			strbuf_appendf(out, "\\x%02x", c);
@@ -39,6 +41,12 @@ append_escaped(strbuf *out, const char *s, char quote)
 			strbuf_appendc(out, *s);
 		}
 	}
+}
+
+static void
+append_escaped(strbuf *out, const char *s, char quote)
+{
+	append_escaped_as(out, s, quote, false);
 }
 
 static void
@@ -96,14 +104,19 @@ append_name_list(strbuf *out, const char *key, const char **names, size_t n)
 	strbuf_appendc(out, ')');
 }
 
-/* What a column declaration declares, after its name. */
+/* What a column declaration declares, after its name. The type and the
+ * collation are SQL: only their control characters are escaped. */
 static void
 append_column_decl(strbuf *out, const ddl_parse_column *col, bool typed_field)
 {
-	if (col->type.canonical != NULL)
-		strbuf_appendf(out, typed_field ? " type=%s" : " %s", col->type.canonical);
-	if (col->collation != NULL)
-		strbuf_appendf(out, " collate=%s", col->collation);
+	if (col->type.canonical != NULL) {
+		strbuf_append(out, typed_field ? " type=" : " ");
+		append_escaped_as(out, col->type.canonical, '\0', true);
+	}
+	if (col->collation != NULL) {
+		strbuf_append(out, " collate=");
+		append_escaped_as(out, col->collation, '\0', true);
+	}
 	append_flag(out, col->not_null, "not_null");
 	append_flag(out, col->has_default, "default");
 	append_flag(out, col->primary_key, "pk");

@@ -8,10 +8,13 @@
  *   such as 1+1+1+... or SELECT ... UNION SELECT ... without growing its
  *   parser stack, and libpg_query writes trees out recursively with no
  *   depth check: a long enough chain overflows the C stack (about 60,000
- *   links on an 8 MB stack). Nesting by brackets is bounded by the
- *   parser's own stack (it fails with "memory exhausted" instead). The
- *   estimate below is a scan over tokens, strings and comments skipped,
- *   that counts chain links conservatively; it never runs the parser.
+ *   links on an 8 MB stack). Nesting by brackets, and right-deep chains
+ *   (NOT NOT ... x, - - 1, CASE inside CASE), are bounded by the parser's
+ *   own stack (it fails with "memory exhausted" instead), but at depths
+ *   that still take megabytes of C stack to write out. The estimate below
+ *   is a scan over tokens, strings and comments skipped, that counts
+ *   brackets and chain links conservatively (a qualified operator,
+ *   OPERATOR(s.+), is one link, not a bracket); it never runs the parser.
  * - Integer constants: libpg_query 15-4.0 writes Integer values only when
  *   positive ("ival":{} for 0 and for every negative number): the literal
  *   is read back from the text at the constant's location.
@@ -300,13 +303,15 @@ word_is(const char *w, size_t n, const char *const *list)
 	return false;
 }
 
-/* Keywords that link a left-deep chain. */
+/* Keywords that link a chain, left-deep (IS, LIKE, ...) or right-deep
+ * (NOT NOT ... x, each on the parser's stack); CASE ... END nest like
+ * brackets. */
 static void
 scan_word(depth_scan *d, const char *w, size_t n, size_t pos)
 {
 	static const char *const expr_links[] = {
 		"IS", "ISNULL", "NOTNULL", "COLLATE", "AT", "LIKE", "ILIKE", "SIMILAR",
-		"IN", "OVERLAPS", NULL
+		"IN", "OVERLAPS", "NOT", NULL
 	};
 	static const char *const chain_links[] = {"UNION", "INTERSECT", "EXCEPT", "JOIN", NULL};
 	static const char *const operand_ends[] = {"AND", "OR", NULL};
@@ -324,6 +329,56 @@ scan_word(depth_scan *d, const char *w, size_t n, size_t pos)
 		count_link(d, &d->expr[k], pos);
 	else if (word_is(w, n, chain_links))
 		count_link(d, &d->chain[k], pos);
+	else if (n == 4 && strncasecmp(w, "CASE", 4) == 0)
+		open_level(d, pos);
+	else if (n == 3 && strncasecmp(w, "END", 3) == 0)
+		close_level(d);
+}
+
+/*
+ * OPERATOR(schema.op) at pos (after the word): one link of the level it is
+ * in, not a bracket of its own. Returns the position after its ")", or 0
+ * when the word is not followed by an operator name in brackets.
+ */
+static size_t
+scan_qualified_operator(depth_scan *d, const char *s, size_t len, size_t pos)
+{
+	size_t start = pos;
+
+	pos = ddl_scan_skip_space(s, len, pos);
+	if (pos >= len || s[pos] != '(')
+		return 0;
+	for (pos++; pos < len && s[pos] != ')';) {
+		if (s[pos] == '(')
+			return 0;
+		pos = s[pos] == '"' ? skip_quoted(s, len, pos, false) : pos + 1;
+	}
+	if (pos >= len)
+		return 0;
+	count_link(d, &d->expr[slot(d)], start);
+	return pos + 1;
+}
+
+/*
+ * An operator: one link, and one more for each + and - in it, which the
+ * lexer splits off the end of an operator ("+-+-1" is four prefix
+ * operators, nested on the parser's stack).
+ */
+static size_t
+scan_operator(depth_scan *d, const char *s, size_t len, size_t pos)
+{
+	size_t start = pos;
+	bool other = false;
+
+	for (; pos < len && is_op_char(s[pos]) && !at_comment(s, len, pos); pos++) {
+		if (s[pos] == '+' || s[pos] == '-')
+			count_link(d, &d->expr[slot(d)], start);
+		else
+			other = true;
+	}
+	if (other)
+		count_link(d, &d->expr[slot(d)], start);
+	return pos;
 }
 
 /* One token at pos; returns the position after it. */
@@ -342,19 +397,20 @@ scan_token(depth_scan *d, const char *s, size_t len, size_t pos)
 	if (c == '$' && dollar_tag(s, len, pos) > 0)
 		return skip_dollar(s, len, pos, dollar_tag(s, len, pos));
 	if (is_ident_char((unsigned char) c)) {
+		size_t after;
+
 		while (pos < len && is_ident_char((unsigned char) s[pos]))
 			pos++;
 		if (pos - start == 1 && (c == 'E' || c == 'e') && pos < len && s[pos] == '\'')
 			return skip_quoted(s, len, pos, true);
+		if (pos - start == 8 && strncasecmp(s + start, "OPERATOR", 8) == 0 &&
+			(after = scan_qualified_operator(d, s, len, pos)) > 0)
+			return after;
 		scan_word(d, s + start, pos - start, start);
 		return pos;
 	}
-	if (is_op_char(c)) {
-		while (pos < len && is_op_char(s[pos]) && !at_comment(s, len, pos))
-			pos++;
-		count_link(d, &d->expr[slot(d)], start);
-		return pos;
-	}
+	if (is_op_char(c))
+		return scan_operator(d, s, len, pos);
 	if (c == '(' || c == '[')
 		open_level(d, pos);
 	else if (c == ')' || c == ']')

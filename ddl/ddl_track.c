@@ -10,6 +10,9 @@
 
 static const char *const policy_names[] = {"widen", "follow", "quarantine", "stop"};
 
+/* The bytes PostgreSQL keeps of a name (NAMEDATALEN - 1). */
+#define NAME_BYTES 63
+
 int
 ddl_policy_parse(const char *text, ddl_policy *out)
 {
@@ -92,6 +95,87 @@ by_attnum(const tabledef *t, int attnum)
 	return NULL;
 }
 
+/* Whether a column of the target has this name once the actions planned
+ * so far have run. */
+static bool
+name_taken(const planner *pl, const char *name)
+{
+	bool taken = target_type(pl, name) != NULL;
+
+	for (int i = 0; i < pl->plan->n; i++) {
+		const ddl_action *a = &pl->plan->actions[i];
+
+		if ((a->kind == DDL_ACT_RENAME_COLUMN || a->kind == DDL_ACT_DROP_COLUMN) &&
+		    strcmp(a->column, name) == 0)
+			taken = false;
+		if ((a->kind == DDL_ACT_RENAME_COLUMN && strcmp(a->name, name) == 0) ||
+		    (a->kind == DDL_ACT_ADD_COLUMN && strcmp(a->column, name) == 0))
+			taken = true;
+	}
+	return taken;
+}
+
+/* The name a target column of this name has after the renames planned so
+ * far. */
+static const char *
+current_name(const planner *pl, const char *name)
+{
+	for (int i = 0; i < pl->plan->n; i++) {
+		const ddl_action *a = &pl->plan->actions[i];
+
+		if (a->kind == DDL_ACT_RENAME_COLUMN && strcmp(a->column, name) == 0)
+			name = a->name;
+	}
+	return name;
+}
+
+/* Bytes of name that fit in max, cut at a character boundary. */
+static size_t
+clip_len(const char *name, size_t max)
+{
+	size_t n = strlen(name);
+
+	if (n <= max)
+		return n;
+	while (max > 0 && ((unsigned char) name[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
+/* A name for a kept column moved aside that no column has or is to get:
+ * "name (dropped)", else "name (dropped 2)", ..., within the bytes that
+ * PostgreSQL keeps of a name. */
+static void
+aside_name(const planner *pl, const char *name, char out[NAME_BYTES + 1])
+{
+	for (int n = 1;; n++) {
+		char suffix[32];
+
+		if (n == 1)
+			snprintf(suffix, sizeof suffix, " (dropped)");
+		else
+			snprintf(suffix, sizeof suffix, " (dropped %d)", n);
+		snprintf(out, NAME_BYTES + 1, "%.*s%s", (int) clip_len(name, NAME_BYTES - strlen(suffix)),
+		         name, suffix);
+		if (!name_taken(pl, out) && tabledef_find(pl->in->now->def, out) == NULL)
+			return;
+	}
+}
+
+/* Before a column is added or renamed under name: a kept column (dropped
+ * on the source) that has it on the target is moved aside. */
+static void
+make_room(planner *pl, const char *name)
+{
+	char aside[NAME_BYTES + 1];
+
+	if (!name_taken(pl, name))
+		return;
+	aside_name(pl, name, aside);
+	set_why(add_action(pl, DDL_ACT_RENAME_COLUMN, name, aside),
+	        "the kept column %s makes room for a new one as %s", name, aside);
+}
+
 static void
 plan_table_name(planner *pl)
 {
@@ -142,6 +226,8 @@ plan_renames(planner *pl)
 
 			if (o == NULL || strcmp(o->name, now->cols[i].name) == 0)
 				continue;
+			if (step == 1)
+				make_room(pl, now->cols[i].name);
 			snprintf(tmp, sizeof tmp, "tidemark renaming %d", o->attnum);
 			a = add_action(pl, DDL_ACT_RENAME_COLUMN, two_steps && step == 1 ? tmp : o->name,
 			               step == 0 ? tmp : now->cols[i].name);
@@ -188,6 +274,13 @@ plan_type(planner *pl, const tabledef_column *o, const tabledef_column *n)
 	} else
 		common = to; /* follow */
 	if (cast_classify(&tgt, &common) != CAST_SAME) {
+		/* the statement must be one the target can be given: a type with
+		 * modifiers out of range (varchar(0)) fails the plan here */
+		if (cast_alter_using(&tgt, &common, n->name, &sb, pl->err) != 0) {
+			strbuf_free(&sb);
+			return -1;
+		}
+		strbuf_reset(&sb);
 		sqltype_render(&common, &sb);
 		a = add_action(pl, DDL_ACT_ALTER_TYPE, n->name, NULL);
 		a->type = strbuf_steal(&sb);
@@ -253,7 +346,7 @@ plan_dropped(planner *pl)
 			continue;
 		note(pl, "drop column");
 		set_why(add_action(pl, pl->in->drop_columns ? DDL_ACT_DROP_COLUMN : DDL_ACT_KEEP_COLUMN,
-		                   o->name, NULL),
+		                   current_name(pl, o->name), NULL),
 		        pl->in->drop_columns ? "column %s was dropped on the source%s"
 		                             : "column %s was dropped on the source; the target keeps it and "
 		                               "no longer fills it%s",
@@ -275,13 +368,7 @@ plan_added(planner *pl)
 		if (by_attnum(old, n->attnum) != NULL)
 			continue;
 		note(pl, "add column");
-		if (target_type(pl, n->name) != NULL && tabledef_find(old, n->name) == NULL) {
-			char aside[128];
-
-			snprintf(aside, sizeof aside, "%.100s (dropped)", n->name);
-			set_why(add_action(pl, DDL_ACT_RENAME_COLUMN, n->name, aside),
-			        "the kept column %s makes room for a new one as %s", n->name, aside);
-		}
+		make_room(pl, n->name);
 		a = add_action(pl, DDL_ACT_ADD_COLUMN, n->name, NULL);
 		a->type = xstrdup(n->target_type);
 		if (pl->in->now->cols[i].has_missing)

@@ -10,6 +10,10 @@
 #    UndefinedBehaviorSanitizer).
 # 3. Runs the unit and integration tests (ctest) in both.
 # 4. Runs the unit tests under valgrind (memory errors, definite leaks).
+# 5. Builds build-fuzz/ (clang, libFuzzer) and fuzzes each harness of
+#    tests/fuzz/ for FUZZ_SECONDS (default 8) on its seeds: any crash, leak,
+#    timeout or sanitizer report fails the step (skipped, not failed, when
+#    clang's libFuzzer runtime is missing).
 #
 # --quick: build/ and its tests only. CTEST-ARGS go to every ctest run,
 # e.g. -- -R harness. JOBS sets the parallelism (default: the core count).
@@ -33,7 +37,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
 	--) shift; CTEST_ARGS=("$@"); break ;;
-	-h | --help) sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-all: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -122,6 +126,17 @@ run_valgrind() {
 	return $failed
 }
 
+# Short runs of the fuzz harnesses (tests/fuzz/fuzz.sh), on a fresh corpus.
+fuzz_step() {
+	if ! "$ROOT/tests/fuzz/fuzz.sh" --check; then
+		section fuzz
+		echo "fuzz: clang's libFuzzer runtime (libclang-rt-14-dev) is missing: skipped"
+		record fuzz PASS 0 "skipped: no libFuzzer runtime"
+		return 0
+	fi
+	step fuzz "$ROOT/tests/fuzz/fuzz.sh" -t "${FUZZ_SECONDS:-8}" -j "$JOBS" --fresh
+}
+
 versions() {
 	echo "gcc:      $(gcc -dumpfullversion 2>/dev/null || echo none)"
 	echo "clang:    $(clang -dumpversion 2>/dev/null || echo none)"
@@ -171,6 +186,7 @@ main() {
 		else
 			step valgrind run_valgrind
 		fi
+		fuzz_step
 	fi
 	summary
 	[ ${#FAILED[@]} -eq 0 ]

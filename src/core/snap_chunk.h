@@ -49,8 +49,9 @@ snap_chunk *snap_chunk_new(snap_chunk_format format, int ncols, const char *cons
                            int nkeys, const int *key_idx);
 void snap_chunk_free(snap_chunk *c);
 
-/* Appends what COPY TO STDOUT sent (any split of the stream). Returns 0, or
- * -1 with err set when the data is malformed. */
+/* Appends what COPY TO STDOUT sent: binary, any split of the stream; text,
+ * whole rows (PQgetCopyData returns one at a time). Returns 0, or -1 with
+ * err set when the data is malformed (a text row without its newline). */
 int snap_chunk_add(snap_chunk *c, const char *buf, size_t len, tm_error *err);
 /* After the last add: is the stream complete (binary: trailer seen)? */
 int snap_chunk_finish(snap_chunk *c, tm_error *err);

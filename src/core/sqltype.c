@@ -36,6 +36,9 @@ static const char *const interval_fields[] = {
 	NULL,
 };
 
+/* The largest modifier read, either sign. */
+#define MOD_LIMIT 1000000
+
 typedef struct cursor {
 	const char *s;
 	const char *text;
@@ -113,7 +116,7 @@ read_mods(cursor *c, sqltype *t)
 		char *end;
 		long v = strtol(c->s, &end, 10);
 
-		if (end == c->s || v < -1000000 || v > 1000000 || t->nmods == SQLTYPE_MAX_MODS)
+		if (end == c->s || v < -MOD_LIMIT || v > MOD_LIMIT || t->nmods == SQLTYPE_MAX_MODS)
 			return tm_error_set(c->err, "type \"%s\": bad modifier", c->text);
 		t->mods[t->nmods++] = (int) v;
 		c->s = end;
@@ -127,6 +130,15 @@ read_mods(cursor *c, sqltype *t)
 	return 0;
 }
 
+/* Whether a keyword ends before ch: not when ch continues a name
+ * ("bit$x", "time_of_day") or qualifies one ("interval.x" is a type of
+ * schema interval). */
+static bool
+keyword_ends(char ch)
+{
+	return !isalnum((unsigned char) ch) && ch != '_' && ch != '$' && ch != '.';
+}
+
 /* Matches a keyword type: its words, with modifiers after the first word
  * or after the last, as format_type() places them for that type. */
 static bool
@@ -138,7 +150,7 @@ match_keyword_type(cursor *c, const keyword_type *k, sqltype *t)
 	size_t first = space ? (size_t) (space - kw) : strlen(kw);
 	cursor save = *c;
 
-	if (strncmp(s, kw, first) != 0 || isalnum((unsigned char) s[first]) || s[first] == '_')
+	if (strncmp(s, kw, first) != 0 || !keyword_ends(s[first]))
 		return false;
 	c->s = s + first;
 	t->nmods = 0;
@@ -322,6 +334,22 @@ known_fields(const char *fields)
 	return false;
 }
 
+/* Interval fields are written after the type interval alone (and are
+ * lost on any other), modifiers as sqltype_parse reads them. */
+static bool
+parts_render(const sqltype *t)
+{
+	if (t->nmods < 0 || t->nmods > SQLTYPE_MAX_MODS)
+		return false;
+	for (int i = 0; i < t->nmods; i++)
+		if (t->mods[i] < -MOD_LIMIT || t->mods[i] > MOD_LIMIT)
+			return false;
+	if (t->fields[0] == '\0')
+		return true;
+	return !t->quoted && t->schema[0] == '\0' && strcmp(t->name, "interval") == 0 &&
+		known_fields(t->fields);
+}
+
 bool
 sqltype_is_wellformed(const sqltype *t)
 {
@@ -332,8 +360,7 @@ sqltype_is_wellformed(const sqltype *t)
 	if (!t->quoted && !plain_name(t->name) &&
 		(t->schema[0] != '\0' || find_keyword_type(t->name) == NULL))
 		return false;
-	return t->nmods >= 0 && t->nmods <= SQLTYPE_MAX_MODS && t->ndims >= 0 &&
-		known_fields(t->fields);
+	return t->ndims >= 0 && parts_render(t);
 }
 
 const char *

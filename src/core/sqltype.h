@@ -39,8 +39,10 @@ int sqltype_parse(const char *text, sqltype *out, tm_error *err);
 void sqltype_render(const sqltype *t, strbuf *sb);
 
 /* Whether t has the shape sqltype_parse gives: unquoted names are plain
- * lower-case tokens or keyword types, interval fields are format_type()'s.
- * For a sqltype built by hand before it is rendered into SQL. */
+ * lower-case tokens or keyword types, interval fields are format_type()'s
+ * and only on interval, modifiers are within what sqltype_parse reads.
+ * For a sqltype built by hand before it is rendered into SQL: a
+ * well-formed type renders to text that parses back to the same type. */
 bool sqltype_is_wellformed(const sqltype *t);
 
 /* The same type without modifiers or array bounds ("numeric"). */

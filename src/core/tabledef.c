@@ -116,6 +116,16 @@ tabledef_columns_to_json(const tabledef *t)
 	return arr;
 }
 
+/* Whether a column of t already has this attnum or this name. */
+static bool
+column_repeated(const tabledef *t, int attnum, const char *name)
+{
+	for (int i = 0; i < t->ncols; i++)
+		if (t->cols[i].attnum == attnum || strcmp(t->cols[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 int
 tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err)
 {
@@ -137,6 +147,9 @@ tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err)
 			return tm_error_set(err, "table definition: column %zu: %s", i, jerr.text);
 		if (attnum <= 0 || name[0] == '\0' || type[0] == '\0' || oid < 0 || oid > UINT32_MAX)
 			return tm_error_set(err, "table definition: column %zu is not valid", i);
+		if (column_repeated(t, attnum, name))
+			return tm_error_set(err, "table definition: column %zu repeats an attnum or a name",
+			                    i);
 		tabledef_set_target_type(tabledef_add_column(t, attnum, name, type, (uint32_t) oid,
 		                                             typmod, not_null, key),
 		                         target_type);

@@ -53,7 +53,8 @@ char *tabledef_keys_json(const tabledef *t);
 /* The columns as a JSON array (new reference). */
 json_t *tabledef_columns_to_json(const tabledef *t);
 /* Adds the columns of a JSON array made by tabledef_columns_to_json (or by
- * the source's capture trigger) to t. Returns 0, or -1 with err set. */
+ * the source's capture trigger) to t. Returns 0, or -1 with err set (also
+ * when two columns have the same attnum or name). */
 int tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err);
 
 #endif

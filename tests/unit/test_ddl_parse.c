@@ -11,11 +11,13 @@
 #include <cmocka.h>
 
 #include <pg_query.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ddl_parse.h"
+#include "ddl_parse_check.h"
 #include "strbuf.h"
 
 #define CORPUS_PATH FIXTURES_DIR "/ddl/corpus.txt"
@@ -97,104 +99,14 @@ render_result(const ddl_parse_result *res, strbuf *changes, strbuf *classes)
 	}
 }
 
-static bool
-is_hex16(const char *s)
-{
-	if (strlen(s) != 16)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return false;
-	return true;
-}
-
-/*
- * What must hold of every result: slices are the text's own bytes, changes
- * point at their statement, parsed statements have fingerprints, counts
- * add up. Returns a description of the first breach, or NULL.
- */
-static const char *
-check_invariants(const char *sql, const ddl_parse_result *res)
-{
-	size_t dml = 0, next_change = 0;
-	bool unparsable = false;
-
-	for (size_t i = 0; i < res->n_stmts; i++) {
-		const ddl_parse_stmt *st = &res->stmts[i];
-
-		if (st->length != strlen(st->text) || memcmp(sql + st->offset, st->text, st->length) != 0)
-			return "statement text is not the slice at its offset";
-		if (st->first_change != next_change)
-			return "statement changes are not contiguous";
-		next_change += st->n_changes;
-		if (st->cls == DDL_PARSE_STMT_DML)
-			dml++;
-		if (st->cls != DDL_PARSE_STMT_UNPARSABLE && (!is_hex16(st->fingerprint) || st->node == NULL))
-			return "parsed statement without fingerprint or node";
-		if ((st->cls == DDL_PARSE_STMT_DML || st->cls == DDL_PARSE_STMT_IGNORED) && st->n_changes != 0)
-			return "DML or ignored statement with changes";
-	}
-	if (next_change != res->n_changes || dml != res->n_dml)
-		return "change or DML counts do not add up";
-	for (size_t i = 0; i < res->n_changes; i++) {
-		const ddl_parse_change *ch = &res->changes[i];
-		const ddl_parse_stmt *st;
-
-		if (ch->stmt_index >= res->n_stmts)
-			return "change points past the statements";
-		st = &res->stmts[ch->stmt_index];
-		if (i < st->first_change || i >= st->first_change + st->n_changes)
-			return "change not within its statement's range";
-		unparsable |= ch->kind == DDL_PARSE_UNPARSABLE;
-	}
-	if (unparsable != res->unparsable)
-		return "unparsable flag wrong";
-	return NULL;
-}
-
-/* Compares two types read from the parser: names, typmods, dimensions. */
-static bool
-same_type(const ddl_parse_type *a, const ddl_parse_type *b)
-{
-	if (a->n_names != b->n_names || a->n_typmods != b->n_typmods ||
-		a->n_array_bounds != b->n_array_bounds || a->setof != b->setof ||
-		strcmp(a->canonical, b->canonical) != 0)
-		return false;
-	for (size_t i = 0; i < a->n_names; i++)
-		if (strcmp(a->names[i], b->names[i]) != 0)
-			return false;
-	for (size_t i = 0; i < a->n_typmods; i++) {
-		const ddl_parse_typmod *x = &a->typmods[i], *y = &b->typmods[i];
-
-		if (x->kind != y->kind || x->ival != y->ival ||
-			(x->text != NULL) != (y->text != NULL) || (x->text && strcmp(x->text, y->text) != 0))
-			return false;
-	}
-	return true;
-}
-
-/*
- * The canonical spelling of a type, parsed again as a column type, must
- * give the same type: it is what target DDL is built from.
- */
+/* The canonical spelling of a type reads back as the same type. */
 static bool
 type_round_trips(const ddl_parse_type *t)
 {
-	strbuf sql = STRBUF_INIT;
-	ddl_parse_result again;
-	tm_error err;
-	bool ok;
+	bool ok = ddl_check_type_round_trips(t);
 
-	if (t->canonical == NULL)
-		return true;
-	strbuf_appendf(&sql, "ALTER TABLE x ADD COLUMN c %s", t->canonical);
-	ok = ddl_parse_text(strbuf_str(&sql), &again, &err) == 0 && again.n_changes == 1 &&
-		again.changes[0].kind == DDL_PARSE_ADD_COLUMN &&
-		same_type(t, &again.changes[0].column.type);
 	if (!ok)
 		print_message("round trip of %s failed\n", t->canonical);
-	ddl_parse_result_free(&again);
-	strbuf_free(&sql);
 	return ok;
 }
 
@@ -250,7 +162,7 @@ run_case(corpus_case *c, corpus_run *run)
 	rc = ddl_parse_text(strbuf_str(&c->sql), &res, &err);
 	render_result(&res, &changes, &classes);
 	if (rc == 0)
-		broken = check_invariants(strbuf_str(&c->sql), &res);
+		broken = ddl_check_invariants(strbuf_str(&c->sql), &res);
 	if (rc != 0 || !c->has_expect || broken != NULL ||
 		!expect_matches(strbuf_str(&c->expect), strbuf_str(&changes)) ||
 		(c->has_stmts && strcmp(strbuf_str(&c->stmts), strbuf_str(&classes)) != 0) ||
@@ -453,7 +365,7 @@ test_slices_and_fingerprints(void **state)
 	assert_int_equal(a.n_dml, 2);
 	assert_int_equal(a.n_changes, 1);
 	assert_int_equal(a.changes[0].stmt_index, 1);
-	assert_null(check_invariants(sql, &a));
+	assert_null(ddl_check_invariants(sql, &a));
 
 	/* The fingerprint ignores spelling, spacing and comments. */
 	assert_int_equal(ddl_parse_text(same, &b, &err), 0);
@@ -525,10 +437,67 @@ test_limits(void **state)
 	tail = repeat("1", ")", 600, "");
 	expect_repeat_refused("SELECT ", "(SELECT ", 600, tail, "nested too deeply to read");
 	free(tail);
+	/* A qualified operator is a link, not a bracket: 70,000 of them
+	 * overflowed an 8 MB stack. */
+	expect_repeat_refused("SELECT 1", " OPERATOR(+)1", 70000, "", "nested too deeply to parse safely");
+	expect_repeat_refused("SELECT 1", " OPERATOR ( \"pg_catalog\" . + ) 1", 2000, "",
+						  "nested too deeply to parse safely");
 	expect_repeat_refused("-- ", "x", DDL_PARSE_MAX_TEXT, "\nALTER TABLE t ADD c int", "longer than");
 	expect_refused("ALTER TABLE t ADD \"\xff\xfe\" int", "not valid UTF-8");
 	expect_refused("ALTER TABLE t ADD \"\xed\xa0\x80\" int", "not valid UTF-8");
 	expect_refused("ALTER TABLE t ADD \"\xc0\xaf\" int", "not valid UTF-8");
+}
+
+typedef struct threaded_parse {
+	const char *sql;
+	bool refused;				/* one UNPARSABLE change: too deep */
+} threaded_parse;
+
+/* No cmocka assertion here: a failure must not jump out of the thread. */
+static void *
+parse_in_thread(void *arg)
+{
+	threaded_parse *tp = arg;
+	ddl_parse_result res;
+	tm_error err;
+
+	tp->refused = ddl_parse_text(tp->sql, &res, &err) == 0 && res.n_changes == 1 &&
+		res.changes[0].kind == DDL_PARSE_UNPARSABLE &&
+		strstr(res.changes[0].detail, "nested too deeply to parse safely") != NULL;
+	ddl_parse_result_free(&res);
+	return NULL;
+}
+
+/* head, then unit n times, then tail: refused, on a thread with the 512 kB
+ * of stack that ddl_parse.h promises is enough. */
+static void
+expect_refused_on_small_stack(const char *head, const char *unit, size_t n, const char *tail)
+{
+	threaded_parse tp = {repeat(head, unit, n, tail), false};
+	pthread_attr_t attr;
+	pthread_t thread;
+
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setstacksize(&attr, 512 * 1024), 0);
+	assert_int_equal(pthread_create(&thread, &attr, parse_in_thread, &tp), 0);
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	pthread_attr_destroy(&attr);
+	if (!tp.refused)
+		fail_msg("not refused as too deep: %.60s...", tp.sql);
+	free((char *) tp.sql);
+}
+
+/* Right-deep chains and nested CASE: the parser takes thousands of levels
+ * of them, which take megabytes of stack to write out. */
+static void
+test_limits_small_stack(void **state)
+{
+	char *tail = repeat("true", " THEN 1 END", 3000, "");
+
+	expect_refused_on_small_stack("SELECT ", "NOT ", 5000, "true");
+	expect_refused_on_small_stack("SELECT ", "+-", 2500, "1");
+	expect_refused_on_small_stack("SELECT ", "CASE WHEN ", 3000, tail);
+	free(tail);
 }
 
 /* A large text of ordinary statements is not refused. */
@@ -546,7 +515,7 @@ test_large_ordinary_text(void **state)
 	assert_int_equal(res.n_changes, 1);
 	assert_int_equal(res.changes[0].kind, DDL_PARSE_DROP_COLUMN);
 	assert_int_equal(res.changes[0].stmt_index, 5000);
-	assert_null(check_invariants(s, &res));
+	assert_null(ddl_check_invariants(s, &res));
 	ddl_parse_result_free(&res);
 	free(s);
 }
@@ -632,6 +601,7 @@ main(void)
 		cmocka_unit_test(test_type_render),
 		cmocka_unit_test(test_slices_and_fingerprints),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_limits_small_stack),
 		cmocka_unit_test(test_large_ordinary_text),
 		cmocka_unit_test(test_ownership),
 		cmocka_unit_test(test_bad_arguments),

@@ -267,6 +267,94 @@ test_cases(void **state)
 	assert_true(cases >= 20);
 }
 
+/* A type change to a type the target cannot be given (modifiers out of
+ * range) fails the plan, rather than leaving an action that cannot run. */
+static void
+test_malformed_type_fails_the_plan(void **state)
+{
+	char old_line[] = "1|id|integer|key,notnull ; 2|name|text";
+	char now_line[] = "1|id|integer|key,notnull ; 2|name|character varying(0)";
+	char target_line[] = "id|integer ; name|text";
+	scenario s;
+	ddl_plan plan;
+	tm_error err;
+
+	(void) state;
+	memset(&s, 0, sizeof s);
+	s.old = parse_def(old_line, NULL);
+	s.now.def = parse_def(now_line, &s.now.cols);
+	parse_target(&s, target_line);
+	for (int p = DDL_POLICY_WIDEN; p <= DDL_POLICY_FOLLOW; p++) {
+		ddl_track_input in = {s.old, &s.now, {s.ntarget, (const char *const *) s.tnames,
+		                                      (const char *const *) s.ttypes},
+		                      (ddl_policy) p, false, false};
+
+		assert_int_equal(ddl_track_plan(&in, &plan, &err), -1);
+		assert_non_null(strstr(err.msg, "out of range"));
+	}
+	scenario_free(&s);
+}
+
+/* Parses a capture message of one table: its fields (schema, name) and
+ * columns as JSON fragments. */
+static int
+parse_table_event(const char *fields, const char *columns, ddl_event **e, tm_error *err)
+{
+	char json[512];
+
+	snprintf(json, sizeof json,
+	         "{\"version\": 1, \"kind\": \"ddl\", \"tables\": [{\"relid\": 42, %s, "
+	         "\"columns\": [%s]}]}", fields, columns);
+	return ddl_event_parse(json, strlen(json), e, err);
+}
+
+/* A definition with two columns of one attnum or one name is malformed:
+ * planned, it would rename or add one column twice. */
+static void
+test_event_repeated_columns(void **state)
+{
+	static const char *const repeated[] = {
+		"{\"attnum\": 2, \"name\": \"a\", \"type\": \"text\"}, "
+		"{\"attnum\": 2, \"name\": \"b\", \"type\": \"text\"}",
+		"{\"attnum\": 2, \"name\": \"a\", \"type\": \"text\"}, "
+		"{\"attnum\": 3, \"name\": \"a\", \"type\": \"integer\"}",
+		"{\"attnum\": 2, \"name\": \"a\", \"type\": \"text\"}, "
+		"{\"attnum\": 3, \"name\": \"b\", \"type\": \"integer\"}",
+	};
+	const char *table = "\"schema\": \"public\", \"name\": \"t\"";
+	ddl_event *e = NULL;
+	tm_error err;
+
+	(void) state;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(parse_table_event(table, repeated[i], &e, &err), -1);
+		assert_non_null(strstr(err.msg, "repeats"));
+	}
+	assert_int_equal(parse_table_event(table, repeated[2], &e, &err), 0);
+	assert_int_equal(e->tables[0].def->ncols, 2);
+	ddl_event_free(e);
+}
+
+/* A table without a name (or schema) is malformed: it would be renamed to
+ * "", which no ALTER TABLE takes. */
+static void
+test_event_table_without_name(void **state)
+{
+	static const char *const tables[] = {
+		"\"schema\": \"public\", \"name\": \"\"",
+		"\"schema\": \"\", \"name\": \"t\"",
+		"\"schema\": \"public\"",
+	};
+	ddl_event *e = NULL;
+	tm_error err;
+
+	(void) state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(parse_table_event(tables[i], "", &e, &err), -1);
+		assert_non_null(strstr(err.msg, "without schema, name or relid"));
+	}
+}
+
 static void
 test_policy_names(void **state)
 {
@@ -284,6 +372,9 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
+		cmocka_unit_test(test_malformed_type_fails_the_plan),
+		cmocka_unit_test(test_event_repeated_columns),
+		cmocka_unit_test(test_event_table_without_name),
 		cmocka_unit_test(test_policy_names),
 	};
 

@@ -104,6 +104,29 @@ test_wellformed(void **state)
 	assert_false(sqltype_is_wellformed(&t));
 }
 
+/* Interval fields on another type, or a modifier sqltype_parse does not
+ * read: they would render as another type, or as none. */
+static void
+test_wellformed_renders_back(void **state)
+{
+	sqltype t;
+	tm_error err;
+
+	(void) state;
+	assert_int_equal(sqltype_parse("interval", &t, &err), 0);
+	snprintf(t.fields, sizeof t.fields, "year");
+	assert_true(sqltype_is_wellformed(&t));
+	assert_int_equal(sqltype_parse("\"4\"", &t, &err), 0);
+	snprintf(t.fields, sizeof t.fields, "day to minute");
+	assert_false(sqltype_is_wellformed(&t));    /* rendered as "4": fields lost */
+	assert_int_equal(sqltype_parse("bit", &t, &err), 0);
+	snprintf(t.fields, sizeof t.fields, "day");
+	assert_false(sqltype_is_wellformed(&t));    /* rendered as "bit day" */
+	assert_int_equal(sqltype_parse("numeric(12,2)", &t, &err), 0);
+	t.mods[0] = 2000000;
+	assert_false(sqltype_is_wellformed(&t));    /* numeric(2000000,2) does not parse */
+}
+
 /* A quoted name that reads like a keyword type stays a quoted name. */
 static void
 test_quoted_keyword_name(void **state)
@@ -118,6 +141,37 @@ test_quoted_keyword_name(void **state)
 	sqltype_render(&t, &sb);
 	assert_string_equal(strbuf_str(&sb), "\"character varying\"");
 	strbuf_free(&sb);
+}
+
+/* Plain names that begin with a keyword type's word are names: as schemas
+ * ("interval".x unquoted, as a well-formed type renders it), or with a
+ * dollar sign. */
+static void
+test_keyword_prefixed_names(void **state)
+{
+	static const char *const names[][3] = {
+		{"interval.\"x\"", "interval", "x"},
+		{"bit.foo(3)", "bit", "foo"},
+		{"character.foo", "character", "foo"},
+		{"bit$x", "", "bit$x"},
+		{"time_of_day", "", "time_of_day"},
+	};
+
+	(void) state;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		sqltype t;
+		tm_error err;
+		strbuf sb = STRBUF_INIT;
+
+		if (sqltype_parse(names[i][0], &t, &err) != 0)
+			fail_msg("%s: %s", names[i][0], err.msg);
+		assert_string_equal(t.schema, names[i][1]);
+		assert_string_equal(t.name, names[i][2]);
+		assert_true(sqltype_is_wellformed(&t));
+		sqltype_render(&t, &sb);
+		assert_string_equal(strbuf_str(&sb), names[i][0]);
+		strbuf_free(&sb);
+	}
 }
 
 static void
@@ -145,6 +199,8 @@ main(void)
 		cmocka_unit_test(test_spellings),
 		cmocka_unit_test(test_quoted_keyword_name),
 		cmocka_unit_test(test_wellformed),
+		cmocka_unit_test(test_wellformed_renders_back),
+		cmocka_unit_test(test_keyword_prefixed_names),
 		cmocka_unit_test(test_rejects),
 	};
 
