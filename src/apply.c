@@ -595,8 +595,11 @@ stmt_delete(apply *a, apply_rel *r)
 	return r->delete;
 }
 
+/* The update of the columns with present[i]; for a key change (moved),
+ * the form that asks for the row to be read again when the target has no
+ * row under the old key (dml_sql_update_moved). */
 static sink_stmt *
-stmt_partial(apply *a, apply_rel *r, const bool *present)
+stmt_partial(apply *a, apply_rel *r, const bool *present, bool moved)
 {
 	strbuf sql = STRBUF_INIT;
 	dml_sql_table t = rel_sql_table(r);
@@ -604,9 +607,13 @@ stmt_partial(apply *a, apply_rel *r, const bool *present)
 	int nparams;
 
 	for (int i = 0; i < r->npartials; i++)
-		if (memcmp(r->partials[i].present, present, sizeof(bool) * (size_t) r->ncols) == 0)
+		if (r->partials[i].key_changed == moved &&
+		    memcmp(r->partials[i].present, present, sizeof(bool) * (size_t) r->ncols) == 0)
 			return r->partials[i].stmt;
-	dml_sql_update_present(&sql, &t, present, &nparams);
+	if (moved)
+		dml_sql_update_moved(&sql, &t, present, &nparams);
+	else
+		dml_sql_update_present(&sql, &t, present, &nparams);
 	r->partials = realloc(r->partials, sizeof *p * (size_t) (r->npartials + 1));
 	if (r->partials == NULL)
 		abort();
@@ -615,6 +622,7 @@ stmt_partial(apply *a, apply_rel *r, const bool *present)
 	if (p->present == NULL)
 		abort();
 	memcpy(p->present, present, sizeof(bool) * (size_t) r->ncols);
+	p->key_changed = moved;
 	p->stmt = sink_stmt_get(a->sink, sql.data, nparams);
 	strbuf_free(&sql);
 	return p->stmt;
@@ -793,14 +801,16 @@ apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 }
 
 /* An update some of whose columns were not sent (unchanged TOAST): set the
- * sent ones, keyed by the old key. */
+ * sent ones, keyed by the old key. When the key changed, the target may
+ * not hold the row yet (its table still being copied): then the statement
+ * asks for the new key to be read again from the source (snapshot.h). */
 static int
-update_partial(apply *a, apply_rel *r, const pgoutput_tuple *keyt, const pgoutput_tuple *newt,
-               arena *scratch)
+update_partial(apply *a, apply_rel *r, const pgoutput_tuple *oldt, const pgoutput_tuple *newt,
+               bool moved, arena *scratch)
 {
 	bool *present = arena_alloc(scratch, sizeof(bool) * (size_t) r->ncols);
-	const char **p = arena_alloc(scratch, sizeof(char *) * (size_t) (r->ncols + r->nkeys));
-	const char **keys = key_params(r, keyt, scratch);
+	const char **p = arena_alloc(scratch, sizeof(char *) * (size_t) (r->ncols + 2 * r->nkeys + 2));
+	const char **keys = key_params(r, moved ? oldt : newt, scratch);
 	int n = 0;
 
 	for (int i = 0; i < r->ncols; i++) {
@@ -810,7 +820,22 @@ update_partial(apply *a, apply_rel *r, const pgoutput_tuple *keyt, const pgoutpu
 	}
 	for (int k = 0; k < r->nkeys; k++)
 		p[n++] = keys[k];
-	return sink_send(a->sink, stmt_partial(a, r, present), p, NULL);
+	if (moved) {
+		char *id = arena_alloc(scratch, 16), *lsn = arena_alloc(scratch, LSN_TEXT_MAX);
+
+		snprintf(id, 16, "%d", r->table->table_id);
+		p[n++] = id;
+		for (int k = 0; k < r->nkeys; k++) {
+			const pgoutput_value *v = &newt->values[r->key_idx[k]];
+
+			/* a key column not sent did not change */
+			p[n++] = v->kind == PGOUTPUT_VALUE_UNCHANGED ? keys[k] : value_param(v, scratch);
+		}
+		p[n++] = lsn_format(a->final_lsn, lsn);
+		if (a->cfg.hooks.on_reread != NULL)
+			a->cfg.hooks.on_reread(a->cfg.hooks.ctx, r->table->table_id);
+	}
+	return sink_send(a->sink, stmt_partial(a, r, present, moved), p, NULL);
 }
 
 static int
@@ -837,7 +862,7 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 		observe_row(a, r, oldt, scratch);
 	if (has_unchanged(newt)) {
 		observe_partial(a, r, newt, scratch);
-		return update_partial(a, r, moved ? oldt : newt, newt, scratch);
+		return update_partial(a, r, oldt, newt, moved, scratch);
 	}
 	observe_row(a, r, newt, scratch);
 	if (moved && (rc = sink_send(a->sink, stmt_delete(a, r), key_params(r, oldt, scratch),

@@ -47,6 +47,9 @@ typedef struct apply_hooks {
 	                   const size_t *value_len);
 	void (*on_truncate)(void *ctx, int table_id);
 	void (*on_commit)(void *ctx, uint32_t xid, tm_lsn commit_lsn);
+	/* A key-changing update that did not send every column went out: it
+	 * may have asked for its row to be read again (snapshot.h). */
+	void (*on_reread)(void *ctx, int table_id);
 	/* a transactional message with a "tidemark." prefix (but the marker),
 	 * met inside the open target transaction; commit_time: its source
 	 * transaction's */

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "commands.h"
 #include "log.h"
+#include "migrate.h"
 #include "pgconn.h"
 #include "pgoutput.h"
 #include "schema_sync.h"
@@ -70,6 +71,7 @@ typedef struct run_state {
 	double last_feedback, last_advance, last_progress;
 	long long progress_txs, progress_changes;
 	bool made_progress;
+	bool migrated;              /* the target catalog is at this binary's version */
 } run_state;
 
 /* ---- new tables in replicated schemas ---- */
@@ -271,6 +273,30 @@ stream_loop(run_state *st)
 	return rc;
 }
 
+/* A catalog made by an older tidemark gets the migrations it lacks (what
+ * `setup` would apply), once per run. A target without a catalog is left
+ * alone: the session says to run setup. */
+static int
+catalog_upgrade(run_state *st)
+{
+	PGconn *plain = NULL;
+	PGresult *r = NULL;
+	int rc;
+
+	if (st->migrated)
+		return TM_OK;
+	rc = pgconn_open(st->opts->target, PGCONN_TARGET, "setup", false, &plain);
+	if (rc == TM_OK)
+		rc = pgconn_exec(plain, PGCONN_TARGET, "looking for the tidemark catalog",
+		                 "SELECT to_regclass('tidemark.migrations') IS NOT NULL", 0, NULL, &r);
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0)
+		rc = migrate_apply(plain, PGCONN_TARGET);
+	PQclear(r);
+	PQfinish(plain);
+	st->migrated = rc == TM_OK;
+	return rc;
+}
+
 static int
 session_open(run_state *st)
 {
@@ -282,8 +308,10 @@ session_open(run_state *st)
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
-	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
+	int rc = catalog_upgrade(st);
 
+	if (rc == TM_OK)
+		rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
 	if (rc == TM_OK)
 		rc = sink_open(o->target, "apply", &st->sink);
 	if (rc == TM_OK)

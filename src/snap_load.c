@@ -296,7 +296,7 @@ load_staged(sink *s, const snap_load_chunk *c)
 		rc = stage_fill(s, c);
 	if (rc == TM_OK)
 		rc = stage_upsert(s, c);
-	if (rc == TM_OK)
+	if (rc == TM_OK && !c->upsert_only)
 		rc = stage_delete_gone(s, c);
 	strbuf_append(&sql, "DROP TABLE ");
 	temp_name(&sql, c, "stage");
@@ -352,10 +352,10 @@ apply_overlay(sink *s, const snap_load_chunk *c, const snap_overlay *o)
 int
 snap_load(sink *s, const snap_load_chunk *c, bool *fast)
 {
-	bool has = false;
-	int rc = range_has_rows(s, c, &has);
+	bool has = c->upsert_only;
+	int rc = has ? TM_OK : range_has_rows(s, c, &has);
 
-	if (rc != TM_OK)
+	if (rc != TM_OK || (c->upsert_only && c->nrows == 0))
 		return rc;
 	*fast = !has;
 	if (!has)

@@ -8,7 +8,8 @@
  * target, or stream changes already in that range) the rows go through a
  * temporary staging table: one set-based upsert, then rows of the range
  * that are neither in the chunk nor touched by the stream in the window
- * are deleted (they no longer exist on the source).
+ * are deleted (they no longer exist on the source). Rows read again by key
+ * (upsert_only) are upserted through the staging table; nothing is deleted.
  */
 #ifndef TIDEMARK_SNAP_LOAD_H
 #define TIDEMARK_SNAP_LOAD_H
@@ -33,6 +34,8 @@ typedef struct snap_load_chunk {
 	const snap_window *window;    /* keys the stream touched in the window */
 	char *const *prev_key;        /* range start (exclusive); NULL: none */
 	char *const *last_key;        /* range end (inclusive); NULL: none (the last chunk) */
+	bool upsert_only;             /* rows read again by key (no range): upserted through
+	                               * the staging table, nothing deleted */
 } snap_load_chunk;
 
 /* Returns a status; *fast tells which path was taken. */

@@ -50,6 +50,7 @@ struct snap_reader {
 	int njobs;
 	issued *issued;          /* owned list */
 	long seq;
+	PGconn *reread_conn;     /* owned: the calling thread's, for snap_reader_reread */
 };
 
 typedef struct reader_thread {
@@ -108,6 +109,7 @@ job_copy(snap_job *dst, const snap_job *src)
 	dst->start_key = snap_keys_copy(src->start_key, src->nkeys);
 	dst->target_names = snap_keys_copy(src->target_names, src->ntarget);
 	dst->target_types = snap_keys_copy(src->target_types, src->ntarget);
+	dst->reread_keys = snap_keys_copy(src->reread_keys, src->nreread * src->nkeys);
 }
 
 void
@@ -119,6 +121,7 @@ snap_job_clear(snap_job *job)
 	snap_keys_free(job->start_key, job->nkeys);
 	snap_keys_free(job->target_names, job->ntarget);
 	snap_keys_free(job->target_types, job->ntarget);
+	snap_keys_free(job->reread_keys, job->nreread * job->nkeys);
 	memset(job, 0, sizeof *job);
 }
 
@@ -156,11 +159,16 @@ same_target_type(const snap_job *job, const char *name, const char *type)
 	return false;
 }
 
-/* Chunks of at most chunk_rows rows and about CHUNK_BYTES_TARGET bytes. */
+/* Chunks of at most chunk_rows rows and about CHUNK_BYTES_TARGET bytes;
+ * a reread, of its keys. */
 static void
 limit_rows(table_cursor *c, long long row_bytes)
 {
 	c->rows_limit = c->job.chunk_rows;
+	if (c->job.reread_keys != NULL) {
+		c->rows_limit = c->job.nreread; /* every key asked for, at most once each */
+		return;
+	}
 	if (row_bytes > 0 && CHUNK_BYTES_TARGET / row_bytes < c->rows_limit)
 		c->rows_limit = CHUNK_BYTES_TARGET / row_bytes;
 	if (c->rows_limit < CHUNK_ROWS_MIN)
@@ -231,6 +239,47 @@ append_key_cols(strbuf *sql, const table_cursor *c)
 	}
 }
 
+/* (lit, lit, ...): key values as escaped literals, typed by the column
+ * they are compared with. */
+static void
+append_key_literals(PGconn *conn, strbuf *sql, char *const *values, int nkeys)
+{
+	strbuf_appendc(sql, '(');
+	for (int k = 0; k < nkeys; k++) {
+		char *lit = PQescapeLiteral(conn, values[k], strlen(values[k]));
+
+		if (lit == NULL)
+			abort();
+		strbuf_appendf(sql, "%s%s", k > 0 ? ", " : "", lit);
+		PQfreemem(lit);
+	}
+	strbuf_appendc(sql, ')');
+}
+
+/* WHERE (keys) > (last), or WHERE (keys) IN ((..), ...) for a reread. */
+static void
+append_chunk_where(PGconn *conn, const table_cursor *c, strbuf *sql)
+{
+	int nkeys = c->job.nkeys;
+
+	if (c->next_after == NULL && c->job.reread_keys == NULL)
+		return;
+	strbuf_append(sql, " WHERE (");
+	append_key_cols(sql, c);
+	if (c->job.reread_keys == NULL) {
+		strbuf_append(sql, ") > ");
+		append_key_literals(conn, sql, c->next_after, nkeys);
+		return;
+	}
+	strbuf_append(sql, ") IN (");
+	for (int i = 0; i < c->job.nreread; i++) {
+		if (i > 0)
+			strbuf_append(sql, ", ");
+		append_key_literals(conn, sql, c->job.reread_keys + (size_t) i * (size_t) nkeys, nkeys);
+	}
+	strbuf_appendc(sql, ')');
+}
+
 /* COPY (SELECT cols FROM t WHERE (keys) > (last) ORDER BY keys LIMIT n).
  * COPY takes no parameters: the key values are escaped literals. */
 static void
@@ -249,20 +298,7 @@ chunk_sql(PGconn *conn, const table_cursor *c, strbuf *sql)
 	}
 	strbuf_append(sql, " FROM ONLY ");
 	strbuf_append_qualified(sql, c->job.schema, c->job.name);
-	if (c->next_after != NULL) {
-		strbuf_append(sql, " WHERE (");
-		append_key_cols(sql, c);
-		strbuf_append(sql, ") > (");
-		for (int k = 0; k < c->job.nkeys; k++) {
-			char *lit = PQescapeLiteral(conn, c->next_after[k], strlen(c->next_after[k]));
-
-			if (lit == NULL)
-				abort();
-			strbuf_appendf(sql, "%s%s", k > 0 ? ", " : "", lit);
-			PQfreemem(lit);
-		}
-		strbuf_appendc(sql, ')');
-	}
+	append_chunk_where(conn, c, sql);
 	strbuf_append(sql, " ORDER BY ");
 	append_key_cols(sql, c);
 	strbuf_appendf(sql, " LIMIT %ld) TO STDOUT%s", c->rows_limit,
@@ -692,9 +728,49 @@ snap_reader_stop(snap_reader *r)
 	free(r->threads);
 	free(r->outstanding);
 	free(r->conninfo);
+	PQfinish(r->reread_conn);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);
 	free(r);
+}
+
+/* ---- reading rows again, on the caller's thread ---- */
+
+int
+snap_reader_reread(snap_reader *r, const snap_job *job, snap_result **out)
+{
+	table_cursor c;
+	issued is = {0};
+	bool gone = false;
+	int rc = TM_OK;
+
+	memset(&c, 0, sizeof c);
+	job_copy(&c.job, job);
+	pthread_mutex_lock(&r->mu);
+	snprintf(is.id, sizeof is.id, "%s-%ld", r->session, ++r->seq);
+	pthread_mutex_unlock(&r->mu);
+	*out = new_result(&c, &is);
+	if (r->reread_conn == NULL)
+		rc = open_conn(r, &r->reread_conn);
+	if (rc == TM_OK)
+		rc = load_columns(r->reread_conn, &c, &gone);
+	if (rc == TM_OK)
+		rc = emit(r->reread_conn, 'L', is.id);
+	if (rc == TM_OK && !gone)
+		rc = read_or_gone(r->reread_conn, &c, *out, &gone);
+	(*out)->table_gone = gone;
+	if (rc == TM_OK)
+		rc = emit(r->reread_conn, 'H', is.id);
+	if (rc != TM_OK) {
+		result_free(*out);
+		*out = NULL;
+		if (PQstatus(r->reread_conn) != CONNECTION_OK) {
+			PQfinish(r->reread_conn);
+			r->reread_conn = NULL;
+		}
+	}
+	cursor_clear(&c);
+	return rc;
 }
 
 void

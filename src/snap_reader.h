@@ -43,6 +43,10 @@ typedef struct snap_job {
 	int ntarget;
 	char **target_names;
 	char **target_types;
+	/* Instead of a range: the rows with these keys (nreread keys of nkeys
+	 * values each, flat), read again (snap_reader_reread). */
+	char **reread_keys;
+	int nreread;
 } snap_job;
 
 /* A chunk read between its watermarks. */
@@ -86,6 +90,15 @@ bool snap_reader_issued(snap_reader *r, const char *id, int *table_id, long *gen
  * snap_reader_release, which also lets the reader go on. */
 snap_result *snap_reader_take(snap_reader *r, const char *id);
 void snap_reader_release(snap_reader *r, snap_result *res);
+
+/*
+ * Reads again, on the calling thread, the rows with the job's reread_keys:
+ * low watermark, one short read of `WHERE (keys) IN (...)`, high watermark,
+ * like a chunk (same id space, same result). The caller owns *out (free it
+ * with snap_reader_release) and meets both watermarks in the stream later.
+ * Uses a source connection of its own, opened on first use.
+ */
+int snap_reader_reread(snap_reader *r, const snap_job *job, snap_result **out);
 
 /* A reader's failure, as a status (TM_OK when all is well). */
 int snap_reader_status(snap_reader *r);

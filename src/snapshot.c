@@ -18,6 +18,8 @@
 #include "snap_reader.h"
 
 #define POLL_INTERVAL_S 2.0
+/* Keys read again in one read, at most: their rows are held in memory. */
+#define REREAD_MAX 100
 
 /* A table being copied. */
 typedef struct snap_table {
@@ -44,6 +46,13 @@ typedef struct snap_table {
 	snap_window *window;     /* owned: open between the watermarks */
 	char wm_id[96];
 	tm_lsn low_lsn;
+	/* rows to read again by key (tidemark.snapshot_rereads) */
+	char **reread_keys;      /* owned: nreread keys of nkeys values, from the last scan */
+	int nreread;
+	snap_result *reread;     /* owned: read, waiting for its high watermark */
+	char *reread_json;       /* owned: its keys, a JSON array of arrays */
+	snap_window *reread_window; /* owned: open between its watermarks */
+	tm_lsn reread_low_lsn;
 } snap_table;
 
 struct snapshot {
@@ -84,6 +93,10 @@ table_free(snap_table *t)
 	free(t->check_src);
 	free(t->check_tgt);
 	snap_window_free(t->window);
+	snap_keys_free(t->reread_keys, t->nreread * t->nkeys);
+	snap_reader_release(NULL, t->reread);
+	free(t->reread_json);
+	snap_window_free(t->reread_window);
 	free(t);
 }
 
@@ -164,7 +177,7 @@ static void
 submit(snapshot *s, snap_table *t)
 {
 	snap_job job = {t->table_id, ++t->generation, t->schema, t->name, t->nkeys,
-	                t->key_columns, t->applied_key, s->cfg.chunk_rows, 0, NULL, NULL};
+	                t->key_columns, t->applied_key, s->cfg.chunk_rows, 0, NULL, NULL, NULL, 0};
 
 	target_types(s, t, &job);
 	load_checks(s, t, &job);
@@ -214,13 +227,15 @@ track(snapshot *s, PGresult *r, int row)
 	t->chunks = atoi(PQgetvalue(r, row, 7));
 	t->target_schema = xstrdup(PQgetvalue(r, row, 8));
 	t->target_table = xstrdup(PQgetvalue(r, row, 9));
+	t->done = strcmp(PQgetvalue(r, row, 10), "streaming") == 0;
 	t->started = clock_now_s();
 	s->tables = realloc(s->tables, sizeof(snap_table *) * (size_t) (s->ntables + 1));
 	if (s->tables == NULL)
 		abort();
 	s->tables[s->ntables++] = t;
-	log_info("snapshot of %s.%s %s", t->schema, t->name,
-	         t->applied_key ? "resumes after the last chunk copied" : "starts");
+	if (!t->done)
+		log_info("snapshot of %s.%s %s", t->schema, t->name,
+		         t->applied_key ? "resumes after the last chunk copied" : "starts");
 	return t;
 }
 
@@ -240,6 +255,118 @@ rerequested(snapshot *s, snap_table *t, PGresult *r, int row)
 	submit(s, t);
 }
 
+/* ---- rows read again by key ---- */
+
+static void
+rereads_clear(snap_table *t)
+{
+	snap_keys_free(t->reread_keys, t->nreread * t->nkeys);
+	t->reread_keys = NULL;
+	t->nreread = 0;
+}
+
+static void
+reread_add(snap_table *t, const char *json)
+{
+	char **key = keys_from_json(json, t->nkeys);
+
+	if (key == NULL || t->nreread >= REREAD_MAX) {
+		snap_keys_free(key, t->nkeys);
+		return;
+	}
+	t->reread_keys = realloc(t->reread_keys,
+	                         sizeof(char *) * ((size_t) (t->nreread + 1) * (size_t) t->nkeys + 1));
+	if (t->reread_keys == NULL)
+		abort();
+	for (int k = 0; k < t->nkeys; k++)
+		t->reread_keys[t->nreread * t->nkeys + k] = key[k];
+	t->reread_keys[(t->nreread + 1) * t->nkeys] = NULL;
+	t->nreread++;
+	free(key);
+}
+
+/* The keys asked for, oldest request first, per table. */
+static int
+scan_rereads(snapshot *s)
+{
+	const char *p[] = {s->cfg.slot};
+	PGresult *r;
+	int rc = sink_query(s->sink, "reading the rows to read again",
+	                    "SELECT r.table_id, array_to_json(r.key)::text"
+	                    " FROM tidemark.snapshot_rereads r JOIN tidemark.tables t USING (table_id)"
+	                    " WHERE t.slot_name = $1 AND t.state <> 'dropped'"
+	                    " ORDER BY r.table_id, r.requested_lsn",
+	                    1, p, &r);
+
+	if (rc != TM_OK)
+		return rc;
+	for (int i = 0; i < s->ntables; i++)
+		rereads_clear(s->tables[i]);
+	for (int i = 0; i < PQntuples(r); i++) {
+		snap_table *t = find(s, atoi(PQgetvalue(r, i, 0)));
+
+		if (t != NULL)
+			reread_add(t, PQgetvalue(r, i, 1));
+	}
+	PQclear(r);
+	return TM_OK;
+}
+
+static char *
+rereads_json(const snap_table *t)
+{
+	json_t *arr = json_array();
+	char *text;
+
+	for (int i = 0; i < t->nreread; i++) {
+		json_t *key = json_array();
+
+		for (int k = 0; k < t->nkeys; k++)
+			json_array_append_new(key, json_string(t->reread_keys[i * t->nkeys + k]));
+		json_array_append_new(arr, key);
+	}
+	text = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	return text;
+}
+
+/* Reads the keys asked for again, between watermarks of their own; the
+ * rows are loaded when the high watermark comes through (reread_apply). */
+static int
+reread_start(snapshot *s, snap_table *t)
+{
+	snap_job job = {t->table_id, t->generation, t->schema, t->name, t->nkeys,
+	                t->key_columns, NULL, t->nreread, 0, NULL, NULL, t->reread_keys,
+	                t->nreread};
+	int rc;
+
+	target_types(s, t, &job);
+	load_checks(s, t, &job);
+	rc = snap_reader_reread(s->reader, &job, &t->reread);
+	snap_keys_free(job.target_names, job.ntarget);
+	snap_keys_free(job.target_types, job.ntarget);
+	if (rc != TM_OK)
+		return rc;
+	free(t->reread_json);
+	t->reread_json = rereads_json(t);
+	log_info("%s.%s: reading %d row%s again (a key change that did not send every column "
+	         "found no row to move on the target)", t->schema, t->name, t->nreread,
+	         t->nreread == 1 ? "" : "s");
+	rereads_clear(t);
+	return TM_OK;
+}
+
+static int
+rereads_start(snapshot *s)
+{
+	int rc = TM_OK;
+
+	for (int i = 0; rc == TM_OK && i < s->ntables; i++)
+		if (s->tables[i]->nreread > 0 && s->tables[i]->reread == NULL)
+			rc = reread_start(s, s->tables[i]);
+	return rc;
+}
+
 static int
 scan_catalog(snapshot *s)
 {
@@ -249,9 +376,11 @@ scan_catalog(snapshot *s)
 	                    "SELECT table_id, source_schema, source_table,"
 	                    " array_to_json(key_columns)::text, array_to_json(snapshot_last_key)::text,"
 	                    " coalesce(snapshot_requested_at::text, ''), snapshot_rows, snapshot_chunks,"
-	                    " target_schema, target_table"
-	                    " FROM tidemark.tables WHERE slot_name = $1"
-	                    " AND state IN ('snapshot_pending', 'snapshotting') ORDER BY table_id",
+	                    " target_schema, target_table, state"
+	                    " FROM tidemark.tables t WHERE slot_name = $1"
+	                    " AND (state IN ('snapshot_pending', 'snapshotting') OR state = 'streaming'"
+	                    "   AND EXISTS (SELECT FROM tidemark.snapshot_rereads r"
+	                    "     WHERE r.table_id = t.table_id)) ORDER BY table_id",
 	                    1, p, &r);
 
 	if (rc != TM_OK)
@@ -259,16 +388,17 @@ scan_catalog(snapshot *s)
 	for (int i = 0; i < PQntuples(r); i++) {
 		snap_table *t = find(s, atoi(PQgetvalue(r, i, 0)));
 
-		if (t == NULL)
-			submit(s, track(s, r, i));
-		else if (strcmp(t->request, PQgetvalue(r, i, 5)) != 0)
+		if (t == NULL) {
+			if (!(t = track(s, r, i))->done)
+				submit(s, t);
+		} else if (strcmp(t->request, PQgetvalue(r, i, 5)) != 0)
 			rerequested(s, t, r, i);
 	}
 	PQclear(r);
 	for (int i = 0; i < s->ntables; i++)
 		if (s->tables[i]->restart && !s->tables[i]->done)
 			submit(s, s->tables[i]);
-	return TM_OK;
+	return scan_rereads(s);
 }
 
 /* ---- progress ---- */
@@ -409,6 +539,10 @@ snapshot_poll(snapshot *s)
 		s->last_poll = clock_now_s();
 		s->polled = rc == TM_OK;
 	}
+	/* not inside a target transaction: its requests are committed, and a
+	 * read that waits on the source holds nothing open on the target */
+	if (rc == TM_OK && (s->apply == NULL || !apply_in_transaction(s->apply)))
+		rc = rereads_start(s);
 	report(s, false);
 	return rc;
 }
@@ -419,7 +553,7 @@ snapshot_busy(const snapshot *s)
 	if (!s->polled)
 		return true;
 	for (int i = 0; i < s->ntables; i++)
-		if (!s->tables[i]->done)
+		if (!s->tables[i]->done || s->tables[i]->nreread > 0 || s->tables[i]->reread != NULL)
 			return true;
 	return false;
 }
@@ -451,7 +585,7 @@ hook_watching(void *ctx, int table_id)
 {
 	snap_table *t = find(ctx, table_id);
 
-	return t != NULL && t->window != NULL;
+	return t != NULL && (t->window != NULL || t->reread_window != NULL);
 }
 
 static void
@@ -461,6 +595,8 @@ hook_row(void *ctx, int table_id, const char *const *key, const size_t *key_len)
 
 	if (t != NULL && t->window != NULL)
 		snap_window_note_row(t->window, key, key_len);
+	if (t != NULL && t->reread_window != NULL)
+		snap_window_note_row(t->reread_window, key, key_len);
 }
 
 static void
@@ -471,6 +607,8 @@ hook_partial(void *ctx, int table_id, const char *const *key, const size_t *key_
 
 	if (t != NULL && t->window != NULL)
 		snap_window_note_partial(t->window, key, key_len, n, names, values, value_len);
+	if (t != NULL && t->reread_window != NULL)
+		snap_window_note_partial(t->reread_window, key, key_len, n, names, values, value_len);
 }
 
 static void
@@ -480,6 +618,17 @@ hook_truncate(void *ctx, int table_id)
 
 	if (t != NULL && t->window != NULL)
 		snap_window_note_truncate(t->window);
+	if (t != NULL && t->reread_window != NULL)
+		snap_window_note_truncate(t->reread_window);
+}
+
+/* A request to read a row again may have gone out: look soon, and count
+ * as busy until then. */
+static void
+hook_reread(void *ctx, int table_id)
+{
+	(void) table_id;
+	snapshot_poll_soon(ctx);
 }
 
 static void
@@ -568,7 +717,9 @@ mark_gone(snapshot *s, snap_table *t)
 	snap_reader_forget(s->reader, t->table_id);
 	return sink_command(s->sink, "marking a dropped table",
 	                    "UPDATE tidemark.tables SET state = 'dropped' WHERE table_id = $1::int", 1,
-	                    p);
+	                    p) ?: sink_command(s->sink, "forgetting the rows to read again",
+	                                       "DELETE FROM tidemark.snapshot_rereads"
+	                                       " WHERE table_id = $1::int", 1, p);
 }
 
 static void
@@ -694,58 +845,121 @@ filter_misfits(snapshot *s, const snap_table *t, const snap_chunk *c, const strb
 	return kept;
 }
 
+/* The rows of a chunk (or a reread) that survive its window, loaded into
+ * the target; *n receives their count. */
 static int
-apply_chunk(snapshot *s, snap_table *t, snap_result *res)
+load_rows(snapshot *s, snap_table *t, const snap_result *res, snap_window *w, bool upsert_only,
+          long *n, bool *fast)
 {
-	strbuf merged = STRBUF_INIT;
+	strbuf merged = STRBUF_INIT, fitting = STRBUF_INIT;
 	const strbuf *rows = &res->chunk->data;
-	long n = res->chunk->nrows;
 	snap_overlay *overlays = NULL;
 	int noverlays = 0;
-	bool fast = false;
-	int rc;
-	double t0;
+	int rc = TM_OK;
 
-	strbuf fitting = STRBUF_INIT;
-
+	*n = res->chunk->nrows;
 	/* the usual case: the stream did not touch the table in the window */
-	if (snap_window_changes(t->window) > 0) {
-		n = snap_window_merge(t->window, res->chunk, &merged, &overlays, &noverlays);
+	if (snap_window_changes(w) > 0) {
+		*n = snap_window_merge(w, res->chunk, &merged, &overlays, &noverlays);
 		rows = &merged;
 	}
 	if (t->nchecks > 0 && res->chunk->format == SNAP_CHUNK_TEXT) {
-		n = filter_misfits(s, t, res->chunk, rows, &fitting);
+		*n = filter_misfits(s, t, res->chunk, rows, &fitting);
 		rows = &fitting;
-		if (n < 0) {
-			strbuf_free(&merged);
-			strbuf_free(&fitting);
-			return TM_EXIT_TARGET;
-		}
+		rc = *n < 0 ? TM_EXIT_TARGET : TM_OK;
 	}
-	t0 = clock_now_s();
-	{
+	if (rc == TM_OK) {
 		snap_load_chunk lc = {t->table_id, t->target_schema, t->target_table, t->nkeys,
-		                      t->key_columns, res->chunk, rows, n, overlays, noverlays,
-		                      t->window, res->prev_key, res->final ? NULL : res->last_key};
+		                      t->key_columns, res->chunk, rows, *n, overlays, noverlays, w,
+		                      res->prev_key, res->final ? NULL : res->last_key, upsert_only};
+		double t0 = clock_now_s();
 
-		rc = snap_load(s->sink, &lc, &fast);
+		rc = snap_load(s->sink, &lc, fast);
+		log_debug("snapshot load: %ld rows in %.1f ms", *n, (clock_now_s() - t0) * 1000);
 	}
-	log_debug("snapshot load: %ld rows in %.1f ms", n, (clock_now_s() - t0) * 1000);
-	if (rc == TM_OK)
-		rc = save_progress(s, t, res, n);
-	if (rc == TM_OK)
-		chunk_done(s, t, res, n, fast);
 	strbuf_free(&merged);
 	strbuf_free(&fitting);
 	return rc;
 }
 
 static int
+apply_chunk(snapshot *s, snap_table *t, snap_result *res)
+{
+	bool fast = false;
+	long n = 0;
+	int rc = load_rows(s, t, res, t->window, false, &n, &fast);
+
+	if (rc == TM_OK)
+		rc = save_progress(s, t, res, n);
+	if (rc == TM_OK)
+		chunk_done(s, t, res, n, fast);
+	return rc;
+}
+
+/* The requests a reread answered, in the transaction that loads its rows;
+ * a request newer than its low watermark stays for the next one. */
+static int
+rereads_done(snapshot *s, const snap_table *t)
+{
+	char id[16], lsn[LSN_TEXT_MAX];
+	const char *p[] = {id, lsn_format(t->reread_low_lsn, lsn), t->reread_json};
+
+	snprintf(id, sizeof id, "%d", t->table_id);
+	return sink_command(s->sink, "forgetting the rows read again",
+	                    "DELETE FROM tidemark.snapshot_rereads WHERE table_id = $1::int"
+	                    " AND requested_lsn < $2::pg_lsn"
+	                    " AND to_jsonb(key) IN (SELECT jsonb_array_elements($3::jsonb))", 3, p);
+}
+
+/* At a reread's high watermark: its rows join the target like a chunk's,
+ * unless the table changed under the read (then the next scan asks again). */
+static int
+reread_apply(snapshot *s, snap_table *t)
+{
+	snap_result *res = t->reread;
+	bool fast = false;
+	long n = 0;
+	int rc = TM_OK;
+
+	if (t->reread_window == NULL)
+		log_warn("%s.%s: the high watermark of a reread came without its low one; the rows "
+		         "are read again", t->schema, t->name);
+	else if (res->table_gone)
+		rc = mark_gone(s, t);
+	else if (columns_changed(s, res) || missed_commit(s, res, t->reread_low_lsn))
+		log_info("%s.%s: the rows read again are read once more (the table changed during "
+		         "the read)", t->schema, t->name);
+	else if ((rc = load_rows(s, t, res, t->reread_window, true, &n, &fast)) == TM_OK)
+		rc = rereads_done(s, t);
+	snap_reader_release(s->reader, res);
+	t->reread = NULL;
+	snap_window_free(t->reread_window);
+	t->reread_window = NULL;
+	snapshot_poll_soon(s);
+	return rc;
+}
+
+/* The table whose reread has this watermark id, or NULL. */
+static snap_table *
+reread_owner(const snapshot *s, const char *id)
+{
+	for (int i = 0; i < s->ntables; i++)
+		if (s->tables[i]->reread != NULL && strcmp(s->tables[i]->reread->id, id) == 0)
+			return s->tables[i];
+	return NULL;
+}
+
+static int
 high_watermark(snapshot *s, const char *id)
 {
-	snap_result *res = snap_reader_take(s->reader, id);
-	snap_table *t = res ? find(s, res->table_id) : NULL;
+	snap_table *t = reread_owner(s, id);
+	snap_result *res;
 	int rc = TM_OK;
+
+	if (t != NULL)
+		return reread_apply(s, t);
+	res = snap_reader_take(s->reader, id);
+	t = res ? find(s, res->table_id) : NULL;
 
 	if (t == NULL || t->window == NULL || strcmp(t->wm_id, id) != 0 ||
 	    res->generation != t->generation) {
@@ -777,6 +991,12 @@ low_watermark(snapshot *s, const char *id, tm_lsn lsn)
 	long generation;
 	snap_table *t;
 
+	if ((t = reread_owner(s, id)) != NULL) {
+		snap_window_free(t->reread_window);
+		t->reread_window = snap_window_new(t->nkeys);
+		t->reread_low_lsn = lsn;
+		return;
+	}
 	if (!snap_reader_issued(s->reader, id, &table_id, &generation))
 		return; /* another process's, or an earlier run's */
 	t = find(s, table_id);
@@ -810,8 +1030,8 @@ hook_message(void *ctx, const pgoutput_msg *m, pg_timestamp commit_time)
 apply_hooks
 snapshot_hooks(snapshot *s)
 {
-	apply_hooks h = {s, hook_watching, hook_row, hook_partial, hook_truncate, hook_commit,
-	                 hook_message, s};
+	apply_hooks h = {s,           hook_watching, hook_row,     hook_partial, hook_truncate,
+	                 hook_commit, hook_reread,   hook_message, s};
 
 	return h;
 }

@@ -99,6 +99,24 @@ dml_sql_update_present(strbuf *sql, const dml_sql_table *t, const bool *present,
 }
 
 void
+dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *present, int *nparams)
+{
+	int n;
+
+	strbuf_append(sql, "WITH moved AS (");
+	dml_sql_update_present(sql, t, present, &n);
+	strbuf_append(sql, " RETURNING 1) INSERT INTO tidemark.snapshot_rereads"
+	                   " (table_id, key, requested_lsn) SELECT ");
+	strbuf_appendf(sql, "$%d::integer, ARRAY[", ++n);
+	for (int k = 0; k < t->nkeys; k++)
+		strbuf_appendf(sql, "%s$%d::text", k > 0 ? ", " : "", ++n);
+	strbuf_appendf(sql, "], $%d::pg_lsn WHERE NOT EXISTS (SELECT FROM moved)", ++n);
+	strbuf_append(sql, " ON CONFLICT (table_id, key) DO UPDATE SET requested_lsn ="
+	                   " greatest(snapshot_rereads.requested_lsn, EXCLUDED.requested_lsn)");
+	*nparams = n;
+}
+
+void
 dml_sql_truncate(strbuf *sql, int ntables, const char *const *schemas, const char *const *names)
 {
 	strbuf_append(sql, "TRUNCATE ");

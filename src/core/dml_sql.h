@@ -37,6 +37,18 @@ void dml_sql_delete(strbuf *sql, const dml_sql_table *t);
 void dml_sql_update_present(strbuf *sql, const dml_sql_table *t, const bool *present,
                             int *nparams);
 
+/* The same update for a row whose key changed, which also asks for the
+ * row to be read again from the source when the target holds no row under
+ * the old key (see migrations/target/003_snapshot_rereads.sql):
+ *   WITH moved AS (UPDATE ... RETURNING 1)
+ *   INSERT INTO tidemark.snapshot_rereads (table_id, key, requested_lsn)
+ *   SELECT $a::integer, ARRAY[$b::text, ...], $c::pg_lsn
+ *   WHERE NOT EXISTS (SELECT FROM moved) ON CONFLICT ... newest position
+ * Parameters: those of dml_sql_update_present, then the table id, the new
+ * key's values (key_idx order) and the source commit position. */
+void dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *present,
+                          int *nparams);
+
 /* TRUNCATE t1, t2, ... */
 void dml_sql_truncate(strbuf *sql, int ntables, const char *const *schemas,
                       const char *const *names);

@@ -171,6 +171,8 @@ narrowing(const char *name, const char *policy, int *exit_code, char **output)
 		pgtest_proc_free(run);
 		return e;
 	}
+	/* the policy is this run's: let it apply everything before stopping it */
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM m WHERE id = 1001", "1", 60));
 	tm_stop_and_catch_up(e, run, 120);
 	/* the table is copied again after the source rewrote it: wait for it */
 	assert_true(pgtest_wait_value(e->t, "SELECT state FROM tidemark.tables", "streaming", 60));
@@ -266,6 +268,8 @@ test_narrowing_quarantine(void **state)
 	pgtest_exec(e->s, "ALTER TABLE q ALTER COLUMN amount TYPE numeric(20,0)");
 	pgtest_exec(e->s, "INSERT INTO q VALUES (100, 77), (101, 123456789012345);"
 	                  "UPDATE q SET amount = 99999999999999 WHERE id = 5");
+	/* the policy is this run's: let it apply everything before stopping it */
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.quarantine", "2", 60));
 	tm_stop_and_catch_up(e, run, 120);
 	assert_target_type(e, "q", "amount", "numeric(12,2)");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM q WHERE id = 100 AND amount = 77"),

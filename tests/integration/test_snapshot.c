@@ -273,6 +273,56 @@ test_resnapshot_repairs_target(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * A key-changing update that does not send its unchanged TOASTed column
+ * moves rows that are not copied yet into the range already copied (the
+ * target has no row to move, and no later chunk reads the new key): those
+ * rows are read again from the source, between watermarks of their own,
+ * also after a kill -9 while the requests to read them are pending.
+ */
+static void
+test_moved_partial_rows_read_again(void **state)
+{
+	tm_env *e = tm_env_new("snapmove");
+	pgtest_proc *run;
+	PGconn *lock;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text, doc text);"
+	                  "ALTER TABLE t ALTER doc SET STORAGE EXTERNAL;"
+	                  "INSERT INTO t SELECT g, 'v', CASE WHEN g %% 100 = 0 THEN"
+	                  "  (SELECT string_agg(md5(g::text || i::text), '') FROM generate_series(1, 200) i)"
+	                  "  END FROM generate_series(1, 20000) g");
+	tm_setup_table(e, "t");
+	run = tm_spawn(e, "run", "--chunk-rows", "50", NULL);
+	wait_rows_copied(e, 100, run);
+	pgtest_proc_kill(run, SIGKILL);
+	assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
+	pgtest_proc_free(run);
+	assert_true(catalog_rows(e) < 15000);
+	/* doc is not sent: unchanged TOAST; the first rows are already copied */
+	pgtest_exec(e->s, "UPDATE t SET id = -id, v = 'moved' WHERE id IN (19000, 19100, 19200);"
+	                  "UPDATE t SET id = 1 - id WHERE id = 19300;"
+	                  "UPDATE t SET id = -id WHERE id = 19400; UPDATE t SET v = 'after' WHERE id = -19400");
+	/* the requests are written; the reads wait behind a lock: kill -9 */
+	lock = pgtest_connect_str(e->src);
+	pgtest_exec(lock, "BEGIN; LOCK TABLE t IN ACCESS EXCLUSIVE MODE");
+	run = tm_spawn(e, "run", "--chunk-rows", "50", NULL);
+	if (!pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.snapshot_rereads", "5", 60))
+		fail_msg("the requests were not written:\n%s", pgtest_proc_output(run));
+	pgtest_proc_kill(run, SIGKILL);
+	assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
+	pgtest_proc_free(run);
+	pgtest_exec(lock, "COMMIT");
+	PQfinish(lock);
+	run = tm_spawn(e, "run", "--chunk-rows", "50", NULL);
+	tm_stop_and_catch_up(e, run, 300);
+	tm_assert_equal(e, "t", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM t WHERE id < 0 AND doc IS NOT NULL"), 5);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.snapshot_rereads"), 0);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -282,6 +332,7 @@ main(void)
 		cmocka_unit_test(test_all_rows_deleted_during_snapshot),
 		cmocka_unit_test(test_table_dropped_during_snapshot),
 		cmocka_unit_test(test_resnapshot_repairs_target),
+		cmocka_unit_test(test_moved_partial_rows_read_again),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
