@@ -130,6 +130,38 @@ catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_f
 }
 
 int
+catalog_set_capture_key(sink *s, const char *slot, const char *hex, tm_lsn signed_from)
+{
+	char from[LSN_TEXT_MAX];
+	const char *p[] = {slot, hex, lsn_format(signed_from, from)};
+
+	return sink_command(s, "keeping the capture key",
+	                    "INSERT INTO tidemark.capture_keys (slot_name, key, signed_from)"
+	                    " VALUES ($1, decode($2, 'hex'), $3::pg_lsn) ON CONFLICT (slot_name) DO UPDATE"
+	                    " SET key = EXCLUDED.key, signed_from = CASE WHEN capture_keys.key ="
+	                    " EXCLUDED.key THEN capture_keys.signed_from ELSE EXCLUDED.signed_from END",
+	                    3, p);
+}
+
+int
+catalog_read_capture_key(sink *s, const char *slot, char **hex, tm_lsn *signed_from)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "reading the capture key",
+	                    "SELECT encode(key, 'hex'), signed_from::text FROM tidemark.capture_keys"
+	                    " WHERE slot_name = $1", 1, p, &r);
+
+	*hex = NULL;
+	if (rc == TM_OK && PQntuples(r) == 1) {
+		*hex = xstrdup(PQgetvalue(r, 0, 0));
+		lsn_parse(PQgetvalue(r, 0, 1), signed_from);
+	}
+	PQclear(r);
+	return rc;
+}
+
+int
 catalog_add_schema(sink *s, const char *slot, const char *schema)
 {
 	const char *p[] = {slot, schema};

@@ -51,6 +51,14 @@ int catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn val
 
 int catalog_add_schema(sink *s, const char *slot, const char *schema);
 
+/* Keeps the source's capture key (hex) for this replication; messages from
+ * signed_from on must be signed with it. A key already kept keeps its
+ * position. */
+int catalog_set_capture_key(sink *s, const char *slot, const char *hex, tm_lsn signed_from);
+/* The capture key kept for this replication: *hex a new string, or NULL
+ * when there is none. */
+int catalog_read_capture_key(sink *s, const char *slot, char **hex, tm_lsn *signed_from);
+
 /* Loads the slot's tables (not dropped). *out: new array (catalog_tables_free). */
 int catalog_load_tables(sink *s, const char *slot, catalog_table **out, int *n);
 /* Loads one table by source name; *out NULL when not registered. */

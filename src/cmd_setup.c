@@ -120,8 +120,22 @@ prepare_source(PGconn *src)
 	return rc;
 }
 
+/* The source's capture key, kept on the target: messages written from
+ * valid_from on (after the key existed) must carry its signature. */
 static int
-prepare_target(const cli_options *o, const setup_tables *t, tm_lsn valid_from)
+keep_capture_key(sink *s, const cli_options *o, const char *key_hex, tm_lsn valid_from)
+{
+	if (key_hex == NULL) {
+		log_warn("source: no capture key (tidemark.capture_key is empty); DDL capture messages "
+		         "are not authenticated");
+		return TM_OK;
+	}
+	return catalog_set_capture_key(s, o->slot, key_hex, valid_from);
+}
+
+static int
+prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
+               tm_lsn valid_from)
 {
 	PGconn *plain;
 	sink *s = NULL;
@@ -136,6 +150,8 @@ prepare_target(const cli_options *o, const setup_tables *t, tm_lsn valid_from)
 		rc = sink_open(o->target, "setup", &s);
 	if (rc == TM_OK)
 		rc = catalog_ensure_progress(s, o->slot);
+	if (rc == TM_OK)
+		rc = keep_capture_key(s, o, key_hex, valid_from);
 	for (int i = 0; rc == TM_OK && i < o->nschemas; i++)
 		rc = catalog_add_schema(s, o->slot, o->schemas[i]);
 	for (int i = 0; rc == TM_OK && i < t->n; i++) {
@@ -167,6 +183,7 @@ cmd_setup(const cli_options *o)
 	setup_tables tables = {NULL, 0};
 	PGconn *src = NULL;
 	tm_lsn lsn = LSN_INVALID, slot_lsn = LSN_INVALID;
+	char *key_hex = NULL; /* owned: the source's capture key */
 	bool created = false;
 	int rc = cli_require(o, true, true);
 
@@ -185,9 +202,11 @@ cmd_setup(const cli_options *o)
 	if (rc == TM_OK)
 		rc = collect_tables(src, o, &tables);
 	if (rc == TM_OK)
+		rc = source_query_capture_key(src, &key_hex);
+	if (rc == TM_OK)
 		rc = source_query_current_lsn(src, &lsn);
 	if (rc == TM_OK)
-		rc = prepare_target(o, &tables, lsn);
+		rc = prepare_target(o, &tables, key_hex, lsn);
 	if (rc == TM_OK)
 		rc = source_query_ensure_publication(src, o->publication, tables.defs, tables.n,
 		                                     o->schemas, o->nschemas);
@@ -203,6 +222,7 @@ cmd_setup(const cli_options *o)
 		       tables.n, o->slot, o->publication);
 	}
 	tables_free(&tables);
+	free(key_hex);
 	PQfinish(src);
 	return rc;
 }

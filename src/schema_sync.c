@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "ddl_auth.h"
 #include "ddl_event.h"
 #include "ddl_parse.h"
 #include "ident.h"
@@ -31,6 +32,9 @@ struct schema_sync {
 	uint32_t rewrites[MAX_REWRITES];  /* tables the source rewrote in it */
 	long long statement_xid;          /* the transaction of the statement text: */
 	char *statement;                  /* owned: long texts are sent once per transaction */
+	uint8_t key[DDL_AUTH_KEY_MAX];    /* the capture key (see ddl_auth.h) */
+	int key_len;                      /* -1: none kept on the target */
+	tm_lsn signed_from;               /* messages from here on must be signed */
 };
 
 /* What one table's sync did, for the audit log. */
@@ -65,6 +69,47 @@ parse_table_policy(const char *text, table_policy *tp)
 	return TM_OK;
 }
 
+/* The capture key kept by setup, if any. */
+static int
+load_key(schema_sync *ss)
+{
+	char *hex = NULL;
+	int rc = catalog_read_capture_key(ss->sink, ss->cfg.slot, &hex, &ss->signed_from);
+
+	ss->key_len = -1;
+	if (rc == TM_OK && hex != NULL &&
+	    (ss->key_len = ddl_auth_key_parse(hex, ss->key, sizeof ss->key)) < 0)
+		log_warn("target: the capture key kept in tidemark.capture_keys is not valid");
+	if (rc == TM_OK && ss->key_len < 0)
+		log_warn("DDL capture messages are not authenticated for this replication: run "
+		         "`tidemark setup` again (same options) to keep the source's capture key");
+	free(hex);
+	return rc;
+}
+
+/* The body of a DDL capture message that tidemark's capture wrote: signed
+ * with the key, or unsigned but older than the key. NULL for anything else
+ * (anyone may write a message with this prefix), with a warning. */
+static const char *
+authentic_body(const schema_sync *ss, const pgoutput_msg *m, size_t *len)
+{
+	const char *body;
+	ddl_auth_status st;
+	char at[LSN_TEXT_MAX];
+
+	st = ddl_auth_check(ss->key, ss->key_len < 0 ? 0 : (size_t) ss->key_len, m->u.message.content,
+	                    m->u.message.len, &body, len);
+	if (st == DDL_AUTH_SIGNED || ss->key_len < 0 ||
+	    (st == DDL_AUTH_UNSIGNED && m->u.message.lsn < ss->signed_from))
+		return body;
+	log_warn("a DDL capture message at %s is %s and is ignored: it was not written by "
+	         "tidemark's capture on the source (any role may write a message with the prefix "
+	         "tidemark.ddl). Look for who wrote it; the target is unchanged",
+	         lsn_format(m->u.message.lsn, at),
+	         st == DDL_AUTH_FORGED ? "signed with another key" : "not signed");
+	return NULL;
+}
+
 int
 schema_sync_new(const schema_sync_config *cfg, sink *s, schema_sync **out)
 {
@@ -82,6 +127,8 @@ schema_sync_new(const schema_sync_config *cfg, sink *s, schema_sync **out)
 		rc = parse_table_policy(cfg->table_policies[i], &ss->policies[i]);
 		ss->npolicies = i + (rc == TM_OK);
 	}
+	if (rc == TM_OK)
+		rc = load_key(ss);
 	if (rc != TM_OK) {
 		schema_sync_free(ss);
 		return rc;
@@ -730,12 +777,16 @@ schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
                     pg_timestamp commit_time, schema_sync_result *res)
 {
 	sync_note note = {STRBUF_INIT, STRBUF_INIT, STRBUF_INIT, 0};
+	const char *body;
+	size_t body_len;
 	ddl_event *e = NULL;
 	tm_error err;
 	int rc = TM_OK;
 
 	memset(res, 0, sizeof *res);
-	if (ddl_event_parse(m->u.message.content, m->u.message.len, &e, &err) != 0) {
+	if ((body = authentic_body(ss, m, &body_len)) == NULL)
+		return TM_OK;
+	if (ddl_event_parse(body, body_len, &e, &err) != 0) {
 		log_warn("a DDL capture message at %X/%X is not readable and is skipped: %s",
 		         (unsigned) (position >> 32), (unsigned) position, err.msg);
 		return TM_OK;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cast.h"
@@ -483,6 +484,18 @@ report(snapshot *s, bool force)
 
 /* ---- the public side ---- */
 
+/* Random: a watermark id nobody else can guess, so that no other writer of
+ * logical messages can close a chunk's window early. */
+static void
+session_id(char *out, size_t size)
+{
+	uint64_t r = 0;
+
+	if (getrandom(&r, sizeof r, 0) != (ssize_t) sizeof r)
+		r = ((uint64_t) getpid() << 32) ^ (uint64_t) time(NULL) ^ (uint64_t) clock();
+	snprintf(out, size, "%016llx", (unsigned long long) r);
+}
+
 int
 snapshot_new(const snapshot_config *cfg, sink *sk, snapshot **out)
 {
@@ -494,7 +507,7 @@ snapshot_new(const snapshot_config *cfg, sink *sk, snapshot **out)
 		abort();
 	s->cfg = *cfg;
 	s->sink = sk;
-	snprintf(session, sizeof session, "%x.%lx", (unsigned) getpid(), (unsigned long) time(NULL));
+	session_id(session, sizeof session);
 	rc = snap_reader_start(cfg->source, cfg->readers, session, &s->reader);
 	if (rc != TM_OK) {
 		free(s->ring);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "xalloc.h"
 #include "pgconn.h"
 #include "strbuf.h"
 
@@ -318,6 +319,22 @@ source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *
 	*created = true;
 	PQclear(r);
 	return TM_OK;
+}
+
+int
+source_query_capture_key(PGconn *conn, char **hex)
+{
+	PGresult *r;
+	int rc = query(conn, "reading the capture key",
+	               "SELECT encode(key, 'hex') FROM tidemark.capture_key", 0, NULL, &r);
+
+	*hex = NULL;
+	if (rc == TM_OK) {
+		if (PQntuples(r) == 1)
+			*hex = xstrdup(PQgetvalue(r, 0, 0));
+		PQclear(r);
+	}
+	return rc;
 }
 
 int

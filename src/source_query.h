@@ -41,6 +41,10 @@ int source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_l
 /* pg_current_wal_lsn() */
 int source_query_current_lsn(PGconn *conn, tm_lsn *out);
 
+/* The key that signs the DDL capture messages, as hex (*hex: new string;
+ * NULL when the source has none). */
+int source_query_capture_key(PGconn *conn, char **hex);
+
 /* A transactional logical message in its own transaction; *lsn: its LSN. */
 int source_query_emit(PGconn *conn, const char *prefix, const char *content, tm_lsn *lsn);
 

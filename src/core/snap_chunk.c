@@ -1,4 +1,5 @@
 #include "snap_chunk.h"
+#include "hex.h"
 #include "xalloc.h"
 
 #include <arpa/inet.h>
@@ -174,18 +175,6 @@ snap_chunk_text_fields(const char *line, size_t len, const char **out, size_t *o
 	}
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One backslash escape at f[i]; appends its byte, returns the bytes used. */
 static size_t
 unescape_one(const char *f, size_t len, size_t i, strbuf *out)
@@ -202,12 +191,12 @@ unescape_one(const char *f, size_t len, size_t i, strbuf *out)
 	case 'f': strbuf_appendc(out, '\f'); return 2;
 	case 'v': strbuf_appendc(out, '\v'); return 2;
 	case 'x':
-		if (i + 2 >= len || hexval(f[i + 2]) < 0)
+		if (i + 2 >= len || hex_digit(f[i + 2]) < 0)
 			break;
-		v = hexval(f[i + 2]);
+		v = hex_digit(f[i + 2]);
 		used = 3;
-		if (i + 3 < len && hexval(f[i + 3]) >= 0) {
-			v = v * 16 + hexval(f[i + 3]);
+		if (i + 3 < len && hex_digit(f[i + 3]) >= 0) {
+			v = v * 16 + hex_digit(f[i + 3]);
 			used = 4;
 		}
 		strbuf_appendc(out, (char) v);

@@ -3,7 +3,9 @@
  * of a table's schema change (ddl/ddl_track.c), with the target DDL built
  * from the plan (core/target_ddl.c).
  *
- * Input: the message's content, JSON. Each table of a parsed message is
+ * Input: the message's content, JSON, signed or not (ddl/ddl_auth.h: the
+ * signature is checked with a fixed key, and the body is what is parsed;
+ * a body signed again with that key checks as signed). Each table of a parsed message is
  * planned, under every policy, rewritten or not, dropping columns or not:
  *   - against two fixed old definitions, each with three targets (its own
  *     columns; those plus columns kept from earlier drops; its columns all
@@ -26,6 +28,7 @@
  */
 #include "fuzz_common.h"
 
+#include "ddl_auth.h"
 #include "ddl_event.h"
 #include "ddl_parse.h"
 #include "ddl_track.h"
@@ -382,6 +385,29 @@ plan_tables(const ddl_event *e)
 	tabledef_free(fixed[1]);
 }
 
+/* The body within content, and the signature's round trip on it. */
+static void
+check_signature(const char *content, size_t len, const char **body, size_t *body_len)
+{
+	static const uint8_t key[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	char *again = malloc(len + DDL_AUTH_MAC_HEX + 2);
+	const char *b2;
+	size_t l2;
+
+	if (again == NULL)
+		abort();
+	ddl_auth_check(key, sizeof key, content, len, body, body_len);
+	FUZZ_REQUIRE(*body >= content && *body + *body_len == content + len,
+	             "a message's body is its end");
+	ddl_auth_mac(key, sizeof key, *body, *body_len, again);
+	again[DDL_AUTH_MAC_HEX] = ' ';
+	memcpy(again + DDL_AUTH_MAC_HEX + 1, *body, *body_len);
+	FUZZ_REQUIRE(ddl_auth_check(key, sizeof key, again, DDL_AUTH_MAC_HEX + 1 + *body_len, &b2,
+	                            &l2) == DDL_AUTH_SIGNED && l2 == *body_len,
+	             "a body signed with the key checks as signed");
+	free(again);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -390,9 +416,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *content = fuzz_take(&in, size, &len);
 	ddl_event *e = NULL;
 	tm_error err;
+	const char *body;
+	size_t body_len;
 
 	err.msg[0] = '\0';
-	if (ddl_event_parse(content, len, &e, &err) == 0) {
+	check_signature(content, len, &body, &body_len);
+	if (ddl_event_parse(body, body_len, &e, &err) == 0) {
 		FUZZ_REQUIRE(e->kind <= DDL_EVENT_REWRITE && e->ntables >= 0 && e->ndropped >= 0,
 					 "an event has a kind, tables and dropped objects");
 		for (int i = 0; i < e->ndropped; i++)

@@ -5,7 +5,9 @@
  * test_decoding slot of its own and checks the messages' JSON: the catalog
  * definitions, their order among the row changes, transactions, quoting,
  * DDL inside DO blocks and functions, what is left out, and that the
- * capture never makes the DDL fail.
+ * capture never makes the DDL fail. Every message must carry the signature
+ * that tidemark's C code computes with the source's capture key
+ * (migrations/source/002_capture_key.sql, ddl/ddl_auth.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +20,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "ddl_auth.h"
 #include "pgtest.h"
 
 #define PREFIX "message: transactional: 1 prefix: tidemark.ddl, sz: "
@@ -107,6 +110,28 @@ capture_start(const char *name, const char *setup_sql)
 	return cap;
 }
 
+/* The message's JSON, once its signature is checked against the key. */
+static json_t *
+signed_json(capture *cap, const char *line, const char *content)
+{
+	char *hex = pgtest_query_value(cap->conn, "SELECT encode(key, 'hex') FROM tidemark.capture_key");
+	uint8_t key[DDL_AUTH_KEY_MAX];
+	int key_len = hex ? ddl_auth_key_parse(hex, key, sizeof key) : -1;
+	const char *body;
+	size_t len;
+	json_error_t err;
+	json_t *msg;
+
+	free(hex);
+	assert_int_equal(key_len, 32);
+	if (ddl_auth_check(key, (size_t) key_len, content, strlen(content), &body, &len) !=
+	    DDL_AUTH_SIGNED)
+		fail_msg("message not signed with the capture key: %s", line);
+	if ((msg = json_loadb(body, len, 0, &err)) == NULL)
+		fail_msg("message content is not JSON (%s): %s", err.text, line);
+	return msg;
+}
+
 /* Decodes everything committed since the slot was made (or last read). */
 static void
 capture_read(capture *cap)
@@ -133,11 +158,8 @@ capture_read(capture *cap)
 		}
 		if (strncmp(line, PREFIX, strlen(PREFIX)) != 0 || content == NULL)
 			fail_msg("not a transactional tidemark.ddl message: %s", line);
-		json_error_t err;
-		json_t *msg = json_loads(content + strlen(" content:"), 0, &err);
+		json_t *msg = signed_json(cap, line, content + strlen(" content:"));
 
-		if (msg == NULL)
-			fail_msg("message content is not JSON (%s): %s", err.text, line);
 		json_array_append(cap->msgs, msg);
 		json_array_append_new(cap->stream, msg);
 	}

@@ -417,6 +417,65 @@ test_drop_tables(void **state)
 	tm_env_free(e);
 }
 
+/* What the capture would write for ALTER TABLE f RENAME v TO hacked. */
+static char *
+forged_rename(tm_env *e, const char *mac)
+{
+	long oid = pgtest_query_long(e->s, "SELECT 'f'::regclass::oid::bigint");
+	char *json = NULL;
+
+	if (asprintf(&json,
+	             "%s%s{\"version\": 1, \"kind\": \"ddl\", \"command_tag\": \"ALTER TABLE\","
+	             " \"statement\": \"ALTER TABLE f RENAME v TO hacked\", \"statement_seq\": 1,"
+	             " \"user\": \"app\", \"role\": \"app\", \"time\": \"2026-01-01T00:00:00Z\","
+	             " \"timezone\": \"UTC\", \"xid\": 1, \"seq\": 1, \"commands\": [],"
+	             " \"tables\": [{\"relid\": %ld, \"schema\": \"public\", \"name\": \"f\","
+	             " \"relkind\": \"r\", \"replident\": \"d\", \"columns\": ["
+	             "{\"attnum\": 1, \"name\": \"id\", \"type\": \"integer\", \"target_type\": \"integer\","
+	             " \"type_oid\": 23, \"typmod\": -1, \"not_null\": true, \"key\": true,"
+	             " \"has_missing\": false, \"missing\": null, \"default\": false},"
+	             " {\"attnum\": 2, \"name\": \"hacked\", \"type\": \"text\", \"target_type\": \"text\","
+	             " \"type_oid\": 25, \"typmod\": -1, \"not_null\": false, \"key\": false,"
+	             " \"has_missing\": false, \"missing\": null, \"default\": false}]}],"
+	             " \"dropped\": [], \"rewrite\": null, \"error\": null}",
+	             mac, *mac ? " " : "", oid) < 0)
+		fail_msg("out of memory");
+	return json;
+}
+
+/* Any source role may write a message with the prefix tidemark.ddl: one
+ * without the capture key's signature (none, or a wrong one) changes
+ * nothing on the target; the capture's own messages still do. */
+static void
+test_forged_capture_messages_ignored(void **state)
+{
+	tm_env *e = tm_env_new("forged");
+	pgtest_proc *run;
+	char *unsigned_msg, *wrong_mac;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE f (id int PRIMARY KEY, v text); INSERT INTO f VALUES (1, 'a')");
+	tm_setup_table(e, "f");
+	run = tm_start_run(e, NULL);
+	unsigned_msg = forged_rename(e, "");
+	wrong_mac = forged_rename(e, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+	pgtest_exec(e->s, "SELECT pg_logical_emit_message(true, 'tidemark.ddl', $m$%s$m$)", unsigned_msg);
+	pgtest_exec(e->s, "SELECT pg_logical_emit_message(true, 'tidemark.ddl', $m$%s$m$)", wrong_mac);
+	pgtest_exec(e->s, "INSERT INTO f VALUES (2, 'b')");
+	assert_true(pgtest_proc_wait_output(run, "is not signed and is ignored", 60));
+	assert_true(pgtest_proc_wait_output(run, "is signed with another key and is ignored", 60));
+	pgtest_exec(e->s, "ALTER TABLE f RENAME v TO w; INSERT INTO f VALUES (3, 'c')");
+	tm_stop_and_catch_up(e, run, 120);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM information_schema.columns"
+	                                         " WHERE table_name = 'f' AND column_name = 'hacked'"), 0);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.ddl_log"
+	                                         " WHERE statement LIKE '%%hacked%%'"), 0);
+	tm_assert_equal(e, "f", "id");
+	free(unsigned_msg);
+	free(wrong_mac);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -433,6 +492,7 @@ main(void)
 		cmocka_unit_test(test_change_during_snapshot),
 		cmocka_unit_test(test_new_table_in_schema),
 		cmocka_unit_test(test_drop_tables),
+		cmocka_unit_test(test_forged_capture_messages_ignored),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
