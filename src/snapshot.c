@@ -67,6 +67,7 @@ struct snapshot {
 	double last_poll;
 	double last_progress;
 	bool polled;
+	bool reread_asked;       /* a request to read a row again may be new since the last scan */
 };
 
 /* ---- tables ---- */
@@ -548,6 +549,7 @@ snapshot_poll(snapshot *s)
 	if (rc != TM_OK)
 		return rc;
 	if (clock_now_s() - s->last_poll >= POLL_INTERVAL_S) {
+		s->reread_asked = false; /* the scan sees the requests, committed or not */
 		rc = scan_catalog(s);
 		s->last_poll = clock_now_s();
 		s->polled = rc == TM_OK;
@@ -563,7 +565,7 @@ snapshot_poll(snapshot *s)
 bool
 snapshot_busy(const snapshot *s)
 {
-	if (!s->polled)
+	if (!s->polled || s->reread_asked)
 		return true;
 	for (int i = 0; i < s->ntables; i++)
 		if (!s->tables[i]->done || s->tables[i]->nreread > 0 || s->tables[i]->reread != NULL)
@@ -635,13 +637,14 @@ hook_truncate(void *ctx, int table_id)
 		snap_window_note_truncate(t->reread_window);
 }
 
-/* A request to read a row again may have gone out: look soon, and count
- * as busy until then. */
+/* A request to read a row again may have gone out: the next scan looks
+ * (at its usual interval: such updates may come in bursts), and until
+ * then the snapshot counts as busy. */
 static void
 hook_reread(void *ctx, int table_id)
 {
 	(void) table_id;
-	snapshot_poll_soon(ctx);
+	((snapshot *) ctx)->reread_asked = true;
 }
 
 static void
