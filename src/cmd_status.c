@@ -4,6 +4,7 @@
  * The report is built as one JSON document and printed as JSON or text.
  */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "lsn.h"
 #include "report.h"
 #include "pgconn.h"
+#include "strbuf.h"
 
 static int
 source_part(const cli_options *o, json_t *out)
@@ -40,6 +42,23 @@ source_part(const cli_options *o, json_t *out)
 	return rc;
 }
 
+/* Rows waiting to be read again, per table (0 on a catalog made before
+ * tidemark.snapshot_rereads existed). */
+static const char *
+rereads_column(PGconn *conn)
+{
+	PGresult *r = NULL;
+	bool have = pgconn_exec(conn, PGCONN_TARGET, "looking for tidemark.snapshot_rereads",
+	                        "SELECT to_regclass('tidemark.snapshot_rereads') IS NOT NULL", 0, NULL,
+	                        &r) == TM_OK &&
+	            strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+
+	PQclear(r);
+	return have ? " (SELECT count(*) FROM tidemark.snapshot_rereads r"
+	              "   WHERE r.table_id = t.table_id) AS rows_to_read_again"
+	            : " 0 AS rows_to_read_again";
+}
+
 static int
 target_part(const cli_options *o, json_t *out)
 {
@@ -47,6 +66,7 @@ target_part(const cli_options *o, json_t *out)
 	PGconn *conn;
 	PGresult *r;
 	json_t *tables = json_array();
+	strbuf sql = STRBUF_INIT;
 	int rc = pgconn_open(o->target, PGCONN_TARGET, "status", false, &conn);
 
 	json_object_set_new(out, "tables", tables);
@@ -60,16 +80,18 @@ target_part(const cli_options *o, json_t *out)
 	if (rc == TM_OK) {
 		json_object_set_new(out, "target", PQntuples(r) ? report_row(r, 0) : json_null());
 		PQclear(r);
-		rc = pgconn_exec(
-			conn, PGCONN_TARGET, "reading the tables",
-			"SELECT format('%s.%s', quote_ident(source_schema), quote_ident(source_table))"
-			"   AS table, state, snapshot_rows AS rows_copied, snapshot_chunks AS chunks_done,"
-			" CASE WHEN snapshot_estimate > 0 THEN snapshot_estimate END AS rows_estimate,"
-			" round((snapshot_rows / greatest(extract(epoch FROM coalesce(snapshot_finished_at,"
-			"   now()) - snapshot_started_at), 0.001))::numeric, 0)::float8 AS rows_per_second,"
-			" snapshot_started_at::text, snapshot_finished_at::text"
-			" FROM tidemark.tables WHERE slot_name = $1 ORDER BY 1", 1, p, &r);
+		strbuf_append(&sql,
+		              "SELECT format('%s.%s', quote_ident(source_schema), quote_ident(source_table))"
+		              "   AS table, state, snapshot_rows AS rows_copied, snapshot_chunks AS chunks_done,"
+		              " CASE WHEN snapshot_estimate > 0 THEN snapshot_estimate END AS rows_estimate,"
+		              " round((snapshot_rows / greatest(extract(epoch FROM coalesce(snapshot_finished_at,"
+		              "   now()) - snapshot_started_at), 0.001))::numeric, 0)::float8 AS rows_per_second,"
+		              " snapshot_started_at::text, snapshot_finished_at::text,");
+		strbuf_append(&sql, rereads_column(conn));
+		strbuf_append(&sql, " FROM tidemark.tables t WHERE slot_name = $1 ORDER BY 1");
+		rc = pgconn_exec(conn, PGCONN_TARGET, "reading the tables", sql.data, 1, p, &r);
 	}
+	strbuf_free(&sql);
 	if (rc == TM_OK) {
 		json_t *rows = report_rows(r);
 
@@ -107,6 +129,9 @@ print_table(json_t *t)
 		printf("streaming, snapshot done (%lld rows copied)\n", rows);
 	else
 		printf("%s\n", state);
+	if (num(t, "rows_to_read_again") > 0)
+		printf("  %-40s %lld row(s) to read again (moved by key changes while being copied)\n", "",
+		       num(t, "rows_to_read_again"));
 }
 
 static void

@@ -286,6 +286,7 @@ test_moved_partial_rows_read_again(void **state)
 	tm_env *e = tm_env_new("snapmove");
 	pgtest_proc *run;
 	PGconn *lock;
+	char *out = NULL;
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text, doc text);"
@@ -313,6 +314,10 @@ test_moved_partial_rows_read_again(void **state)
 	pgtest_proc_kill(run, SIGKILL);
 	assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
 	pgtest_proc_free(run);
+	assert_int_equal(tm_run(e, 60, &out, "status", NULL), 0);
+	if (strstr(out, "5 row(s) to read again") == NULL)
+		fail_msg("status does not show the rows to read again:\n%s", out);
+	free(out);
 	pgtest_exec(lock, "COMMIT");
 	PQfinish(lock);
 	run = tm_spawn(e, "run", "--chunk-rows", "50", NULL);
