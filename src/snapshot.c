@@ -293,7 +293,16 @@ scan_rereads(snapshot *s)
 {
 	const char *p[] = {s->cfg.slot};
 	PGresult *r;
-	int rc = sink_query(s->sink, "reading the rows to read again",
+	/* a request made under another key (the table's key changed since)
+	 * cannot be read under the current one */
+	int rc = sink_command(s->sink, "forgetting requests made under another key",
+	                      "DELETE FROM tidemark.snapshot_rereads r USING tidemark.tables t"
+	                      " WHERE r.table_id = t.table_id AND t.slot_name = $1"
+	                      " AND cardinality(r.key) <> cardinality(t.key_columns)", 1, p);
+
+	if (rc != TM_OK)
+		return rc;
+	rc = sink_query(s->sink, "reading the rows to read again",
 	                    "SELECT r.table_id, array_to_json(r.key)::text"
 	                    " FROM tidemark.snapshot_rereads r JOIN tidemark.tables t USING (table_id)"
 	                    " WHERE t.slot_name = $1 AND t.state <> 'dropped'"
