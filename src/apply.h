@@ -12,7 +12,9 @@
  *
  * Rows: inserts and updates are keyed upserts, deletes by key, updates that
  * change the key delete the old key; a column sent as "unchanged TOAST"
- * keeps the target's value (a partial UPDATE), never becomes NULL.
+ * keeps the target's value (a partial UPDATE), never becomes NULL. A
+ * partial UPDATE that changes the key and finds no row to move asks for
+ * the row to be read again from the source (snapshot.h).
  */
 #ifndef TIDEMARK_APPLY_H
 #define TIDEMARK_APPLY_H

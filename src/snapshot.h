@@ -12,6 +12,16 @@
  * A chunk is thrown away and read again when the table's columns changed
  * between its read and its high watermark, or when a transaction that the
  * read could not see had committed before the low watermark.
+ *
+ * Rows read again by key: an update that changes a row's key without
+ * sending an unchanged TOASTed column moves only a row the target holds.
+ * When it moves none (the row was not copied yet), the apply's statement
+ * records the new key in tidemark.snapshot_rereads. The scan picks those
+ * keys up (also for tables already copied), reads them between watermarks
+ * of their own on the calling thread, outside any target transaction
+ * (snap_reader_reread), and at the high watermark loads the rows that
+ * survive the window rule and deletes the requests older than the low
+ * watermark, in one target transaction.
  */
 #ifndef TIDEMARK_SNAPSHOT_H
 #define TIDEMARK_SNAPSHOT_H
