@@ -241,6 +241,32 @@ track(snapshot *s, PGresult *r, int row)
 	return t;
 }
 
+static void
+replace_str(char **field, const char *value)
+{
+	if (strcmp(*field, value) != 0) {
+		free(*field);
+		*field = xstrdup(value);
+	}
+}
+
+/* The names as the catalog has them now: a table renamed or moved on the
+ * source (and so on the target) is read and loaded under its new names. */
+static void
+refresh_names(snap_table *t, PGresult *r, int row)
+{
+	char **keys = keys_from_json(PQgetvalue(r, row, 3), t->nkeys);
+
+	replace_str(&t->schema, PQgetvalue(r, row, 1));
+	replace_str(&t->name, PQgetvalue(r, row, 2));
+	replace_str(&t->target_schema, PQgetvalue(r, row, 8));
+	replace_str(&t->target_table, PQgetvalue(r, row, 9));
+	if (keys != NULL) {
+		snap_keys_free(t->key_columns, t->nkeys);
+		t->key_columns = keys;
+	}
+}
+
 /* A `tidemark snapshot` request changed the table's request stamp. */
 static void
 rerequested(snapshot *s, snap_table *t, PGresult *r, int row)
@@ -402,7 +428,10 @@ scan_catalog(snapshot *s)
 		if (t == NULL) {
 			if (!(t = track(s, r, i))->done)
 				submit(s, t);
-		} else if (strcmp(t->request, PQgetvalue(r, i, 5)) != 0)
+			continue;
+		}
+		refresh_names(t, r, i);
+		if (strcmp(t->request, PQgetvalue(r, i, 5)) != 0)
 			rerequested(s, t, r, i);
 	}
 	PQclear(r);

@@ -476,6 +476,30 @@ test_forged_capture_messages_ignored(void **state)
 	tm_env_free(e);
 }
 
+/* A table renamed (and moved to another schema) while it is being copied:
+ * the copy goes on under its new name. */
+static void
+test_rename_during_snapshot(void **state)
+{
+	tm_env *e = tm_env_new("renamesnap");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, v integer, pad text);"
+	                  "INSERT INTO big SELECT g, g, repeat('p', 50) FROM generate_series(1, 20000) g;"
+	                  "CREATE SCHEMA other");
+	tm_setup_table(e, "big");
+	run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
+	pgtest_exec(e->s, "ALTER TABLE big RENAME TO big2; UPDATE big2 SET v = -v WHERE id %% 1000 = 0");
+	pgtest_exec(e->s, "ALTER TABLE big2 SET SCHEMA other; DELETE FROM other.big2 WHERE id %% 999 = 0");
+	tm_stop_and_catch_up(e, run, 180);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                         " WHERE state = 'streaming'"), 1);
+	tm_assert_equal(e, "other.big2", "id");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -490,6 +514,7 @@ main(void)
 		cmocka_unit_test(test_awkward_names),
 		cmocka_unit_test(test_kill9_after_type_change),
 		cmocka_unit_test(test_change_during_snapshot),
+		cmocka_unit_test(test_rename_during_snapshot),
 		cmocka_unit_test(test_new_table_in_schema),
 		cmocka_unit_test(test_drop_tables),
 		cmocka_unit_test(test_forged_capture_messages_ignored),
