@@ -377,6 +377,10 @@ run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const ta
 /* ---- recording ---- */
 
 /* The table's new names, key and oid; its new version, valid from pos. */
+/* In record_version's UPDATE: the key changed while the table is copied. */
+#define KEY_CHANGED_MID_COPY                                                                \
+	"key_columns IS DISTINCT FROM k.keys AND state IN ('snapshot_pending', 'snapshotting')"
+
 static int
 record_version(schema_sync *ss, const catalog_table *t, const tabledef *now,
                const target_name *tn, int version, tm_lsn pos)
@@ -393,10 +397,15 @@ record_version(schema_sync *ss, const catalog_table *t, const tabledef *now,
 	snprintf(ver, sizeof ver, "%d", version);
 	snprintf(relid, sizeof relid, "%u", now->relid);
 	rc = sink_command(ss->sink, "recording a schema version",
-	                  "WITH t AS (UPDATE tidemark.tables SET source_schema = $2, source_table = $3,"
-	                  "   target_schema = $4, target_table = $5,"
-	                  "   key_columns = ARRAY(SELECT jsonb_array_elements_text($6::jsonb)),"
-	                  "   source_relid = $7::oid WHERE table_id = $1::int RETURNING table_id)"
+	                  "WITH k AS (SELECT ARRAY(SELECT jsonb_array_elements_text($6::jsonb)) AS keys),"
+	                  " t AS (UPDATE tidemark.tables SET source_schema = $2, source_table = $3,"
+	                  "   target_schema = $4, target_table = $5, key_columns = k.keys,"
+	                  /* a copy under way under another key starts again in the new order */
+	                  "   snapshot_last_key = CASE WHEN " KEY_CHANGED_MID_COPY " THEN NULL"
+	                  "     ELSE snapshot_last_key END,"
+	                  "   snapshot_requested_at = CASE WHEN " KEY_CHANGED_MID_COPY
+	                  "     THEN clock_timestamp() ELSE snapshot_requested_at END,"
+	                  "   source_relid = $7::oid FROM k WHERE table_id = $1::int RETURNING table_id)"
 	                  " INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
 	                  " SELECT table_id, $8::int, $9::pg_lsn, $10::jsonb FROM t", 10, p);
 	json_decref(cols);

@@ -500,6 +500,57 @@ test_rename_during_snapshot(void **state)
 	tm_env_free(e);
 }
 
+/* While streaming: the table renamed and moved, its primary key replaced
+ * by another on other columns, rows written between each step. */
+static void
+test_rename_and_key_change_while_streaming(void **state)
+{
+	tm_env *e = tm_env_new("renamekey");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE acct (id int PRIMARY KEY, code text NOT NULL, v int);"
+	                  "INSERT INTO acct SELECT g, 'c' || g, g FROM generate_series(1, 500) g;"
+	                  "CREATE SCHEMA ledger");
+	tm_setup_table(e, "acct");
+	tm_catch_up(e, 60);
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "ALTER TABLE acct RENAME TO account; UPDATE account SET v = v + 1 WHERE id <= 10");
+	pgtest_exec(e->s, "ALTER TABLE account SET SCHEMA ledger; DELETE FROM ledger.account WHERE id = 20");
+	pgtest_exec(e->s, "ALTER TABLE ledger.account DROP CONSTRAINT acct_pkey,"
+	                  " ADD PRIMARY KEY (code);"
+	                  "UPDATE ledger.account SET v = 0 WHERE code = 'c30';"
+	                  "INSERT INTO ledger.account VALUES (1000, 'c1000', 1);"
+	                  "DELETE FROM ledger.account WHERE code = 'c40'");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "ledger.account", "code");
+	tm_env_free(e);
+}
+
+/* The primary key replaced by another on other columns while the table is
+ * being copied: the copy goes on in the new key's order, missing nothing. */
+static void
+test_key_change_during_snapshot(void **state)
+{
+	tm_env *e = tm_env_new("keysnap");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, code text NOT NULL, pad text);"
+	                  "INSERT INTO big SELECT g, md5(g::text), repeat('p', 50)"
+	                  " FROM generate_series(1, 20000) g");
+	tm_setup_table(e, "big");
+	run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
+	pgtest_exec(e->s, "ALTER TABLE big DROP CONSTRAINT big_pkey, ADD PRIMARY KEY (code);"
+	                  "UPDATE big SET pad = 'changed' WHERE id %% 1000 = 0");
+	tm_stop_and_catch_up(e, run, 180);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                         " WHERE state = 'streaming'"), 1);
+	tm_assert_equal(e, "big", "id");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -515,6 +566,8 @@ main(void)
 		cmocka_unit_test(test_kill9_after_type_change),
 		cmocka_unit_test(test_change_during_snapshot),
 		cmocka_unit_test(test_rename_during_snapshot),
+		cmocka_unit_test(test_key_change_during_snapshot),
+		cmocka_unit_test(test_rename_and_key_change_while_streaming),
 		cmocka_unit_test(test_new_table_in_schema),
 		cmocka_unit_test(test_drop_tables),
 		cmocka_unit_test(test_forged_capture_messages_ignored),
