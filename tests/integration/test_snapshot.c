@@ -328,6 +328,26 @@ test_moved_partial_rows_read_again(void **state)
 	tm_env_free(e);
 }
 
+/* TRUNCATE in the middle of a copy, then new rows: none of the old rows
+ * comes back, every new one arrives. */
+static void
+test_truncate_during_snapshot(void **state)
+{
+	tm_env *e = tm_env_new("snaptrunc");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO t SELECT g, 'old' FROM generate_series(1, 20000) g");
+	tm_setup_table(e, "t");
+	run = tm_spawn(e, "run", "--chunk-rows", "100", NULL);
+	wait_rows_copied(e, 200, run);
+	pgtest_exec(e->s, "TRUNCATE t; INSERT INTO t SELECT g, 'new' FROM generate_series(10, 30000, 7) g");
+	tm_stop_and_catch_up(e, run, 180);
+	tm_assert_equal(e, "t", "id");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -338,6 +358,7 @@ main(void)
 		cmocka_unit_test(test_table_dropped_during_snapshot),
 		cmocka_unit_test(test_resnapshot_repairs_target),
 		cmocka_unit_test(test_moved_partial_rows_read_again),
+		cmocka_unit_test(test_truncate_during_snapshot),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
