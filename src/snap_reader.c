@@ -538,35 +538,58 @@ finish_result(table_cursor *c, snap_result *res)
 	return TM_OK;
 }
 
+static bool
+same_columns(const table_cursor *a, const table_cursor *b)
+{
+	if (a->ncols != b->ncols)
+		return false;
+	for (int i = 0; i < a->ncols; i++)
+		if (strcmp(a->colnames[i], b->colnames[i]) != 0)
+			return false;
+	return true;
+}
+
 /* Reads the chunk. A failure with the connection intact may mean the
  * table changed under the read (a column renamed or dropped: its columns
- * are read again and the chunk once more; the apply thread throws away a
- * chunk read under the old definition) or was dropped (*gone). */
+ * are read again and the chunk once more, as long as they keep changing,
+ * up to READ_ATTEMPTS, after which the session is retried; the apply
+ * thread throws away a chunk read under the old definition) or was
+ * dropped (*gone). A failure under unchanged columns is returned as is. */
+#define READ_ATTEMPTS 8
+
 static int
 read_or_gone(PGconn *conn, table_cursor *c, snap_result *res, bool *gone)
 {
 	int rc = read_chunk(conn, c, res);
 
-	if (rc != TM_OK && PQstatus(conn) == CONNECTION_OK) {
+	for (int attempt = 1; rc != TM_OK && PQstatus(conn) == CONNECTION_OK; attempt++) {
 		table_cursor fresh;
-		int fresh_rc;
+		bool changed;
 
 		memset(&fresh, 0, sizeof fresh);
 		job_copy(&fresh.job, &c->job);
 		fresh.next_after = snap_keys_copy(c->next_after, c->job.nkeys);
-		fresh_rc = load_columns(conn, &fresh, gone);
-		if (fresh_rc == TM_OK && *gone)
-			rc = TM_OK;
-		else if (fresh_rc == TM_OK) {
-			log_info("snapshot of %s.%s: the table changed during a read; reading again",
-			         c->job.schema, c->job.name);
-			fresh.loaded = true;
-			cursor_clear(c);
-			*c = fresh;
-			memset(&fresh, 0, sizeof fresh);
-			rc = read_chunk(conn, c, res);
+		if (load_columns(conn, &fresh, gone) != TM_OK || *gone) {
+			rc = *gone ? TM_OK : rc;
+			cursor_clear(&fresh);
+			break;
 		}
-		cursor_clear(&fresh);
+		changed = !same_columns(c, &fresh);
+		if (changed && attempt >= READ_ATTEMPTS) {
+			log_warn("snapshot of %s.%s: the table keeps changing during reads; the session "
+			         "starts again", c->job.schema, c->job.name);
+			rc = PGCONN_RETRY_SOURCE;
+		}
+		if (!changed || attempt >= READ_ATTEMPTS) {
+			cursor_clear(&fresh);
+			break;
+		}
+		log_info("snapshot of %s.%s: the table changed during a read; reading again",
+		         c->job.schema, c->job.name);
+		fresh.loaded = true;
+		cursor_clear(c);
+		*c = fresh;
+		rc = read_chunk(conn, c, res);
 	}
 	return rc;
 }
