@@ -584,6 +584,36 @@ test_columns_change_during_snapshot(void **state)
 	tm_env_free(e);
 }
 
+/* A target catalog from before the rows-read-again and capture-key
+ * migrations: run brings it up to date, warns that capture messages are
+ * not authenticated until setup runs again, and follows DDL; setup again
+ * keeps the key. */
+static void
+test_catalog_upgrade(void **state)
+{
+	tm_env *e = tm_env_new("upgrade");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE u (id int PRIMARY KEY, v int); INSERT INTO u VALUES (1, 1)");
+	tm_setup_table(e, "u");
+	pgtest_exec(e->t, "DROP TABLE tidemark.snapshot_rereads, tidemark.capture_keys;"
+	                  "DELETE FROM tidemark.migrations WHERE version >= 3");
+	run = tm_start_run(e, NULL);
+	assert_true(pgtest_proc_wait_output(run, "not authenticated for this replication", 60));
+	pgtest_exec(e->s, "ALTER TABLE u ADD COLUMN w text DEFAULT 'x'; INSERT INTO u VALUES (2, 2, 'y')");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "u", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.migrations"
+	                                         " WHERE version >= 3"), 2);
+	tm_setup_table(e, "u");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.capture_keys"), 1);
+	pgtest_exec(e->s, "ALTER TABLE u RENAME COLUMN w TO ww; INSERT INTO u VALUES (3, 3, 'z')");
+	tm_catch_up(e, 120);
+	tm_assert_equal(e, "u", "id");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -605,6 +635,7 @@ main(void)
 		cmocka_unit_test(test_new_table_in_schema),
 		cmocka_unit_test(test_drop_tables),
 		cmocka_unit_test(test_forged_capture_messages_ignored),
+		cmocka_unit_test(test_catalog_upgrade),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
