@@ -329,12 +329,11 @@ scan_rereads(snapshot *s)
 	if (rc != TM_OK)
 		return rc;
 	rc = sink_query(s->sink, "reading the rows to read again",
-	                    "SELECT r.table_id, array_to_json(r.key)::text"
-	                    " FROM tidemark.snapshot_rereads r JOIN tidemark.tables t USING (table_id)"
-	                    " WHERE t.slot_name = $1 AND t.state <> 'dropped'"
-	                    " ORDER BY r.table_id, r.requested_lsn",
-	                    1, p, &r);
-
+	                "SELECT r.table_id, array_to_json(r.key)::text"
+	                " FROM tidemark.snapshot_rereads r JOIN tidemark.tables t USING (table_id)"
+	                " WHERE t.slot_name = $1 AND t.state <> 'dropped'"
+	                " ORDER BY r.table_id, r.requested_lsn",
+	                1, p, &r);
 	if (rc != TM_OK)
 		return rc;
 	for (int i = 0; i < s->ntables; i++)
