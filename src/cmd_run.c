@@ -273,6 +273,28 @@ stream_loop(run_state *st)
 	return rc;
 }
 
+/* The target catalog's migration version on the apply connection: 0 when
+ * there is no catalog. */
+static int
+catalog_version(sink *sk, int *version)
+{
+	PGresult *r = NULL;
+	int rc = sink_query(sk, "looking for the tidemark catalog",
+	                    "SELECT to_regclass('tidemark.migrations') IS NOT NULL", 0, NULL, &r);
+	bool exists = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+
+	PQclear(r);
+	*version = 0;
+	if (rc != TM_OK || !exists)
+		return rc;
+	rc = sink_query(sk, "reading the catalog's version",
+	                "SELECT coalesce(max(version), 0) FROM tidemark.migrations", 0, NULL, &r);
+	if (rc == TM_OK)
+		*version = atoi(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return rc;
+}
+
 /* A catalog made by an older tidemark gets the migrations it lacks (what
  * `setup` would apply), once per run. A target without a catalog is left
  * alone: the session says to run setup. */
@@ -280,20 +302,36 @@ static int
 catalog_upgrade(run_state *st)
 {
 	PGconn *plain = NULL;
-	PGresult *r = NULL;
+	int version = 0;
 	int rc;
 
 	if (st->migrated)
 		return TM_OK;
-	rc = pgconn_open(st->opts->target, PGCONN_TARGET, "setup", false, &plain);
-	if (rc == TM_OK)
-		rc = pgconn_exec(plain, PGCONN_TARGET, "looking for the tidemark catalog",
-		                 "SELECT to_regclass('tidemark.migrations') IS NOT NULL", 0, NULL, &r);
-	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0)
-		rc = migrate_apply(plain, PGCONN_TARGET);
-	PQclear(r);
-	PQfinish(plain);
+	rc = catalog_version(st->sink, &version);
+	if (rc == TM_OK && version > 0 && version < migrate_latest(PGCONN_TARGET)) {
+		rc = pgconn_open(st->opts->target, PGCONN_TARGET, "setup", false, &plain);
+		if (rc == TM_OK)
+			rc = migrate_apply(plain, PGCONN_TARGET);
+		PQfinish(plain);
+	}
 	st->migrated = rc == TM_OK;
+	return rc;
+}
+
+/* The --until-caught-up marker, written once into the source's WAL: the
+ * run ends when the stream brings it back and no snapshot is pending. */
+static int
+write_marker(run_state *st)
+{
+	char marker[sizeof st->marker];
+	int rc;
+
+	if (!st->opts->until_caught_up || st->marker[0] != '\0')
+		return TM_OK;
+	snprintf(marker, sizeof marker, "caught-up %d %ld", (int) getpid(), (long) time(NULL));
+	rc = source_query_emit(st->control, "tidemark.mark", marker, NULL);
+	if (rc == TM_OK)
+		memcpy(st->marker, marker, sizeof marker);
 	return rc;
 }
 
@@ -308,12 +346,14 @@ session_open(run_state *st)
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
-	int rc = catalog_upgrade(st);
+	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
 
 	if (rc == TM_OK)
-		rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
+		rc = write_marker(st);
 	if (rc == TM_OK)
 		rc = sink_open(o->target, "apply", &st->sink);
+	if (rc == TM_OK)
+		rc = catalog_upgrade(st);
 	if (rc == TM_OK)
 		rc = snapshot_new(&sc, st->sink, &st->snap);
 	if (rc == TM_OK)
@@ -379,19 +419,6 @@ run_session(run_state *st)
 
 /* The marker: a message written into the source's WAL now; once applied,
  * everything the source had written before it is on the target. */
-static int
-write_marker(run_state *st)
-{
-	PGconn *conn;
-	int rc = pgconn_open(st->opts->source, PGCONN_SOURCE, "control", false, &conn);
-
-	snprintf(st->marker, sizeof st->marker, "caught-up %d %ld", (int) getpid(), (long) time(NULL));
-	if (rc == TM_OK)
-		rc = source_query_emit(conn, "tidemark.mark", st->marker, NULL);
-	PQfinish(conn);
-	return rc;
-}
-
 static void
 backoff_sleep(int ms)
 {
@@ -424,14 +451,8 @@ cmd_run(const cli_options *o)
 	arena_init(&st.scratch, 64 * 1024);
 	install_signals();
 	for (;;) {
-		if (o->until_caught_up && st.marker[0] == '\0')
-			rc = write_marker(&st);
-		else
-			rc = TM_OK;
-		if (rc == TM_OK) {
-			st.made_progress = false;
-			rc = run_session(&st);
-		}
+		st.made_progress = false;
+		rc = run_session(&st);
 		if (rc == TM_EXIT_POLICY && st.stop_before != LSN_INVALID) {
 			/* apply what came before the stopping transaction, then stop */
 			log_info("applying the transactions before the stop");

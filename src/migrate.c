@@ -61,6 +61,19 @@ script_run(PGconn *conn, pgconn_side side, const migrate_script *s)
 }
 
 int
+migrate_latest(pgconn_side side)
+{
+	const migrate_script *scripts =
+		side == PGCONN_SOURCE ? migrate_source_scripts : migrate_target_scripts;
+	int latest = 0;
+
+	for (const migrate_script *s = scripts; s->name != NULL; s++)
+		if (s->version > latest)
+			latest = s->version;
+	return latest;
+}
+
+int
 migrate_apply(PGconn *conn, pgconn_side side)
 {
 	const migrate_script *scripts =

@@ -21,6 +21,9 @@ typedef struct migrate_script {
 extern const migrate_script migrate_source_scripts[];
 extern const migrate_script migrate_target_scripts[];
 
+/* The highest version among the scripts of `side` (0 when none). */
+int migrate_latest(pgconn_side side);
+
 /* Applies the scripts of `side` not yet recorded on conn, each in its own
  * transaction with its record, under an advisory lock. Returns a status. */
 int migrate_apply(PGconn *conn, pgconn_side side);
