@@ -318,8 +318,9 @@ catalog_upgrade(run_state *st)
 	return rc;
 }
 
-/* The --until-caught-up marker, written once into the source's WAL: the
- * run ends when the stream brings it back and no snapshot is pending. */
+/* The --until-caught-up marker, written once into the source's WAL: once
+ * it is applied, everything the source had written before it is on the
+ * target, and the run ends when no snapshot is pending either. */
 static int
 write_marker(run_state *st)
 {
@@ -417,8 +418,6 @@ run_session(run_state *st)
 	return rc;
 }
 
-/* The marker: a message written into the source's WAL now; once applied,
- * everything the source had written before it is on the target. */
 static void
 backoff_sleep(int ms)
 {
