@@ -614,6 +614,30 @@ test_catalog_upgrade(void **state)
 	tm_env_free(e);
 }
 
+/* The key column's type widened (int to bigint, a table rewrite) in the
+ * middle of a copy, with updates around it. */
+static void
+test_key_type_change_during_snapshot(void **state)
+{
+	tm_env *e = tm_env_new("keytype");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO big SELECT g, 'v' FROM generate_series(1, 20000) g");
+	tm_setup_table(e, "big");
+	run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
+	pgtest_exec(e->s, "UPDATE big SET v = 'before' WHERE id %% 900 = 0;"
+	                  "ALTER TABLE big ALTER COLUMN id TYPE bigint;"
+	                  "INSERT INTO big VALUES (5000000000, 'big key');"
+	                  "UPDATE big SET v = 'after' WHERE id %% 1100 = 0");
+	tm_stop_and_catch_up(e, run, 180);
+	assert_target_type(e, "big", "id", "bigint");
+	tm_assert_equal(e, "big", "id");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -631,6 +655,7 @@ main(void)
 		cmocka_unit_test(test_rename_during_snapshot),
 		cmocka_unit_test(test_columns_change_during_snapshot),
 		cmocka_unit_test(test_key_change_during_snapshot),
+		cmocka_unit_test(test_key_type_change_during_snapshot),
 		cmocka_unit_test(test_rename_and_key_change_while_streaming),
 		cmocka_unit_test(test_new_table_in_schema),
 		cmocka_unit_test(test_drop_tables),
