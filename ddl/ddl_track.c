@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "cast.h"
+#include "ident.h"
 #include "sqltype.h"
 
 static const char *const policy_names[] = {"widen", "follow", "quarantine", "stop"};
 
 /* The bytes PostgreSQL keeps of a name (NAMEDATALEN - 1). */
-#define NAME_BYTES 63
+#define NAME_BYTES IDENT_NAME_BYTES
 
 int
 ddl_policy_parse(const char *text, ddl_policy *out)
@@ -129,34 +130,13 @@ current_name(const planner *pl, const char *name)
 	return name;
 }
 
-/* Bytes of name that fit in max, cut at a character boundary. */
-static size_t
-clip_len(const char *name, size_t max)
-{
-	size_t n = strlen(name);
-
-	if (n <= max)
-		return n;
-	while (max > 0 && ((unsigned char) name[max] & 0xc0) == 0x80)
-		max--;
-	return max;
-}
-
-/* A name for a kept column moved aside that no column has or is to get:
- * "name (dropped)", else "name (dropped 2)", ..., within the bytes that
- * PostgreSQL keeps of a name. */
+/* A name for a kept column moved aside that no column has or is to get
+ * (ident_aside_name). */
 static void
 aside_name(const planner *pl, const char *name, char out[NAME_BYTES + 1])
 {
 	for (int n = 1;; n++) {
-		char suffix[32];
-
-		if (n == 1)
-			snprintf(suffix, sizeof suffix, " (dropped)");
-		else
-			snprintf(suffix, sizeof suffix, " (dropped %d)", n);
-		snprintf(out, NAME_BYTES + 1, "%.*s%s", (int) clip_len(name, NAME_BYTES - strlen(suffix)),
-		         name, suffix);
+		ident_aside_name(name, n, out);
 		if (!name_taken(pl, out) && tabledef_find(pl->in->now->def, out) == NULL)
 			return;
 	}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ident.h"
 #include "log.h"
 #include "pgconn.h"
 #include "strbuf.h"
@@ -119,10 +120,81 @@ insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_fr
 	return rc;
 }
 
+/* Does the target have a relation schema.name? */
+static int
+target_has(sink *s, const char *schema, const char *name, bool *has)
+{
+	const char *p[] = {schema, name};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "looking for a target table",
+	                    "SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL", 2,
+	                    p, &r);
+
+	*has = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return rc;
+}
+
+/* Moves a dropped table's kept target table and catalog row aside, under
+ * "name (dropped)" (or "(dropped 2)", ...). */
+static int
+move_aside(sink *s, const char *id, const char *tschema, const char *ttable, const char *sname)
+{
+	char aside[IDENT_NAME_BYTES + 1], src_aside[IDENT_NAME_BYTES + 1];
+	strbuf sql = STRBUF_INIT;
+	bool kept = false, taken = true;
+	int rc = target_has(s, tschema, ttable, &kept);
+
+	for (int n = 1; rc == TM_OK && taken; n++) {
+		ident_aside_name(ttable, n, aside);
+		rc = target_has(s, tschema, aside, &taken);
+	}
+	if (rc == TM_OK && kept) {
+		target_ddl_rename_table(&sql, tschema, ttable, aside);
+		rc = sink_command(s, "moving a dropped table aside", sql.data, 0, NULL);
+		if (rc == TM_OK)
+			log_info("target: %s.%s, dropped on the source and kept here, is now \"%s\": a new "
+			         "table of its name is replicated", tschema, ttable, aside);
+	}
+	ident_aside_name(sname, 1, src_aside);
+	if (rc == TM_OK) {
+		const char *p[] = {id, aside, src_aside};
+
+		/* the row stays for the audit log, under a name no source table has */
+		rc = sink_command(s, "moving a dropped table's record aside",
+		                  "UPDATE tidemark.tables SET target_table = $2,"
+		                  " source_table = $3 || ' ' || table_id WHERE table_id = $1::int", 3, p);
+	}
+	strbuf_free(&sql);
+	return rc;
+}
+
+/* A table of this name dropped on the source earlier: out of the new one's
+ * way, on the target and in the catalog. */
+static int
+retire_dropped(sink *s, const char *slot, const tabledef *def)
+{
+	const char *p[] = {slot, def->schema, def->name};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "looking for a dropped table of the same name",
+	                    "SELECT table_id, target_schema, target_table FROM tidemark.tables"
+	                    " WHERE slot_name = $1 AND source_schema = $2 AND source_table = $3"
+	                    " AND state = 'dropped'", 3, p, &r);
+
+	if (rc == TM_OK && PQntuples(r) == 1)
+		rc = move_aside(s, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
+		                def->name);
+	PQclear(r);
+	return rc;
+}
+
 int
 catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from, bool *added)
 {
-	int rc = create_target_table(s, def);
+	int rc = retire_dropped(s, slot, def);
+
+	if (rc == TM_OK)
+		rc = create_target_table(s, def);
 
 	if (rc == TM_OK)
 		rc = insert_table_row(s, slot, def, valid_from, added);

@@ -1,6 +1,7 @@
 #include "ident.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,4 +78,30 @@ fail:
 	strbuf_free(&first);
 	strbuf_free(&second);
 	return -1;
+}
+
+/* Bytes of name that fit in max, cut at a character boundary. */
+static size_t
+clip_len(const char *name, size_t max)
+{
+	size_t n = strlen(name);
+
+	if (n <= max)
+		return n;
+	while (max > 0 && ((unsigned char) name[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
+void
+ident_aside_name(const char *name, int n, char out[IDENT_NAME_BYTES + 1])
+{
+	char suffix[32];
+
+	if (n <= 1)
+		snprintf(suffix, sizeof suffix, " (dropped)");
+	else
+		snprintf(suffix, sizeof suffix, " (dropped %d)", n);
+	snprintf(out, IDENT_NAME_BYTES + 1, "%.*s%s",
+	         (int) clip_len(name, IDENT_NAME_BYTES - strlen(suffix)), name, suffix);
 }

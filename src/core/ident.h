@@ -16,4 +16,14 @@
 int ident_parse_qualified(const char *text, const char *default_schema, char **schema,
                           char **name, tm_error *err);
 
+/* The bytes PostgreSQL keeps of a name (NAMEDATALEN - 1). */
+#define IDENT_NAME_BYTES 63
+
+/*
+ * The n-th name (n >= 1) to move something dropped on the source aside
+ * under on the target: "name (dropped)", "name (dropped 2)", ..., the name
+ * cut at a character boundary so that the whole fits IDENT_NAME_BYTES.
+ */
+void ident_aside_name(const char *name, int n, char out[IDENT_NAME_BYTES + 1]);
+
 #endif

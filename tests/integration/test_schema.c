@@ -638,6 +638,31 @@ test_key_type_change_during_snapshot(void **state)
 	tm_env_free(e);
 }
 
+/* In a replicated schema, a table dropped and created again under the same
+ * name with other columns (a common migration): the target keeps the old
+ * one aside and replicates the new one under the name. */
+static void
+test_table_recreated_in_schema(void **state)
+{
+	tm_env *e = tm_env_new("recreate");
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA app; CREATE TABLE app.t (id int PRIMARY KEY, old text);"
+	                  "INSERT INTO app.t VALUES (1, 'old')");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 0);
+	free(out);
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "DROP TABLE app.t; CREATE TABLE app.t (code text PRIMARY KEY, n int);"
+	                  "INSERT INTO app.t VALUES ('a', 1), ('b', 2)");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "app.t", "code");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.\"t (dropped)\""
+	                                         " WHERE old = 'old'"), 1);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -659,6 +684,7 @@ main(void)
 		cmocka_unit_test(test_rename_and_key_change_while_streaming),
 		cmocka_unit_test(test_new_table_in_schema),
 		cmocka_unit_test(test_drop_tables),
+		cmocka_unit_test(test_table_recreated_in_schema),
 		cmocka_unit_test(test_forged_capture_messages_ignored),
 		cmocka_unit_test(test_catalog_upgrade),
 	};
