@@ -220,9 +220,13 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 			if (strcmp(c->colnames[i], c->job.key_columns[k]) == 0)
 				found = i;
 		if (found < 0) {
-			log_error("snapshot of %s.%s: key column \"%s\" no longer exists on the source",
-			          c->job.schema, c->job.name, c->job.key_columns[k]);
-			return TM_EXIT_SOURCE;
+			/* dropped and created again under the name, or the key renamed:
+			 * the capture message of that change decides what comes next */
+			log_info("snapshot of %s.%s: key column \"%s\" no longer exists on the source: "
+			         "the table is not the one being copied",
+			         c->job.schema, c->job.name, c->job.key_columns[k]);
+			*gone = true;
+			return TM_OK;
 		}
 		c->key_idx[k] = found;
 	}

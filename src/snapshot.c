@@ -403,6 +403,27 @@ rereads_start(snapshot *s)
 	return rc;
 }
 
+/* A table being copied that the catalog no longer lists as such was dropped
+ * (the capture of the DROP marked it): stop copying it. */
+static void
+forget_unlisted(snapshot *s, PGresult *r)
+{
+	for (int i = 0; i < s->ntables; i++) {
+		snap_table *t = s->tables[i];
+		bool listed = false;
+
+		for (int row = 0; row < PQntuples(r) && !listed; row++)
+			listed = atoi(PQgetvalue(r, row, 0)) == t->table_id;
+		if (listed || t->done)
+			continue;
+		log_info("snapshot of %s.%s stops: the table was dropped", t->schema, t->name);
+		t->done = true;
+		snap_window_free(t->window);
+		t->window = NULL;
+		snap_reader_forget(s->reader, t->table_id);
+	}
+}
+
 static int
 scan_catalog(snapshot *s)
 {
@@ -421,6 +442,7 @@ scan_catalog(snapshot *s)
 
 	if (rc != TM_OK)
 		return rc;
+	forget_unlisted(s, r);
 	for (int i = 0; i < PQntuples(r); i++) {
 		snap_table *t = find(s, atoi(PQgetvalue(r, i, 0)));
 

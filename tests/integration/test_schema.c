@@ -653,6 +653,7 @@ test_table_recreated_in_schema(void **state)
 	                  "INSERT INTO app.t VALUES (1, 'old')");
 	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 0);
 	free(out);
+	tm_catch_up(e, 60); /* the old table copied (a drop during its copy: see below) */
 	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "DROP TABLE app.t; CREATE TABLE app.t (code text PRIMARY KEY, n int);"
 	                  "INSERT INTO app.t VALUES ('a', 1), ('b', 2)");
@@ -660,6 +661,16 @@ test_table_recreated_in_schema(void **state)
 	tm_assert_equal(e, "app.t", "code");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.\"t (dropped)\""
 	                                         " WHERE old = 'old'"), 1);
+	/* the same while the old table is still being copied */
+	pgtest_exec(e->s, "CREATE TABLE app.u (id int PRIMARY KEY, old text);"
+	                  "INSERT INTO app.u SELECT g, 'old' FROM generate_series(1, 20000) g");
+	run = tm_spawn(e, "run", "--chunk-rows", "100", NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables"
+	                                    " WHERE source_table = 'u'", "t", 60));
+	pgtest_exec(e->s, "DROP TABLE app.u; CREATE TABLE app.u (code text PRIMARY KEY, n int);"
+	                  "INSERT INTO app.u VALUES ('a', 1)");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "app.u", "code");
 	tm_env_free(e);
 }
 
