@@ -120,9 +120,8 @@ insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_fr
 	return rc;
 }
 
-/* Does the target have a relation schema.name? */
-static int
-target_has(sink *s, const char *schema, const char *name, bool *has)
+int
+catalog_target_has(sink *s, const char *schema, const char *name, bool *has)
 {
 	const char *p[] = {schema, name};
 	PGresult *r = NULL;
@@ -143,11 +142,11 @@ move_aside(sink *s, const char *id, const char *tschema, const char *ttable, con
 	char aside[IDENT_NAME_BYTES + 1], src_aside[IDENT_NAME_BYTES + 1];
 	strbuf sql = STRBUF_INIT;
 	bool kept = false, taken = true;
-	int rc = target_has(s, tschema, ttable, &kept);
+	int rc = catalog_target_has(s, tschema, ttable, &kept);
 
 	for (int n = 1; rc == TM_OK && taken; n++) {
 		ident_aside_name(ttable, n, aside);
-		rc = target_has(s, tschema, aside, &taken);
+		rc = catalog_target_has(s, tschema, aside, &taken);
 	}
 	if (rc == TM_OK && kept) {
 		target_ddl_rename_table(&sql, tschema, ttable, aside);

@@ -51,6 +51,9 @@ int catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn val
 
 int catalog_add_schema(sink *s, const char *slot, const char *schema);
 
+/* Does the target have a relation schema.name? */
+int catalog_target_has(sink *s, const char *schema, const char *name, bool *has);
+
 /* Keeps the source's capture key (hex) for this replication; messages from
  * signed_from on must be signed with it. A key already kept keeps its
  * position. */

@@ -279,11 +279,9 @@ static int
 catalog_version(sink *sk, int *version)
 {
 	PGresult *r = NULL;
-	int rc = sink_query(sk, "looking for the tidemark catalog",
-	                    "SELECT to_regclass('tidemark.migrations') IS NOT NULL", 0, NULL, &r);
-	bool exists = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	bool exists = false;
+	int rc = catalog_target_has(sk, "tidemark", "migrations", &exists);
 
-	PQclear(r);
 	*version = 0;
 	if (rc != TM_OK || !exists)
 		return rc;
