@@ -339,6 +339,17 @@ test_kill9_after_type_change(void **state)
 	tm_env_free(e);
 }
 
+/* A run copying the test's table in 200-row chunks, once it has copied the
+ * first. */
+static pgtest_proc *
+run_mid_copy(tm_env *e)
+{
+	pgtest_proc *run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
+
+	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
+	return run;
+}
+
 /* A type change while the table is being copied: the chunk in flight is
  * read again after the change; rows end exact. */
 static void
@@ -351,8 +362,7 @@ test_change_during_snapshot(void **state)
 	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, v integer, pad text);"
 	                  "INSERT INTO big SELECT g, g, repeat('p', 50) FROM generate_series(1, 20000) g");
 	tm_setup_table(e, "big");
-	run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
-	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
+	run = run_mid_copy(e);
 	pgtest_exec(e->s, "ALTER TABLE big ALTER COLUMN v TYPE numeric(20,4);"
 	                  "UPDATE big SET v = v + 0.0001 WHERE id %% 1000 = 0");
 	tm_stop_and_catch_up(e, run, 180);
@@ -489,8 +499,7 @@ test_rename_during_snapshot(void **state)
 	                  "INSERT INTO big SELECT g, g, repeat('p', 50) FROM generate_series(1, 20000) g;"
 	                  "CREATE SCHEMA other");
 	tm_setup_table(e, "big");
-	run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
-	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
+	run = run_mid_copy(e);
 	pgtest_exec(e->s, "ALTER TABLE big RENAME TO big2; UPDATE big2 SET v = -v WHERE id %% 1000 = 0");
 	pgtest_exec(e->s, "ALTER TABLE big2 SET SCHEMA other; DELETE FROM other.big2 WHERE id %% 999 = 0");
 	tm_stop_and_catch_up(e, run, 180);
@@ -540,8 +549,7 @@ test_key_change_during_snapshot(void **state)
 	                  "INSERT INTO big SELECT g, md5(g::text), repeat('p', 50)"
 	                  " FROM generate_series(1, 20000) g");
 	tm_setup_table(e, "big");
-	run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
-	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
+	run = run_mid_copy(e);
 	pgtest_exec(e->s, "ALTER TABLE big DROP CONSTRAINT big_pkey, ADD PRIMARY KEY (code);"
 	                  "UPDATE big SET pad = 'changed' WHERE id %% 1000 = 0");
 	tm_stop_and_catch_up(e, run, 180);
@@ -565,8 +573,7 @@ test_columns_change_during_snapshot(void **state)
 	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, a int, b text, c text);"
 	                  "INSERT INTO big SELECT g, g, 'b' || g, 'c' FROM generate_series(1, 20000) g");
 	tm_setup_table(e, "big");
-	run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
-	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
+	run = run_mid_copy(e);
 	pgtest_exec(e->s, "ALTER TABLE big ADD COLUMN d int DEFAULT 7; UPDATE big SET d = 8 WHERE id %% 500 = 0");
 	pgtest_exec(e->s, "ALTER TABLE big RENAME COLUMN b TO bee; INSERT INTO big VALUES (30000, 1, 'x', 'y', 9)");
 	pgtest_exec(e->s, "ALTER TABLE big DROP COLUMN c; UPDATE big SET bee = 'z' WHERE id %% 700 = 0");
@@ -626,8 +633,7 @@ test_key_type_change_during_snapshot(void **state)
 	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, v text);"
 	                  "INSERT INTO big SELECT g, 'v' FROM generate_series(1, 20000) g");
 	tm_setup_table(e, "big");
-	run = tm_spawn(e, "run", "--chunk-rows", "200", NULL);
-	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables", "t", 60));
+	run = run_mid_copy(e);
 	pgtest_exec(e->s, "UPDATE big SET v = 'before' WHERE id %% 900 = 0;"
 	                  "ALTER TABLE big ALTER COLUMN id TYPE bigint;"
 	                  "INSERT INTO big VALUES (5000000000, 'big key');"
