@@ -1,5 +1,6 @@
 #include "source_query.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,35 +65,16 @@ source_query_is_superuser(PGconn *conn, bool *out)
 }
 
 /*
- * One row per replicated column. The key: the replica identity index when
- * the table uses one, else the primary key. Generated columns are left out
- * (pgoutput does not send them).
+ * The table's definition as the capture describes it
+ * (migrations/source/003_table_definition.sql): one description of a table
+ * for the capture and for setup, run and verify. Columns 1-3 tell what
+ * stops the table from being replicated.
  */
 static const char *const table_def_sql =
-	"WITH rel AS ("
-	"  SELECT c.oid, c.relreplident,"
-	"    coalesce((SELECT i.indkey::int2[] FROM pg_index i"
-	"              WHERE i.indrelid = c.oid AND i.indisreplident AND c.relreplident = 'i'),"
-	"             (SELECT i.indkey::int2[] FROM pg_index i"
-	"              WHERE i.indrelid = c.oid AND i.indisprimary)) AS keycols"
-	"  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-	"  WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p'))"
-	" SELECT rel.oid, rel.relreplident, rel.keycols IS NOT NULL,"
-	"  a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.atttypid, a.atttypmod,"
-	"  a.attnotnull, coalesce(a.attnum = ANY (rel.keycols), false),"
-	"  CASE WHEN t.typnamespace = 'pg_catalog'::regnamespace"
-	"        OR e.typnamespace = 'pg_catalog'::regnamespace"
-	"       THEN format_type(a.atttypid, a.atttypmod)"
-	"       WHEN t.typtype = 'd' AND b.typnamespace = 'pg_catalog'::regnamespace"
-	"       THEN format_type(t.typbasetype, t.typtypmod)"
-	"       WHEN t.typcategory = 'A' THEN 'text[]'"
-	"       ELSE 'text' END"
-	" FROM rel LEFT JOIN pg_attribute a ON a.attrelid = rel.oid AND a.attnum > 0"
-	"  AND NOT a.attisdropped AND a.attgenerated = ''"
-	" LEFT JOIN pg_type t ON t.oid = a.atttypid"
-	" LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A'"
-	" LEFT JOIN pg_type b ON b.oid = t.typbasetype"
-	" ORDER BY a.attnum";
+	"SELECT tidemark.capture_tables(ARRAY[c.oid])::text, c.relreplident,"
+	" tidemark.table_keycols(c.oid) IS NOT NULL"
+	" FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+	" WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')";
 
 static int
 table_def_errors(PGresult *r, const char *schema, const char *name)
@@ -105,51 +87,82 @@ table_def_errors(PGresult *r, const char *schema, const char *name)
 		log_error("source: table %s does not exist (or is not an ordinary or partitioned "
 		          "table)", q.data);
 		rc = TM_EXIT_CONFIG;
-	} else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0) {
-		log_error("source: table %s has no primary key and no replica identity index, so its "
-		          "rows cannot be matched on the target. Fix: ALTER TABLE %s ADD PRIMARY KEY "
-		          "(...); or create a unique index on NOT NULL columns and ALTER TABLE %s "
-		          "REPLICA IDENTITY USING INDEX that_index;", q.data, q.data, q.data);
-		rc = TM_EXIT_CONFIG;
 	} else if (strcmp(PQgetvalue(r, 0, 1), "n") == 0) {
 		log_error("source: table %s has REPLICA IDENTITY NOTHING, so the source cannot publish "
 		          "its updates and deletes. Fix: ALTER TABLE %s REPLICA IDENTITY DEFAULT;",
 		          q.data, q.data);
+		rc = TM_EXIT_CONFIG;
+	} else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0) {
+		log_error("source: table %s has no primary key and no unique index on NOT NULL columns "
+		          "to match its rows by on the target. Fix: ALTER TABLE %s ADD PRIMARY KEY "
+		          "(...); or create a unique index on NOT NULL columns and ALTER TABLE %s "
+		          "REPLICA IDENTITY USING INDEX that_index; or leave the table out (setup "
+		          "--exclude-table %s)", q.data, q.data, q.data, q.data);
 		rc = TM_EXIT_CONFIG;
 	}
 	strbuf_free(&q);
 	return rc;
 }
 
+/* The one table of capture_tables' JSON into a new tabledef. */
+static int
+table_def_parse(const char *text, tabledef **out)
+{
+	json_t *arr = json_loads(text, 0, NULL), *t = json_array_get(arr, 0);
+	json_int_t relid = 0;
+	const char *schema = NULL, *name = NULL;
+	json_t *cols = NULL;
+	tm_error err = {{0}};
+	int rc = TM_OK;
+
+	*out = NULL;
+	if (json_unpack(t, "{s:I, s:s, s:s, s:o}", "relid", &relid, "schema", &schema, "name",
+	                &name, "columns", &cols) != 0) {
+		log_error("source: tidemark.capture_tables returned a definition tidemark cannot read");
+		rc = TM_EXIT_INTERNAL;
+	} else {
+		*out = tabledef_new(schema, name, (uint32_t) relid);
+		if (tabledef_columns_from_json(*out, cols, &err) != 0) {
+			log_error("source: %s.%s: %s", schema, name, err.msg);
+			tabledef_free(*out);
+			*out = NULL;
+			rc = TM_EXIT_INTERNAL;
+		}
+	}
+	json_decref(arr);
+	return rc;
+}
+
+/* After a failed read of a definition: are tidemark's functions missing
+ * on the source (installed by an older tidemark)? Says so, with the fix. */
+static bool
+definitions_missing(PGconn *conn)
+{
+	PGresult *r = PQexec(conn, "SELECT to_regprocedure('tidemark.table_keycols(oid)') IS NULL");
+	bool missing = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+
+	PQclear(r);
+	if (missing)
+		log_error("source: tidemark's functions on the source are older than this tidemark. "
+		          "Fix: run `tidemark setup` once with a superuser --source (it installs what "
+		          "is missing and changes nothing else)");
+	return missing;
+}
+
 int
 source_query_table_def(PGconn *conn, const char *schema, const char *name, tabledef **out)
 {
 	const char *params[] = {schema, name};
-	tabledef *t;
 	PGresult *r;
 	int rc = query(conn, "reading a table definition", table_def_sql, 2, params, &r);
 
 	if (rc != TM_OK)
-		return rc;
+		return definitions_missing(conn) ? TM_EXIT_CONFIG : rc;
 	rc = table_def_errors(r, schema, name);
-	if (rc != TM_OK) {
-		PQclear(r);
-		return rc;
-	}
-	t = tabledef_new(schema, name, (uint32_t) strtoul(PQgetvalue(r, 0, 0), NULL, 10));
-	for (int i = 0; i < PQntuples(r); i++) {
-		if (PQgetisnull(r, i, 3))
-			continue; /* a table with no columns */
-		tabledef_column *c = tabledef_add_column(
-			t, atoi(PQgetvalue(r, i, 3)), PQgetvalue(r, i, 4), PQgetvalue(r, i, 5),
-			(uint32_t) strtoul(PQgetvalue(r, i, 6), NULL, 10), atoi(PQgetvalue(r, i, 7)),
-			strcmp(PQgetvalue(r, i, 8), "t") == 0, strcmp(PQgetvalue(r, i, 9), "t") == 0);
-
-		tabledef_set_target_type(c, PQgetvalue(r, i, 10));
-	}
+	if (rc == TM_OK)
+		rc = table_def_parse(PQgetvalue(r, 0, 0), out);
 	PQclear(r);
-	*out = t;
-	return TM_OK;
+	return rc;
 }
 
 int
