@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "codec.h"
 #include "log.h"
 #include "pgconn.h"
 #include "source_query.h"
@@ -292,8 +293,8 @@ chunk_sql(PGconn *conn, const table_cursor *c, strbuf *sql)
 	strbuf_append(sql, "COPY (SELECT ");
 	/* binary rows carry their key as text first (see snap_chunk.h) */
 	for (int k = 0; c->format == SNAP_CHUNK_BINARY && k < c->job.nkeys; k++) {
-		strbuf_append_ident(sql, c->job.key_columns[k]);
-		strbuf_appendf(sql, "::text AS \"tidemark key %d\", ", k + 1);
+		codec_append_key_text(sql, NULL, c->job.key_columns[k]);
+		strbuf_appendf(sql, " AS \"tidemark key %d\", ", k + 1);
 	}
 	for (int i = 0; i < c->ncols; i++) {
 		if (i > 0)

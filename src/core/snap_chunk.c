@@ -1,4 +1,5 @@
 #include "snap_chunk.h"
+#include "codec.h"
 #include "hex.h"
 #include "xalloc.h"
 
@@ -50,39 +51,6 @@ snap_chunk_free(snap_chunk *c)
 }
 
 /* ---- keys ---- */
-
-void
-snap_chunk_key_encode(strbuf *sb, int n, const char *const *vals, const size_t *lens)
-{
-	for (int k = 0; k < n; k++) {
-		uint32_t l = (uint32_t) lens[k];
-
-		strbuf_appendn(sb, (const char *) &l, sizeof l);
-		strbuf_appendn(sb, vals[k], lens[k]);
-	}
-}
-
-bool
-snap_chunk_key_part(const char *key, size_t len, int i, const char **val, size_t *vlen)
-{
-	size_t off = 0;
-
-	for (int k = 0;; k++) {
-		uint32_t l;
-
-		if (off + sizeof l > len)
-			return false;
-		memcpy(&l, key + off, sizeof l);
-		if (off + sizeof l + l > len)
-			return false;
-		if (k == i) {
-			*val = key + off + sizeof l;
-			*vlen = l;
-			return true;
-		}
-		off += sizeof l + l;
-	}
-}
 
 /* ---- rows ---- */
 
@@ -137,7 +105,7 @@ snap_chunk_key_values(const snap_chunk *c, int row, char ***vals, tm_error *err)
 		const char *v;
 		size_t vl;
 
-		if (!snap_chunk_key_part(key, len, k, &v, &vl)) {
+		if (!codec_key_part(key, len, k, &v, &vl)) {
 			for (int j = 0; j < k; j++)
 				free(out[j]);
 			free(out);

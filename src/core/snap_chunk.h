@@ -8,11 +8,11 @@
  * text, so that the window can compare it with the stream's key values
  * (text too) whatever the row format:
  *   - text: the key fields of the line, unescaped;
- *   - binary: the reader selects the key columns cast to text before the
- *     table's columns, (k1::text, ..., c1, ..., cn); those leading fields
+ *   - binary: the reader selects the key columns' texts before the
+ *     table's columns, (concat(k1), ..., c1, ..., cn); those leading fields
  *     are taken off each tuple here and its field count rewritten.
- * A key is stored encoded: for each value, its length (4 bytes, host
- * order) then its bytes (snap_chunk_key_encode).
+ * A key is stored encoded as codec.h says (codec_key_encode): the window
+ * matches it byte for byte with the stream's.
  */
 #ifndef TIDEMARK_SNAP_CHUNK_H
 #define TIDEMARK_SNAP_CHUNK_H
@@ -62,11 +62,6 @@ const char *snap_chunk_row_key(const snap_chunk *c, int row, size_t *len);
 /* The key values of a row: new strings in *vals (caller frees each and the
  * array). */
 int snap_chunk_key_values(const snap_chunk *c, int row, char ***vals, tm_error *err);
-
-/* Encodes key values (see above) into sb. */
-void snap_chunk_key_encode(strbuf *sb, int n, const char *const *vals, const size_t *lens);
-/* The i-th value of an encoded key; false when there is none. */
-bool snap_chunk_key_part(const char *key, size_t len, int i, const char **val, size_t *vlen);
 
 /* What precedes and ends the rows of a binary COPY FROM STDIN. */
 void snap_chunk_copy_header(snap_chunk_format format, strbuf *sb);

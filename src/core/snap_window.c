@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "codec.h"
 
 typedef struct change {
 	struct change *next;
@@ -56,16 +57,6 @@ snap_window_free(snap_window *w)
 	free(w);
 }
 
-static uint64_t
-hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char) s[i]) * 1099511628211ULL;
-	return h;
-}
-
 static entry *
 lookup(const snap_window *w, const char *key, size_t len, uint64_t h)
 {
@@ -74,7 +65,7 @@ lookup(const snap_window *w, const char *key, size_t len, uint64_t h)
 
 		if (e->key == NULL)
 			return e;
-		if (e->hash == h && e->keylen == len && memcmp(e->key, key, len) == 0)
+		if (e->hash == h && codec_key_equal(e->key, e->keylen, key, len))
 			return e;
 	}
 }
@@ -102,8 +93,8 @@ find_or_add(snap_window *w, const char *const *key, const size_t *key_len)
 
 	if ((w->used + 1) * 2 > w->nslots)
 		grow(w);
-	snap_chunk_key_encode(&sb, w->nkeys, key, key_len);
-	h = hash_bytes(strbuf_str(&sb), sb.len);
+	codec_key_encode(&sb, w->nkeys, key, key_len);
+	h = codec_key_hash(strbuf_str(&sb), sb.len);
 	e = lookup(w, strbuf_str(&sb), sb.len, h);
 	if (e->key == NULL) {
 		e->key = arena_strndup(&w->mem, strbuf_str(&sb), sb.len);
@@ -179,7 +170,7 @@ build_overlay(snap_window *w, const entry *e, snap_overlay *o)
 		((size_t *) o->lens)[o->n++] = c->len;
 	}
 	for (int k = 0; k < w->nkeys; k++)
-		snap_chunk_key_part(e->key, e->keylen, k, &key[k], &klen[k]);
+		codec_key_part(e->key, e->keylen, k, &key[k], &klen[k]);
 	o->key = key;
 	o->key_len = klen;
 }
@@ -197,7 +188,7 @@ snap_window_merge(snap_window *w, const snap_chunk *c, strbuf *out, snap_overlay
 		size_t klen, rlen;
 		const char *key = snap_chunk_row_key(c, r, &klen);
 		const char *row = snap_chunk_row(c, r, &rlen);
-		const entry *e = w->used > 0 ? lookup(w, key, klen, hash_bytes(key, klen)) : NULL;
+		const entry *e = w->used > 0 ? lookup(w, key, klen, codec_key_hash(key, klen)) : NULL;
 
 		if (e != NULL && e->key != NULL && e->whole)
 			continue;
@@ -225,7 +216,7 @@ snap_window_keys_copy(const snap_window *w, strbuf *out)
 			const char *v;
 			size_t vl;
 
-			if (!snap_chunk_key_part(e->key, e->keylen, k, &v, &vl))
+			if (!codec_key_part(e->key, e->keylen, k, &v, &vl))
 				break;
 			if (k > 0)
 				strbuf_appendc(out, '\t');

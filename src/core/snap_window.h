@@ -15,8 +15,9 @@
  *   - a TRUNCATE in the window drops the whole chunk.
  * What remains is applied at the high watermark's position in the stream.
  *
- * Pure: no I/O. Keys are compared as text, which is exact because every
- * connection uses the same output settings (see pgconn.h).
+ * Pure: no I/O. Keys are compared as codec.h says: the output function's
+ * text, byte for byte, exact because every connection uses the same output
+ * settings (see pgconn.h).
  */
 #ifndef TIDEMARK_SNAP_WINDOW_H
 #define TIDEMARK_SNAP_WINDOW_H

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cast.h"
+#include "codec.h"
 #include "sqltype.h"
 #include "xalloc.h"
 
@@ -62,25 +63,27 @@ verify_sql_column_clear(verify_sql_column *c)
 	c->name = c->type = c->source_type = NULL;
 }
 
-/* A compared value as text, on the side the flags say. Plain statements
+/* A compared value as its text (codec.h), on the side the flags say. Plain statements
  * keep the key columns converted: rows of both sides match by key. */
 static void
 append_value(strbuf *sql, const verify_sql_table *t, int col, unsigned flags)
 {
 	const verify_sql_column *c = &t->cols[col];
 	bool plain = flags & VERIFY_SQL_PLAIN;
+	strbuf expr = STRBUF_INIT;
 	bool cast;
 
 	for (int i = 0; plain && i < t->nkeys; i++)
 		plain = t->key_idx[i] != col;
 	cast = !plain && (c->mode == VERIFY_SQL_COMMON ||
 	                  (c->mode == VERIFY_SQL_TARGET && (flags & VERIFY_SQL_SOURCE)));
-	strbuf_append_ident(sql, c->name);
+	strbuf_append_ident(&expr, c->name);
 	if (cast) {
-		strbuf_append(sql, "::");
-		strbuf_append(sql, c->type);
+		strbuf_append(&expr, "::");
+		strbuf_append(&expr, c->type);
 	}
-	strbuf_append(sql, "::text");
+	codec_append_value_text(sql, expr.data);
+	strbuf_free(&expr);
 }
 
 /* The row's hash: XOR over the columns of hashtextextended(text, i). */
@@ -98,15 +101,24 @@ append_row_hash(strbuf *sql, const verify_sql_table *t, unsigned flags)
 		strbuf_append(sql, "0::bigint");
 }
 
-/* "k1", "k2" (each with prefix and suffix, e.g. "t." and "::text"). */
+/* "k1", "k2" (each with a prefix, e.g. "t."). */
 static void
-append_keys(strbuf *sql, const verify_sql_table *t, const char *prefix, const char *suffix)
+append_keys(strbuf *sql, const verify_sql_table *t, const char *prefix)
 {
 	for (int i = 0; i < t->nkeys; i++) {
 		strbuf_append(sql, i > 0 ? ", " : "");
 		strbuf_append(sql, prefix);
 		strbuf_append_ident(sql, t->keys[i]);
-		strbuf_append(sql, suffix);
+	}
+}
+
+/* The keys' texts (codec.h): concat("k1"), concat("k2"). */
+static void
+append_key_texts(strbuf *sql, const verify_sql_table *t)
+{
+	for (int i = 0; i < t->nkeys; i++) {
+		strbuf_append(sql, i > 0 ? ", " : "");
+		codec_append_key_text(sql, NULL, t->keys[i]);
 	}
 }
 
@@ -115,7 +127,7 @@ static void
 append_key_compare(strbuf *sql, const verify_sql_table *t, const char *op, int first)
 {
 	strbuf_append(sql, t->nkeys > 1 ? "(" : "");
-	append_keys(sql, t, "", "");
+	append_keys(sql, t, "");
 	strbuf_appendf(sql, "%s %s %s", t->nkeys > 1 ? ")" : "", op, t->nkeys > 1 ? "(" : "");
 	for (int i = 0; i < t->nkeys; i++)
 		strbuf_appendf(sql, "%s$%d", i > 0 ? ", " : "", first + i);
@@ -152,7 +164,7 @@ static void
 append_order_by(strbuf *sql, const verify_sql_table *t)
 {
 	strbuf_append(sql, " ORDER BY ");
-	append_keys(sql, t, "t.", "");
+	append_keys(sql, t, "t.");
 }
 
 /*
@@ -173,7 +185,7 @@ verify_sql_page(strbuf *sql, const verify_sql_table *t, unsigned flags)
 	n = append_from_where(sql, t, flags);
 	append_order_by(sql, t);
 	strbuf_appendf(sql, " LIMIT $%d) p) a LEFT JOIN (SELECT ", n + 1);
-	append_keys(sql, t, "", "::text");
+	append_key_texts(sql, t);
 	append_from_where(sql, t, flags);
 	append_order_by(sql, t);
 	strbuf_appendf(sql, " OFFSET $%d LIMIT 1) l ON true", n + 2);
@@ -199,10 +211,10 @@ verify_sql_split(strbuf *sql, const verify_sql_table *t, unsigned flags)
 	for (int i = 0; i < t->nkeys; i++) {
 		const char *type = t->cols[t->key_idx[i]].source_type;
 
-		strbuf_appendf(sql, "%sx.k%d", i > 0 ? ", " : "", i + 1);
+		strbuf_appendf(sql, "%sconcat(x.k%d", i > 0 ? ", " : "", i + 1);
 		if (type != NULL && !(flags & VERIFY_SQL_SOURCE))
 			strbuf_appendf(sql, "::%s", type);
-		strbuf_append(sql, "::text");
+		strbuf_appendc(sql, ')');
 	}
 	strbuf_append(sql, " FROM (SELECT ");
 	for (int i = 0; i < t->nkeys; i++) {
@@ -210,7 +222,7 @@ verify_sql_split(strbuf *sql, const verify_sql_table *t, unsigned flags)
 		strbuf_appendf(sql, " AS k%d, ", i + 1);
 	}
 	strbuf_append(sql, "row_number() OVER (ORDER BY ");
-	append_keys(sql, t, "t.", "");
+	append_keys(sql, t, "t.");
 	strbuf_append(sql, ") AS rn");
 	n = append_from_where(sql, t, flags);
 	strbuf_appendf(sql, ") x WHERE x.rn %% $%d = 0 AND x.rn < $%d ORDER BY x.rn", n + 1, n + 2);
@@ -246,7 +258,7 @@ static void
 append_row_columns(strbuf *sql, const verify_sql_table *t, unsigned flags)
 {
 	strbuf_append(sql, "SELECT ");
-	append_keys(sql, t, "", "::text");
+	append_key_texts(sql, t);
 	for (int i = 0; i < t->ncols; i++) {
 		strbuf_append(sql, ", ");
 		append_value(sql, t, i, flags);
@@ -267,7 +279,7 @@ verify_sql_lookup(strbuf *sql, const verify_sql_table *t, unsigned flags, int nr
 	append_row_columns(sql, t, flags);
 	append_from_where(sql, t, 0);
 	strbuf_append(sql, " WHERE (");
-	append_keys(sql, t, "", "");
+	append_keys(sql, t, "");
 	strbuf_append(sql, ") IN (");
 	for (int r = 0; r < nrows; r++) {
 		strbuf_append(sql, r > 0 ? ", (" : "(");

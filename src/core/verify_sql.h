@@ -3,13 +3,14 @@
  * statements it runs on both sides, built with quoted identifiers and $n
  * parameters only. Pure.
  *
- * Values are compared by text, each side's value converted first so that
- * equal values have the same text whatever the two column types:
- *   - the same type on both sides: each side's own text ("c"::text);
+ * Values are compared by their text (the output function's, codec.h), each
+ * side's value converted first so that equal values have the same text
+ * whatever the two column types:
+ *   - the same type on both sides: each side's own text (concat("c"));
  *   - the target's type is a widening of the source's (integer and
  *     numeric(12,2), varchar(10) and text, real and double precision):
  *     the source value cast to the target's type, as the target converted
- *     its own values ("c"::numeric(12,2)::text: 5 and 5.00 are equal);
+ *     its own values (concat("c"::numeric(12,2)): 5 and 5.00 are equal);
  *   - anything else (the target kept a narrower type, or the types are
  *     unrelated): both sides cast to the smallest type that holds the values
  *     of both exactly (cast_common_type: numeric(20,0) and numeric(12,2) in

@@ -21,6 +21,7 @@
 
 #include <arpa/inet.h>
 
+#include "codec.h"
 #include "snap_chunk.h"
 
 #define MAX_COLS 4
@@ -108,7 +109,7 @@ key_values(const snap_chunk *c, int row)
 	tm_error err;
 
 	key = snap_chunk_row_key(c, row, &len);
-	FUZZ_REQUIRE(!snap_chunk_key_part(key, len, c->nkeys, &v, &vl), "no key part past nkeys");
+	FUZZ_REQUIRE(!codec_key_part(key, len, c->nkeys, &v, &vl), "no key part past nkeys");
 	FUZZ_REQUIRE(snap_chunk_key_values(c, row, &vals, &err) == 0, "every row has its key values");
 	return vals;
 }
@@ -139,7 +140,7 @@ check_text_row(const snap_chunk *c, int row, const char *text, size_t len)
 
 		FUZZ_REQUIRE(snap_chunk_text_unescape(f[c->key_idx[k]], fl[c->key_idx[k]], &sb),
 					 "a key field is not NULL");
-		FUZZ_REQUIRE(snap_chunk_key_part(key, klen, k, &v, &vl) && vl == sb.len &&
+		FUZZ_REQUIRE(codec_key_part(key, klen, k, &v, &vl) && vl == sb.len &&
 					 memcmp(v, strbuf_str(&sb), vl) == 0,
 					 "the key is the unescaped key fields");
 		strbuf_free(&sb);
@@ -188,7 +189,7 @@ rebuild_tuple(const snap_chunk *c, int row, strbuf *out)
 	for (int k = 0; k < c->nkeys; k++) {
 		const char *v;
 
-		FUZZ_REQUIRE(snap_chunk_key_part(key, vl, k, &v, &n), "every key part is there");
+		FUZZ_REQUIRE(codec_key_part(key, vl, k, &v, &n), "every key part is there");
 		put_field(out, v, n);
 	}
 	r = snap_chunk_row(c, row, &n);

@@ -173,26 +173,6 @@ test_binary_malformed(void **state)
 	strbuf_free(&in);
 }
 
-static void
-test_key_encoding(void **state)
-{
-	const char *vals[] = {"ab", "", "c"};
-	size_t lens[] = {2, 0, 1};
-	strbuf sb = STRBUF_INIT;
-	const char *v;
-	size_t vl;
-
-	(void) state;
-	snap_chunk_key_encode(&sb, 3, vals, lens);
-	assert_true(snap_chunk_key_part(sb.data, sb.len, 1, &v, &vl));
-	assert_int_equal(vl, 0);
-	assert_true(snap_chunk_key_part(sb.data, sb.len, 2, &v, &vl));
-	assert_memory_equal(v, "c", 1);
-	assert_false(snap_chunk_key_part(sb.data, sb.len, 3, &v, &vl));
-	assert_false(snap_chunk_key_part(sb.data, sb.len - 1, 2, &v, &vl));
-	strbuf_free(&sb);
-}
-
 int
 main(void)
 {
@@ -201,7 +181,6 @@ main(void)
 		cmocka_unit_test(test_text_malformed),
 		cmocka_unit_test(test_binary_rows_split_anywhere),
 		cmocka_unit_test(test_binary_malformed),
-		cmocka_unit_test(test_key_encoding),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
