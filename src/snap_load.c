@@ -146,35 +146,73 @@ append_key_columns(strbuf *sql, const snap_load_chunk *c)
 	}
 }
 
-/* The staging tables: the chunk's rows, and the keys the stream touched
- * in the window, both with the target's column types. */
+/* A staging table "what" with the target's column types: the chunk's
+ * columns, or only the key's. */
 static int
-stage_create(sink *s, const snap_load_chunk *c)
+temp_create(sink *s, const snap_load_chunk *c, const char *what, bool keys_only)
 {
 	strbuf sql = STRBUF_INIT;
 	int rc;
 
 	strbuf_append(&sql, "DROP TABLE IF EXISTS ");
-	temp_name(&sql, c, "stage");
-	strbuf_append(&sql, ", ");
-	temp_name(&sql, c, "touched");
-	rc = sink_command(s, "dropping staging tables", sql.data, 0, NULL);
-	for (int i = 0; rc == TM_OK && i < 2; i++) {
-		strbuf_reset(&sql);
-		strbuf_append(&sql, "CREATE TEMP TABLE ");
-		temp_name(&sql, c, i == 0 ? "stage" : "touched");
-		strbuf_append(&sql, " AS SELECT ");
-		if (i == 0)
-			append_columns(&sql, c->chunk, NULL);
-		else
-			append_key_columns(&sql, c);
-		strbuf_append(&sql, " FROM ");
-		strbuf_append_qualified(&sql, c->target_schema, c->target_table);
-		strbuf_append(&sql, " WITH NO DATA");
+	temp_name(&sql, c, what);
+	rc = sink_command(s, "dropping a staging table", sql.data, 0, NULL);
+	strbuf_reset(&sql);
+	strbuf_append(&sql, "CREATE TEMP TABLE ");
+	temp_name(&sql, c, what);
+	strbuf_append(&sql, " AS SELECT ");
+	if (keys_only)
+		append_key_columns(&sql, c);
+	else
+		append_columns(&sql, c->chunk, NULL);
+	strbuf_append(&sql, " FROM ");
+	strbuf_append_qualified(&sql, c->target_schema, c->target_table);
+	strbuf_append(&sql, " WITH NO DATA");
+	if (rc == TM_OK)
 		rc = sink_command(s, "creating a staging table", sql.data, 0, NULL);
-	}
 	strbuf_free(&sql);
 	return rc;
+}
+
+static int
+temp_drop(sink *s, const snap_load_chunk *c, const char *what)
+{
+	strbuf sql = STRBUF_INIT;
+	int rc;
+
+	strbuf_append(&sql, "DROP TABLE ");
+	temp_name(&sql, c, what);
+	rc = sink_command(s, "dropping a staging table", sql.data, 0, NULL);
+	strbuf_free(&sql);
+	return rc;
+}
+
+/* COPY keys (text lines of the key values) into the staging table what. */
+static int
+temp_fill_keys(sink *s, const snap_load_chunk *c, const char *what, const strbuf *keys)
+{
+	strbuf sql = STRBUF_INIT;
+	int rc = TM_OK;
+
+	strbuf_append(&sql, "COPY ");
+	temp_name(&sql, c, what);
+	strbuf_append(&sql, " (");
+	append_key_columns(&sql, c);
+	strbuf_append(&sql, ") FROM STDIN");
+	if (keys->len > 0)
+		rc = copy_into(s, sql.data, SNAP_CHUNK_TEXT, keys);
+	strbuf_free(&sql);
+	return rc;
+}
+
+/* The staging tables: the chunk's rows, and the keys the stream touched
+ * in the window, both with the target's column types. */
+static int
+stage_create(sink *s, const snap_load_chunk *c)
+{
+	int rc = temp_create(s, c, "stage", false);
+
+	return rc == TM_OK ? temp_create(s, c, "touched", true) : rc;
 }
 
 static int
@@ -188,14 +226,8 @@ stage_fill(sink *s, const snap_load_chunk *c)
 	append_copy_from(&sql, c);
 	rc = copy_into(s, sql.data, c->chunk->format, c->rows);
 	snap_window_keys_copy(c->window, &keys);
-	strbuf_reset(&sql);
-	strbuf_append(&sql, "COPY ");
-	temp_name(&sql, c, "touched");
-	strbuf_append(&sql, " (");
-	append_key_columns(&sql, c);
-	strbuf_append(&sql, ") FROM STDIN");
-	if (rc == TM_OK && keys.len > 0)
-		rc = copy_into(s, sql.data, SNAP_CHUNK_TEXT, &keys);
+	if (rc == TM_OK)
+		rc = temp_fill_keys(s, c, "touched", &keys);
 	strbuf_free(&sql);
 	strbuf_free(&keys);
 	return rc;
@@ -244,11 +276,11 @@ stage_upsert(sink *s, const snap_load_chunk *c)
 	return rc;
 }
 
-/* NOT EXISTS (SELECT 1 FROM <temp> s WHERE s.k = t.k AND ...) */
+/* AND [NOT] EXISTS (SELECT 1 FROM <temp> s WHERE s.k = t.k AND ...) */
 static void
-append_not_in(strbuf *sql, const snap_load_chunk *c, const char *what)
+append_in(strbuf *sql, const snap_load_chunk *c, const char *what, bool in)
 {
-	strbuf_append(sql, " AND NOT EXISTS (SELECT 1 FROM ");
+	strbuf_append(sql, in ? " AND EXISTS (SELECT 1 FROM " : " AND NOT EXISTS (SELECT 1 FROM ");
 	temp_name(sql, c, what);
 	strbuf_append(sql, " s WHERE ");
 	for (int k = 0; k < c->nkeys; k++) {
@@ -278,8 +310,8 @@ stage_delete_gone(sink *s, const snap_load_chunk *c)
 	n = append_range(&sql, c, "t", params);
 	if (n == 0)
 		strbuf_append(&sql, " WHERE true");
-	append_not_in(&sql, c, "stage");
-	append_not_in(&sql, c, "touched");
+	append_in(&sql, c, "stage", false);
+	append_in(&sql, c, "touched", false);
 	rc = sink_command(s, "deleting rows the source no longer has", sql.data, n, params);
 	strbuf_free(&sql);
 	free(params);
@@ -289,23 +321,44 @@ stage_delete_gone(sink *s, const snap_load_chunk *c)
 static int
 load_staged(sink *s, const snap_load_chunk *c)
 {
-	strbuf sql = STRBUF_INIT;
 	int rc = stage_create(s, c);
 
 	if (rc == TM_OK)
 		rc = stage_fill(s, c);
 	if (rc == TM_OK)
 		rc = stage_upsert(s, c);
-	if (rc == TM_OK && !c->upsert_only)
+	if (rc == TM_OK && !c->upsert_only && !c->by_keys)
 		rc = stage_delete_gone(s, c);
-	strbuf_append(&sql, "DROP TABLE ");
-	temp_name(&sql, c, "stage");
-	strbuf_append(&sql, ", ");
-	temp_name(&sql, c, "touched");
 	if (rc == TM_OK)
-		rc = sink_command(s, "dropping staging tables", sql.data, 0, NULL);
+		rc = temp_drop(s, c, "stage");
+	return rc == TM_OK ? temp_drop(s, c, "touched") : rc;
+}
+
+/* Does the target hold any of the keys the chunk loads? Asked by key, not
+ * by range (by_keys). */
+static int
+keys_held(sink *s, const snap_load_chunk *c, bool *has)
+{
+	strbuf keys = STRBUF_INIT, sql = STRBUF_INIT;
+	PGresult *r = NULL;
+	int rc = temp_create(s, c, "keys", true);
+
+	snap_window_kept_keys_copy(c->window, c->chunk, &keys);
+	if (rc == TM_OK)
+		rc = temp_fill_keys(s, c, "keys", &keys);
+	strbuf_append(&sql, "SELECT EXISTS (SELECT 1 FROM ");
+	strbuf_append_qualified(&sql, c->target_schema, c->target_table);
+	strbuf_append(&sql, " t WHERE true");
+	append_in(&sql, c, "keys", true);
+	strbuf_appendc(&sql, ')');
+	if (rc == TM_OK)
+		rc = sink_query(s, "looking up a chunk's keys on the target", sql.data, 0, NULL, &r);
+	if (rc == TM_OK)
+		*has = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	strbuf_free(&keys);
 	strbuf_free(&sql);
-	return rc;
+	return rc == TM_OK ? temp_drop(s, c, "keys") : rc;
 }
 
 /* UPDATE t SET c1 = $1, ... WHERE k1 = $n+1 AND ... */
@@ -353,7 +406,12 @@ int
 snap_load(sink *s, const snap_load_chunk *c, bool *fast)
 {
 	bool has = c->upsert_only;
-	int rc = has ? TM_OK : range_has_rows(s, c, &has);
+	int rc = TM_OK;
+
+	if (!has && c->by_keys)
+		rc = c->nrows > 0 ? keys_held(s, c, &has) : TM_OK;
+	else if (!has)
+		rc = range_has_rows(s, c, &has);
 
 	if (rc != TM_OK || (c->upsert_only && c->nrows == 0))
 		return rc;

@@ -10,6 +10,14 @@
  * that are neither in the chunk nor touched by the stream in the window
  * are deleted (they no longer exist on the source). Rows read again by key
  * (upsert_only) are upserted through the staging table; nothing is deleted.
+ *
+ * Where the target does not order the key as the source does (by_keys:
+ * another type or collation on the target, see snap_reader.h), a key range
+ * on the target would cover other rows than on the source, so nothing is
+ * decided by one: the fast path is taken when the target holds none of the
+ * keys the chunk loads (staged and looked up), the staging path upserts and
+ * deletes nothing, and rows the target holds but the source no longer has
+ * stay (verify reports them).
  */
 #ifndef TIDEMARK_SNAP_LOAD_H
 #define TIDEMARK_SNAP_LOAD_H
@@ -36,6 +44,7 @@ typedef struct snap_load_chunk {
 	char *const *last_key;        /* range end (inclusive); NULL: none (the last chunk) */
 	bool upsert_only;             /* rows read again by key (no range): upserted through
 	                               * the staging table, nothing deleted */
+	bool by_keys;                 /* no decision by a key range on the target (above) */
 } snap_load_chunk;
 
 /* Returns a status; *fast tells which path was taken. */

@@ -70,6 +70,8 @@ typedef struct table_cursor {
 	long rows_limit;
 	bool loaded;
 	snap_chunk_format format;
+	bool by_keys;            /* see snap_result.by_keys */
+	char order_note[320];
 } table_cursor;
 
 /* ---- keys and jobs ---- */
@@ -100,6 +102,20 @@ snap_keys_copy(char *const *keys, int n)
 	return out;
 }
 
+/* Like snap_keys_copy, for arrays whose entries may be NULL. */
+static char **
+keys_copy_nullable(char *const *keys, int n)
+{
+	char **out;
+
+	if (keys == NULL)
+		return NULL;
+	out = xcalloc((size_t) n + 1, sizeof(char *));
+	for (int i = 0; i < n; i++)
+		out[i] = keys[i] ? xstrdup(keys[i]) : NULL;
+	return out;
+}
+
 static void
 job_copy(snap_job *dst, const snap_job *src)
 {
@@ -111,6 +127,7 @@ job_copy(snap_job *dst, const snap_job *src)
 	dst->target_names = snap_keys_copy(src->target_names, src->ntarget);
 	dst->target_types = snap_keys_copy(src->target_types, src->ntarget);
 	dst->reread_keys = snap_keys_copy(src->reread_keys, src->nreread * src->nkeys);
+	dst->target_order = keys_copy_nullable(src->target_order, src->nkeys);
 }
 
 void
@@ -123,6 +140,7 @@ snap_job_clear(snap_job *job)
 	snap_keys_free(job->target_names, job->ntarget);
 	snap_keys_free(job->target_types, job->ntarget);
 	snap_keys_free(job->reread_keys, job->nreread * job->nkeys);
+	snap_keys_free(job->target_order, job->nkeys);
 	memset(job, 0, sizeof *job);
 }
 
@@ -174,6 +192,37 @@ limit_rows(table_cursor *c, long long row_bytes)
 		c->rows_limit = CHUNK_BYTES_TARGET / row_bytes;
 	if (c->rows_limit < CHUNK_ROWS_MIN)
 		c->rows_limit = CHUNK_ROWS_MIN;
+}
+
+/* Does the target order the key as the source does? The source's
+ * descriptors of the key columns against the job's target ones (codec.h);
+ * a key column the target does not describe counts as ordered otherwise. */
+static int
+compare_order(PGconn *conn, table_cursor *c)
+{
+	const char *p[] = {c->job.schema, c->job.name};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, SRC, "reading how the source orders a table's key",
+	                     CODEC_ORDER_SQL, 2, p, &r);
+
+	c->by_keys = false;
+	c->order_note[0] = '\0';
+	for (int k = 0; rc == TM_OK && k < c->job.nkeys && !c->by_keys; k++) {
+		const char *src = NULL;
+		const char *tgt = c->job.target_order ? c->job.target_order[k] : NULL;
+
+		for (int i = 0; i < PQntuples(r) && src == NULL; i++)
+			if (strcmp(PQgetvalue(r, i, 0), c->job.key_columns[k]) == 0)
+				src = PQgetvalue(r, i, 1);
+		c->by_keys = src == NULL || tgt == NULL || strcmp(src, tgt) != 0 ||
+		             !codec_order_known(src);
+		if (c->by_keys)
+			snprintf(c->order_note, sizeof c->order_note,
+			         "key column \"%s\" orders by %s on the source and by %s on the target",
+			         c->job.key_columns[k], src ? src : "(unknown)", tgt ? tgt : "(unknown)");
+	}
+	PQclear(r);
+	return rc;
 }
 
 static int
@@ -231,7 +280,7 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 		}
 		c->key_idx[k] = found;
 	}
-	return TM_OK;
+	return *gone ? TM_OK : compare_order(conn, c);
 }
 
 static void
@@ -527,6 +576,8 @@ finish_result(table_cursor *c, snap_result *res)
 
 	res->final = res->chunk->nrows < c->rows_limit;
 	res->rows_limit = c->rows_limit;
+	res->by_keys = c->by_keys;
+	snprintf(res->order_note, sizeof res->order_note, "%s", c->order_note);
 	if (res->chunk->nrows > 0)
 		limit_rows(c, (long long) (res->chunk->data.len / (size_t) res->chunk->nrows) + 1);
 	if (res->chunk->nrows > 0) {

@@ -47,6 +47,10 @@ typedef struct snap_job {
 	 * values each, flat), read again (snap_reader_reread). */
 	char **reread_keys;
 	int nreread;
+	/* Per key column, how the target orders its values (a CODEC_ORDER_SQL
+	 * descriptor, codec.h; NULL: unknown). The reader compares each with
+	 * the source's (see snap_result.by_keys). */
+	char **target_order;
 } snap_job;
 
 /* A chunk read between its watermarks. */
@@ -64,6 +68,12 @@ typedef struct snap_result {
 	uint64_t *xip;           /* owned: transactions in progress at the read */
 	long long estimate;      /* pg_class.reltuples at the first chunk */
 	bool table_gone;         /* the table no longer exists on the source */
+	/* The target does not order the key as the source does (another type or
+	 * collation, or one whose order tidemark cannot compare): no decision
+	 * about the chunk's rows may rest on a key range evaluated on the
+	 * target, only on the keys the source returned (snap_load.h). */
+	bool by_keys;
+	char order_note[320];    /* which key column and both descriptors, for the log */
 } snap_result;
 
 typedef struct snap_reader snap_reader;

@@ -12,6 +12,7 @@
 
 #include "cast.h"
 #include "catalog.h"
+#include "codec.h"
 #include "log.h"
 #include "pgconn.h"
 #include "snap_load.h"
@@ -34,6 +35,7 @@ typedef struct snap_table {
 	char **applied_key;      /* the last key applied on the target */
 	char *request;           /* snapshot_requested_at as text, "" if none */
 	long generation;
+	long by_keys_said;       /* the generation whose copy said it matches by keys */
 	bool done;
 	bool restart;            /* read again from applied_key at the next poll */
 	long long rows;
@@ -102,8 +104,29 @@ table_free(snap_table *t)
 	free(t);
 }
 
+/* How the target orders each key column (codec.h), for the reader to
+ * compare with the source. On failure the job goes without: the reader
+ * then matches the chunk's rows by key, the safe way. */
+static void
+target_order(snapshot *s, const snap_table *t, snap_job *job)
+{
+	const char *p[] = {t->target_schema, t->target_table};
+	PGresult *r = NULL;
+
+	if (sink_query(s->sink, "reading how the target orders a table's key", CODEC_ORDER_SQL, 2,
+	               p, &r) != TM_OK)
+		return;
+	job->target_order = xcalloc((size_t) job->nkeys + 1, sizeof(char *));
+	for (int k = 0; k < job->nkeys; k++)
+		for (int i = 0; i < PQntuples(r); i++)
+			if (strcmp(PQgetvalue(r, i, 0), job->key_columns[k]) == 0)
+				job->target_order[k] = xstrdup(PQgetvalue(r, i, 1));
+	PQclear(r);
+}
+
 /* The target table's columns and types, for the reader's choice of the
- * binary row format. On failure the job simply goes without (text). */
+ * binary row format, and how it orders the key. On failure the job simply
+ * goes without (text rows, rows matched by key). */
 static void
 target_types(snapshot *s, const snap_table *t, snap_job *job)
 {
@@ -125,6 +148,16 @@ target_types(snapshot *s, const snap_table *t, snap_job *job)
 		job->target_types[i] = xstrdup(PQgetvalue(r, i, 1));
 	}
 	PQclear(r);
+	target_order(s, t, job);
+}
+
+/* What target_types added to a job (the rest is borrowed from the table). */
+static void
+job_free_target(snap_job *job)
+{
+	snap_keys_free(job->target_names, job->ntarget);
+	snap_keys_free(job->target_types, job->ntarget);
+	snap_keys_free(job->target_order, job->nkeys);
 }
 
 static void
@@ -178,8 +211,9 @@ load_checks(snapshot *s, snap_table *t, const snap_job *job)
 static void
 submit(snapshot *s, snap_table *t)
 {
-	snap_job job = {t->table_id, ++t->generation, t->schema, t->name, t->nkeys,
-	                t->key_columns, t->applied_key, s->cfg.chunk_rows, 0, NULL, NULL, NULL, 0};
+	snap_job job = {.table_id = t->table_id, .generation = ++t->generation, .schema = t->schema,
+	                .name = t->name, .nkeys = t->nkeys, .key_columns = t->key_columns,
+	                .start_key = t->applied_key, .chunk_rows = s->cfg.chunk_rows};
 
 	target_types(s, t, &job);
 	load_checks(s, t, &job);
@@ -187,8 +221,7 @@ submit(snapshot *s, snap_table *t)
 	t->window = NULL;
 	t->restart = false;
 	snap_reader_submit(s->reader, &job);
-	snap_keys_free(job.target_names, job.ntarget);
-	snap_keys_free(job.target_types, job.ntarget);
+	job_free_target(&job);
 }
 
 /* JSON array text (or NULL) into a new array of n new strings. */
@@ -371,16 +404,16 @@ rereads_json(const snap_table *t)
 static int
 reread_start(snapshot *s, snap_table *t)
 {
-	snap_job job = {t->table_id, t->generation, t->schema, t->name, t->nkeys,
-	                t->key_columns, NULL, t->nreread, 0, NULL, NULL, t->reread_keys,
-	                t->nreread};
+	snap_job job = {.table_id = t->table_id, .generation = t->generation, .schema = t->schema,
+	                .name = t->name, .nkeys = t->nkeys, .key_columns = t->key_columns,
+	                .chunk_rows = t->nreread, .reread_keys = t->reread_keys,
+	                .nreread = t->nreread};
 	int rc;
 
 	target_types(s, t, &job);
 	load_checks(s, t, &job);
 	rc = snap_reader_reread(s->reader, &job, &t->reread);
-	snap_keys_free(job.target_names, job.ntarget);
-	snap_keys_free(job.target_types, job.ntarget);
+	job_free_target(&job);
 	if (rc != TM_OK)
 		return rc;
 	free(t->reread_json);
@@ -944,9 +977,13 @@ load_rows(snapshot *s, snap_table *t, const snap_result *res, snap_window *w, bo
 		rc = *n < 0 ? TM_EXIT_TARGET : TM_OK;
 	}
 	if (rc == TM_OK) {
-		snap_load_chunk lc = {t->table_id, t->target_schema, t->target_table, t->nkeys,
-		                      t->key_columns, res->chunk, rows, *n, overlays, noverlays, w,
-		                      res->prev_key, res->final ? NULL : res->last_key, upsert_only};
+		snap_load_chunk lc = {.table_id = t->table_id, .target_schema = t->target_schema,
+		                      .target_table = t->target_table, .nkeys = t->nkeys,
+		                      .key_columns = t->key_columns, .chunk = res->chunk, .rows = rows,
+		                      .nrows = *n, .overlays = overlays, .noverlays = noverlays,
+		                      .window = w, .prev_key = res->prev_key,
+		                      .last_key = res->final ? NULL : res->last_key,
+		                      .upsert_only = upsert_only, .by_keys = res->by_keys};
 		double t0 = clock_now_s();
 
 		rc = snap_load(s->sink, &lc, fast);
@@ -957,12 +994,28 @@ load_rows(snapshot *s, snap_table *t, const snap_result *res, snap_window *w, bo
 	return rc;
 }
 
+/* Said once per copy of a table: its chunks are matched by key. */
+static void
+note_by_keys(snap_table *t, const snap_result *res)
+{
+	if (!res->by_keys || t->by_keys_said == t->generation)
+		return;
+	t->by_keys_said = t->generation;
+	log_info("snapshot of %s.%s: the target does not order the key as the source does (%s): "
+	         "chunks are matched with the target by their keys, not by key ranges, and rows the "
+	         "target holds but the source does not are left for `tidemark verify` to report",
+	         t->schema, t->name, res->order_note);
+}
+
 static int
 apply_chunk(snapshot *s, snap_table *t, snap_result *res)
 {
 	bool fast = false;
 	long n = 0;
-	int rc = load_rows(s, t, res, t->window, false, &n, &fast);
+	int rc;
+
+	note_by_keys(t, res);
+	rc = load_rows(s, t, res, t->window, false, &n, &fast);
 
 	if (rc == TM_OK)
 		rc = save_progress(s, t, res, n);

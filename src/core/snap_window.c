@@ -175,6 +175,17 @@ build_overlay(snap_window *w, const entry *e, snap_overlay *o)
 	o->key_len = klen;
 }
 
+/* The window's entry for a chunk row's key, or NULL when it has none. */
+static const entry *
+row_entry(const snap_window *w, const snap_chunk *c, int r)
+{
+	size_t klen;
+	const char *key = snap_chunk_row_key(c, r, &klen);
+	const entry *e = w->used > 0 ? lookup(w, key, klen, codec_key_hash(key, klen)) : NULL;
+
+	return e != NULL && e->key != NULL ? e : NULL;
+}
+
 long
 snap_window_merge(snap_window *w, const snap_chunk *c, strbuf *out, snap_overlay **overlays,
                   int *noverlays)
@@ -185,21 +196,37 @@ snap_window_merge(snap_window *w, const snap_chunk *c, strbuf *out, snap_overlay
 	free(w->overlays);
 	w->overlays = xcalloc(w->used, sizeof(snap_overlay));
 	for (int r = 0; r < c->nrows && !w->truncated; r++) {
-		size_t klen, rlen;
-		const char *key = snap_chunk_row_key(c, r, &klen);
+		size_t rlen;
 		const char *row = snap_chunk_row(c, r, &rlen);
-		const entry *e = w->used > 0 ? lookup(w, key, klen, codec_key_hash(key, klen)) : NULL;
+		const entry *e = row_entry(w, c, r);
 
-		if (e != NULL && e->key != NULL && e->whole)
+		if (e != NULL && e->whole)
 			continue;
 		strbuf_appendn(out, row, rlen);
 		kept++;
-		if (e != NULL && e->key != NULL && e->changes != NULL)
+		if (e != NULL && e->changes != NULL)
 			build_overlay(w, e, &w->overlays[nov++]);
 	}
 	*overlays = w->overlays;
 	*noverlays = nov;
 	return kept;
+}
+
+/* One COPY text line of an encoded key's values. */
+static void
+key_copy_line(strbuf *out, const char *key, size_t keylen, int nkeys)
+{
+	for (int k = 0; k < nkeys; k++) {
+		const char *v;
+		size_t vl;
+
+		if (!codec_key_part(key, keylen, k, &v, &vl))
+			break;
+		if (k > 0)
+			strbuf_appendc(out, '\t');
+		strbuf_append_copy_text(out, v, vl);
+	}
+	strbuf_appendc(out, '\n');
 }
 
 long
@@ -212,17 +239,25 @@ snap_window_keys_copy(const snap_window *w, strbuf *out)
 
 		if (e->key == NULL)
 			continue;
-		for (int k = 0; k < w->nkeys; k++) {
-			const char *v;
-			size_t vl;
+		key_copy_line(out, e->key, e->keylen, w->nkeys);
+		n++;
+	}
+	return n;
+}
 
-			if (!codec_key_part(e->key, e->keylen, k, &v, &vl))
-				break;
-			if (k > 0)
-				strbuf_appendc(out, '\t');
-			strbuf_append_copy_text(out, v, vl);
-		}
-		strbuf_appendc(out, '\n');
+long
+snap_window_kept_keys_copy(const snap_window *w, const snap_chunk *c, strbuf *out)
+{
+	long n = 0;
+
+	for (int r = 0; r < c->nrows && !w->truncated; r++) {
+		size_t klen;
+		const char *key = snap_chunk_row_key(c, r, &klen);
+		const entry *e = row_entry(w, c, r);
+
+		if (e != NULL && e->whole)
+			continue;
+		key_copy_line(out, key, klen, c->nkeys);
 		n++;
 	}
 	return n;

@@ -68,5 +68,7 @@ long snap_window_merge(snap_window *w, const snap_chunk *c, strbuf *out, snap_ov
 /* Writes each key the window saw as a COPY text line of the key values
  * alone. Returns the number of lines. */
 long snap_window_keys_copy(const snap_window *w, strbuf *out);
+/* Likewise the keys of the chunk's rows that snap_window_merge keeps. */
+long snap_window_kept_keys_copy(const snap_window *w, const snap_chunk *c, strbuf *out);
 
 #endif
