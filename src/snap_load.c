@@ -146,18 +146,27 @@ append_key_columns(strbuf *sql, const snap_load_chunk *c)
 	}
 }
 
+static int
+temp_drop(sink *s, const snap_load_chunk *c, const char *what, bool if_exists)
+{
+	strbuf sql = STRBUF_INIT;
+	int rc;
+
+	strbuf_append(&sql, if_exists ? "DROP TABLE IF EXISTS " : "DROP TABLE ");
+	temp_name(&sql, c, what);
+	rc = sink_command(s, "dropping a staging table", sql.data, 0, NULL);
+	strbuf_free(&sql);
+	return rc;
+}
+
 /* A staging table "what" with the target's column types: the chunk's
  * columns, or only the key's. */
 static int
 temp_create(sink *s, const snap_load_chunk *c, const char *what, bool keys_only)
 {
 	strbuf sql = STRBUF_INIT;
-	int rc;
+	int rc = temp_drop(s, c, what, true);
 
-	strbuf_append(&sql, "DROP TABLE IF EXISTS ");
-	temp_name(&sql, c, what);
-	rc = sink_command(s, "dropping a staging table", sql.data, 0, NULL);
-	strbuf_reset(&sql);
 	strbuf_append(&sql, "CREATE TEMP TABLE ");
 	temp_name(&sql, c, what);
 	strbuf_append(&sql, " AS SELECT ");
@@ -174,18 +183,6 @@ temp_create(sink *s, const snap_load_chunk *c, const char *what, bool keys_only)
 	return rc;
 }
 
-static int
-temp_drop(sink *s, const snap_load_chunk *c, const char *what)
-{
-	strbuf sql = STRBUF_INIT;
-	int rc;
-
-	strbuf_append(&sql, "DROP TABLE ");
-	temp_name(&sql, c, what);
-	rc = sink_command(s, "dropping a staging table", sql.data, 0, NULL);
-	strbuf_free(&sql);
-	return rc;
-}
 
 /* COPY keys (text lines of the key values) into the staging table what. */
 static int
@@ -330,8 +327,8 @@ load_staged(sink *s, const snap_load_chunk *c)
 	if (rc == TM_OK && !c->upsert_only && !c->by_keys)
 		rc = stage_delete_gone(s, c);
 	if (rc == TM_OK)
-		rc = temp_drop(s, c, "stage");
-	return rc == TM_OK ? temp_drop(s, c, "touched") : rc;
+		rc = temp_drop(s, c, "stage", false);
+	return rc == TM_OK ? temp_drop(s, c, "touched", false) : rc;
 }
 
 /* Does the target hold any of the keys the chunk loads? Asked by key, not
@@ -358,7 +355,7 @@ keys_held(sink *s, const snap_load_chunk *c, bool *has)
 	PQclear(r);
 	strbuf_free(&keys);
 	strbuf_free(&sql);
-	return rc == TM_OK ? temp_drop(s, c, "keys") : rc;
+	return rc == TM_OK ? temp_drop(s, c, "keys", false) : rc;
 }
 
 /* UPDATE t SET c1 = $1, ... WHERE k1 = $n+1 AND ... */
