@@ -15,6 +15,7 @@ enum {
 	OPT_SOURCE = 1000, OPT_TARGET, OPT_SLOT, OPT_PUBLICATION, OPT_TABLE, OPT_SCHEMA,
 	OPT_UNTIL_CAUGHT_UP, OPT_JSON, OPT_CHUNK_ROWS, OPT_READERS, OPT_SINCE, OPT_POLICY,
 	OPT_TABLE_POLICY, OPT_PROGRESS, OPT_DROP_TARGET, OPT_DROP_COLUMNS, OPT_DROP_TABLES,
+	OPT_CHUNK_BYTES, OPT_EXCLUDE_TABLE,
 };
 
 /* Which commands take which option: a bit per cli_command. */
@@ -32,10 +33,12 @@ static const struct {
 	{{"table", required_argument, NULL, OPT_TABLE},
 	 ONLY(CLI_SETUP) | ONLY(CLI_VERIFY) | ONLY(CLI_DDL_LOG) | ONLY(CLI_SNAPSHOT)},
 	{{"schema", required_argument, NULL, OPT_SCHEMA}, ONLY(CLI_SETUP)},
+	{{"exclude-table", required_argument, NULL, OPT_EXCLUDE_TABLE}, ONLY(CLI_SETUP)},
 	{{"until-caught-up", no_argument, NULL, OPT_UNTIL_CAUGHT_UP}, ONLY(CLI_RUN)},
 	{{"json", no_argument, NULL, OPT_JSON},
 	 ONLY(CLI_STATUS) | ONLY(CLI_SCHEMA) | ONLY(CLI_DDL_LOG) | ONLY(CLI_VERIFY)},
 	{{"chunk-rows", required_argument, NULL, OPT_CHUNK_ROWS}, ONLY(CLI_RUN) | ONLY(CLI_VERIFY)},
+	{{"chunk-bytes", required_argument, NULL, OPT_CHUNK_BYTES}, ONLY(CLI_RUN)},
 	{{"snapshot-readers", required_argument, NULL, OPT_READERS}, ONLY(CLI_RUN)},
 	{{"since", required_argument, NULL, OPT_SINCE}, ONLY(CLI_DDL_LOG)},
 	{{"policy", required_argument, NULL, OPT_POLICY}, ONLY(CLI_RUN)},
@@ -70,7 +73,9 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"source's columns, types and primary key. Existing rows are copied by `run`.\n"
 		"  --table SCHEMA.TABLE   a table to replicate (repeatable); identifiers are read\n"
 		"                         the SQL way: 'public.\"Line Items\"'\n"
-		"  --schema NAME          every table of a schema, including tables created later\n",
+		"  --schema NAME          every table of a schema, including tables created later\n"
+		"  --exclude-table SCHEMA.TABLE  leave a table of a --schema out (repeatable); it is\n"
+		"                         not replicated now nor when it is created again later\n",
 	[CLI_RUN] =
 		"Usage: tidemark run [OPTIONS]\n"
 		"Streams changes from the source into the target until stopped (SIGINT/SIGTERM\n"
@@ -79,6 +84,7 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"  --until-caught-up      exit 0 once everything the source had written when run\n"
 		"                         started is applied and no snapshot is pending\n"
 		"  --chunk-rows N         snapshot chunk size in rows (default 20000)\n"
+		"  --chunk-bytes SIZE     and in bytes, as read (default 32MB; kB, MB, GB)\n"
 		"  --snapshot-readers N   parallel snapshot reader connections (default 1)\n"
 		"  --policy P             for a column type change that cannot widen: widen (default),\n"
 		"                         follow, quarantine or stop\n"
@@ -172,6 +178,30 @@ parse_long(const char *name, const char *text, long min, long max, long *out)
 	return TM_OK;
 }
 
+/* A size in bytes: a whole number with an optional kB, MB or GB (powers of
+ * 1024, as PostgreSQL's settings read them). */
+static int
+parse_size(const char *name, const char *text, long long min, long long max, long long *out)
+{
+	static const struct {
+		const char *unit;
+		long long factor;
+	} units[] = {{"", 1}, {"B", 1}, {"kB", 1024}, {"MB", 1024 * 1024},
+	             {"GB", 1024LL * 1024 * 1024}};
+	char *end;
+	long long v = strtoll(text, &end, 10);
+
+	for (size_t i = 0; *text != '\0' && end != text && i < sizeof units / sizeof units[0]; i++)
+		if (strcmp(end, units[i].unit) == 0 && v >= 0 && v <= max / units[i].factor &&
+		    v * units[i].factor >= min) {
+			*out = v * units[i].factor;
+			return TM_OK;
+		}
+	fprintf(stderr, "tidemark: --%s must be a size from %lld kB to %lld MB (a whole number, with "
+	        "kB, MB or GB), not \"%s\"\n", name, min / 1024, max / (1024 * 1024), text);
+	return TM_EXIT_USAGE;
+}
+
 static int
 apply_option(cli_options *o, int c, const char *arg)
 {
@@ -197,6 +227,12 @@ apply_option(cli_options *o, int c, const char *arg)
 			return TM_EXIT_USAGE;
 		o->chunk_rows = v;
 		break;
+	case OPT_CHUNK_BYTES:
+		if (parse_size("chunk-bytes", arg, 64 * 1024, 4096LL * 1024 * 1024, &o->chunk_bytes) !=
+		    TM_OK)
+			return TM_EXIT_USAGE;
+		break;
+	case OPT_EXCLUDE_TABLE: push(&o->exclude_tables, &o->nexclude_tables, arg); break;
 	case OPT_READERS:
 		if (parse_long("snapshot-readers", arg, 1, 16, &v) != TM_OK)
 			return TM_EXIT_USAGE;
@@ -330,5 +366,6 @@ cli_options_free(cli_options *o)
 	free(o->tables);
 	free(o->schemas);
 	free(o->table_policies);
-	o->tables = o->schemas = o->table_policies = NULL;
+	free(o->exclude_tables);
+	o->tables = o->schemas = o->table_policies = o->exclude_tables = NULL;
 }

@@ -32,6 +32,8 @@ typedef struct cli_options {
 	int ntables;
 	const char **schemas;     /* owned array: --schema */
 	int nschemas;
+	const char **exclude_tables; /* owned array: setup --exclude-table */
+	int nexclude_tables;
 	bool until_caught_up;
 	bool json;
 	bool help;
@@ -39,6 +41,7 @@ typedef struct cli_options {
 	bool drop_columns;        /* run: drop on the target the columns dropped on the source */
 	bool drop_tables;         /* run: drop on the target the tables dropped on the source */
 	long chunk_rows;          /* run: snapshot chunk size (0: default) */
+	long long chunk_bytes;    /* run: snapshot chunk size in bytes read (0: default) */
 	int snapshot_readers;     /* run: parallel snapshot reader connections */
 	const char *since;        /* ddl-log: --since POSITION */
 	const char *policy;       /* run: schema-change policy (widen, follow, quarantine, stop) */

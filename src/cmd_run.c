@@ -338,8 +338,12 @@ static int
 session_open(run_state *st)
 {
 	const cli_options *o = st->opts;
-	snapshot_config sc = {o->source, o->slot, o->chunk_rows > 0 ? o->chunk_rows : 20000,
-	                      o->snapshot_readers, o->progress_interval};
+	snapshot_config sc = {.source = o->source, .slot = o->slot,
+	                      .chunk_rows = o->chunk_rows > 0 ? o->chunk_rows : 20000,
+	                      .chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes
+	                                                        : SNAPSHOT_CHUNK_BYTES_DEFAULT,
+	                      .readers = o->snapshot_readers,
+	                      .progress_interval = o->progress_interval};
 	schema_sync_config ssc = {o->slot, st->policy, o->ntable_policies, o->table_policies,
 	                          o->drop_columns, o->drop_tables};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};

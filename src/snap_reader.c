@@ -2,6 +2,7 @@
 #include "xalloc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,10 +17,6 @@
 #include "strbuf.h"
 
 #define SRC PGCONN_SOURCE
-/* A chunk's rows are held in memory until its high watermark: the chunk
- * size in rows is lowered so that a chunk stays near this many bytes. */
-#define CHUNK_BYTES_TARGET (24L * 1024 * 1024)
-#define CHUNK_ROWS_MIN 16
 
 typedef struct job_slot {
 	snap_job job;            /* the latest submission */
@@ -178,8 +175,10 @@ same_target_type(const snap_job *job, const char *name, const char *type)
 	return false;
 }
 
-/* Chunks of at most chunk_rows rows and about CHUNK_BYTES_TARGET bytes;
- * a reread, of its keys. */
+/* The LIMIT of the next chunk: at most chunk_rows rows, and about
+ * chunk_bytes bytes at the average row size seen (statistics at first,
+ * then the rows read); a reread, of its keys. The bytes read are measured
+ * too (copy_rows): the estimate only saves cutting a chunk short. */
 static void
 limit_rows(table_cursor *c, long long row_bytes)
 {
@@ -188,10 +187,10 @@ limit_rows(table_cursor *c, long long row_bytes)
 		c->rows_limit = c->job.nreread; /* every key asked for, at most once each */
 		return;
 	}
-	if (row_bytes > 0 && CHUNK_BYTES_TARGET / row_bytes < c->rows_limit)
-		c->rows_limit = CHUNK_BYTES_TARGET / row_bytes;
-	if (c->rows_limit < CHUNK_ROWS_MIN)
-		c->rows_limit = CHUNK_ROWS_MIN;
+	if (row_bytes > 0 && c->job.chunk_bytes / row_bytes < c->rows_limit)
+		c->rows_limit = c->job.chunk_bytes / row_bytes;
+	if (c->rows_limit < 1)
+		c->rows_limit = 1;
 }
 
 /* Does the target order the key as the source does? The source's
@@ -384,14 +383,38 @@ parse_snapshot(const char *text, snap_result *res)
 	}
 }
 
+/* Ends a COPY TO STDOUT early: asks the server to cancel it and reads
+ * what it still sends, keeping none of it. The statement then fails
+ * (canceled) or ends; either way its transaction is only rolled back. */
+static void
+cancel_copy(PGconn *conn)
+{
+	PGcancel *cancel = PQgetCancel(conn);
+	char errbuf[256];
+	char *buf;
+
+	if (cancel != NULL && !PQcancel(cancel, errbuf, sizeof errbuf))
+		log_debug("source: cancelling a chunk read: %s", errbuf);
+	PQfreeCancel(cancel);
+	while (PQgetCopyData(conn, &buf, 0) > 0)
+		PQfreemem(buf);
+}
+
+/*
+ * Reads the rows of a COPY TO STDOUT into the chunk. Once the rows held
+ * reach max_bytes (at least one row read), the read stops there and *cut
+ * is set: the rows so far are a whole prefix, in key order, of what the
+ * statement would have returned, so the chunk ends at the last of them.
+ */
 static int
-copy_rows(PGconn *conn, const char *sql, snap_chunk *chunk)
+copy_rows(PGconn *conn, const char *sql, snap_chunk *chunk, long long max_bytes, bool *cut)
 {
 	PGresult *r = PQexec(conn, sql);
 	char *buf;
 	int n;
 	tm_error err;
 
+	*cut = false;
 	if (PQresultStatus(r) != PGRES_COPY_OUT) {
 		int rc = pgconn_fail(conn, SRC, "reading a snapshot chunk", r);
 
@@ -399,7 +422,7 @@ copy_rows(PGconn *conn, const char *sql, snap_chunk *chunk)
 		return rc;
 	}
 	PQclear(r);
-	while ((n = PQgetCopyData(conn, &buf, 0)) > 0) {
+	while (!*cut && (n = PQgetCopyData(conn, &buf, 0)) > 0) {
 		int bad = snap_chunk_add(chunk, buf, (size_t) n, &err);
 
 		PQfreemem(buf);
@@ -407,14 +430,17 @@ copy_rows(PGconn *conn, const char *sql, snap_chunk *chunk)
 			log_error("source: %s", err.msg);
 			return TM_EXIT_INTERNAL;
 		}
+		*cut = chunk->nrows > 0 && (long long) (chunk->data.len + chunk->keys.len) >= max_bytes;
 	}
-	if (n == -1 && snap_chunk_finish(chunk, &err) != 0) {
+	if (*cut)
+		cancel_copy(conn);
+	else if (n == -1 && snap_chunk_finish(chunk, &err) != 0) {
 		log_error("source: %s", err.msg);
 		return TM_EXIT_INTERNAL;
 	}
 	r = PQgetResult(conn);
-	n = PQresultStatus(r) == PGRES_COMMAND_OK ? TM_OK
-	                                           : pgconn_fail(conn, SRC, "reading a snapshot chunk", r);
+	n = PQresultStatus(r) == PGRES_COMMAND_OK || *cut
+		? TM_OK : pgconn_fail(conn, SRC, "reading a snapshot chunk", r);
 	PQclear(r);
 	while ((r = PQgetResult(conn)) != NULL)
 		PQclear(r);
@@ -440,10 +466,14 @@ read_chunk(PGconn *conn, table_cursor *c, snap_result *res)
 		res->chunk = snap_chunk_new(c->format, c->ncols, (const char *const *) c->colnames,
 		                            c->job.nkeys, c->key_idx);
 		chunk_sql(conn, c, &sql);
-		rc = copy_rows(conn, sql.data, res->chunk);
+		/* a reread reads every key asked for: a request answered only in
+		 * part would be forgotten whole (snapshot.c reads at most 100) */
+		rc = copy_rows(conn, sql.data, res->chunk,
+		               c->job.reread_keys != NULL ? LLONG_MAX : c->job.chunk_bytes, &res->cut);
 	}
 	if (rc == TM_OK)
-		rc = pgconn_command(conn, SRC, "ending a snapshot read", "COMMIT", 0, NULL);
+		rc = pgconn_command(conn, SRC, "ending a snapshot read",
+		                    res->cut ? "ROLLBACK" : "COMMIT", 0, NULL);
 	else
 		PQclear(PQexec(conn, "ROLLBACK"));
 	strbuf_free(&sql);
@@ -574,7 +604,7 @@ finish_result(table_cursor *c, snap_result *res)
 {
 	tm_error err;
 
-	res->final = res->chunk->nrows < c->rows_limit;
+	res->final = res->chunk->nrows < c->rows_limit && !res->cut;
 	res->rows_limit = c->rows_limit;
 	res->by_keys = c->by_keys;
 	snprintf(res->order_note, sizeof res->order_note, "%s", c->order_note);

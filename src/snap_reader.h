@@ -14,6 +14,14 @@
  * chunk at the high one (snapshot.c). A reader runs at most
  * SNAP_READER_AHEAD chunks ahead of what the apply thread has consumed, so
  * memory stays bounded.
+ *
+ * Memory: a chunk ends once the rows it holds take chunk_bytes, measured as
+ * they arrive (the read is cancelled there, whatever the row count or the
+ * size statistics say), or at chunk_rows rows. Each reader holds at most
+ * SNAP_READER_AHEAD chunks not yet applied and reads one more; the apply
+ * thread may copy the one it loads once (to drop rows the stream changed).
+ * So the snapshot holds at most (readers x (SNAP_READER_AHEAD + 1) + 1) x
+ * chunk_bytes of rows, plus one row beyond the bound per chunk.
  */
 #ifndef TIDEMARK_SNAP_READER_H
 #define TIDEMARK_SNAP_READER_H
@@ -37,6 +45,7 @@ typedef struct snap_job {
 	char **key_columns;
 	char **start_key;        /* NULL: from the first row */
 	long chunk_rows;
+	long long chunk_bytes;   /* a chunk ends once its rows take this many bytes */
 	/* The target table's columns and their types (format_type): when every
 	 * column the chunk reads has the same built-in type on the source, rows
 	 * travel in binary COPY format, which the target loads faster. */
@@ -63,6 +72,7 @@ typedef struct snap_result {
 	char **prev_key;         /* owned; NULL for the first chunk */
 	char **last_key;         /* owned; NULL when the chunk is empty */
 	bool final;              /* fewer rows than asked: the table ends here */
+	bool cut;                /* the read stopped at chunk_bytes: more rows follow */
 	long rows_limit;         /* the LIMIT the chunk was read with */
 	int nxip;
 	uint64_t *xip;           /* owned: transactions in progress at the read */

@@ -213,7 +213,8 @@ submit(snapshot *s, snap_table *t)
 {
 	snap_job job = {.table_id = t->table_id, .generation = ++t->generation, .schema = t->schema,
 	                .name = t->name, .nkeys = t->nkeys, .key_columns = t->key_columns,
-	                .start_key = t->applied_key, .chunk_rows = s->cfg.chunk_rows};
+	                .start_key = t->applied_key, .chunk_rows = s->cfg.chunk_rows,
+	                .chunk_bytes = s->cfg.chunk_bytes};
 
 	target_types(s, t, &job);
 	load_checks(s, t, &job);
@@ -406,8 +407,8 @@ reread_start(snapshot *s, snap_table *t)
 {
 	snap_job job = {.table_id = t->table_id, .generation = t->generation, .schema = t->schema,
 	                .name = t->name, .nkeys = t->nkeys, .key_columns = t->key_columns,
-	                .chunk_rows = t->nreread, .reread_keys = t->reread_keys,
-	                .nreread = t->nreread};
+	                .chunk_rows = t->nreread, .chunk_bytes = s->cfg.chunk_bytes,
+	                .reread_keys = t->reread_keys, .nreread = t->nreread};
 	int rc;
 
 	target_types(s, t, &job);

@@ -33,10 +33,16 @@
 
 typedef struct snapshot snapshot;
 
+/* A chunk's rows are held in memory until its high watermark: a chunk
+ * ends at this many bytes as read (or at chunk_rows rows, or with its
+ * table). See snap_reader.h for what it bounds. */
+#define SNAPSHOT_CHUNK_BYTES_DEFAULT (32LL * 1024 * 1024)
+
 typedef struct snapshot_config {
 	const char *source;     /* conninfo, borrowed */
 	const char *slot;
 	long chunk_rows;
+	long long chunk_bytes;
 	int readers;
 	double progress_interval;
 } snapshot_config;

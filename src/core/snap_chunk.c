@@ -338,21 +338,20 @@ binary_header(snap_chunk *c, const char *p, size_t avail, size_t *used, tm_error
 	return 0;
 }
 
+/* Takes the complete tuples at the start of p (after the header, up to
+ * the trailer); *used: the bytes taken. */
 static int
-add_binary(snap_chunk *c, const char *buf, size_t len, tm_error *err)
+take_tuples(snap_chunk *c, const char *p, size_t avail, size_t *used, tm_error *err)
 {
-	strbuf key = STRBUF_INIT, row = STRBUF_INIT;
-	const char *p;
-	size_t avail, off = 0;
+	strbuf key = STRBUF_INIT;
+	size_t off = 0;
 	int rc = 0;
 
-	strbuf_appendn(&c->pending, buf, len);
-	p = strbuf_str(&c->pending);
-	avail = c->pending.len;
 	if (!c->header_done && (rc = binary_header(c, p, avail, &off, err)) != 0)
 		goto out;
-	while (rc == 0 && c->header_done && !c->trailer_seen && avail - off >= 2) {
-		size_t n;
+	while (c->header_done && !c->trailer_seen && avail - off >= 2) {
+		uint16_t count = htons((uint16_t) c->ncols);
+		size_t n, start;
 
 		if ((int16_t) get16(p + off) == -1) {
 			c->trailer_seen = true;
@@ -360,31 +359,49 @@ add_binary(snap_chunk *c, const char *buf, size_t len, tm_error *err)
 			break;
 		}
 		n = binary_tuple(c, p + off, avail - off, &key);
-		if (n == (size_t) -1)
+		if (n == (size_t) -1) {
 			rc = tm_error_set(err, "snapshot chunk: binary row %d is malformed", c->nrows + 1);
-		else if (n == 0)
 			break;
-		else {
-			uint16_t count = htons((uint16_t) c->ncols);
-			size_t start = skip_key_fields(c, p + off);
-
-			strbuf_reset(&row);
-			strbuf_appendn(&row, (const char *) &count, 2);
-			strbuf_appendn(&row, p + off + start, n - start);
-			push_row(c, strbuf_str(&row), row.len, &key);
-			off += n;
 		}
+		if (n == 0)
+			break;
+		/* the row without its leading key fields, straight into data */
+		start = skip_key_fields(c, p + off);
+		strbuf_appendn(&c->data, (const char *) &count, 2);
+		push_row(c, p + off + start, n - start, &key);
+		off += n;
 	}
 	if (rc == 0 && c->trailer_seen && off < avail)
 		rc = tm_error_set(err, "snapshot chunk: data after the end of a binary COPY");
 out:
-	/* keep only the incomplete rest */
-	if (rc == 0 && off > 0) {
-		memmove(c->pending.data, c->pending.data + off, avail - off);
-		c->pending.len = avail - off;
-	}
+	*used = off;
 	strbuf_free(&key);
-	strbuf_free(&row);
+	return rc;
+}
+
+/* The server sends a tuple per message, so the bytes are read where they
+ * are; only a tuple split across calls waits in pending. */
+static int
+add_binary(snap_chunk *c, const char *buf, size_t len, tm_error *err)
+{
+	size_t used = 0;
+	int rc;
+
+	if (c->pending.len == 0) {
+		rc = take_tuples(c, buf, len, &used, err);
+		if (rc == 0 && used < len)
+			strbuf_appendn(&c->pending, buf + used, len - used);
+		return rc;
+	}
+	strbuf_appendn(&c->pending, buf, len);
+	rc = take_tuples(c, c->pending.data, c->pending.len, &used, err);
+	/* keep only the incomplete rest */
+	if (rc == 0 && used > 0) {
+		memmove(c->pending.data, c->pending.data + used, c->pending.len - used);
+		c->pending.len -= used;
+	}
+	if (c->pending.len == 0)
+		strbuf_free(&c->pending);
 	return rc;
 }
 

@@ -348,6 +348,71 @@ test_truncate_during_snapshot(void **state)
 	tm_env_free(e);
 }
 
+/* The peak resident memory of a process so far (VmHWM), in bytes. */
+static long long
+peak_rss(pid_t pid)
+{
+	char path[64], line[256];
+	long long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+/*
+ * Rows of 5 MB that compress to almost nothing on disk, in a table never
+ * analyzed: neither statistics nor sizes on disk say how large a chunk is.
+ * The chunk ends at --chunk-bytes as read, so the peak memory of run stays
+ * under the bound snap_reader.h documents, with two readers.
+ */
+#define WIDE_ROWS 40
+#define WIDE_ROW_BYTES (5LL * 1024 * 1024)
+#define WIDE_CHUNK_BYTES (8LL * 1024 * 1024)
+
+static void
+test_wide_rows_chunks_bounded_by_bytes(void **state)
+{
+	tm_env *e = tm_env_new("snapwide");
+	const long long readers = 2, baseline = 24LL * 1024 * 1024;
+	long long peak, bound;
+	char *src_sum, *dst_sum;
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE docs (id int PRIMARY KEY, doc text);"
+	                  "INSERT INTO docs SELECT g, repeat(md5(g::text), %lld)"
+	                  "  FROM generate_series(1, %d) g",
+	            WIDE_ROW_BYTES / 32, WIDE_ROWS);
+	assert_int_equal(pgtest_query_long(e->s, "SELECT reltuples::bigint FROM pg_class"
+	                                         " WHERE relname = 'docs'"), -1);
+	tm_setup_table(e, "docs");
+	run = tm_spawn(e, "run", "--chunk-bytes", "8MB", "--snapshot-readers", "2", NULL);
+	if (!pgtest_wait_value(e->t, "SELECT state FROM tidemark.tables", "streaming", 120))
+		fail_msg("the copy did not end:\n%s", pgtest_proc_output(run));
+	peak = peak_rss(pgtest_proc_pid(run));
+	tm_stop_and_catch_up(e, run, 60);
+	/* snap_reader.h: (readers x 3 + 1) chunks, each at most the bound and one row */
+	bound = (readers * 3 + 1) * (WIDE_CHUNK_BYTES + WIDE_ROW_BYTES) + baseline;
+	print_message("peak resident memory %lld MB for %d rows of %lld MB (bound %lld MB)\n",
+	              peak >> 20, WIDE_ROWS, WIDE_ROW_BYTES >> 20, bound >> 20);
+	assert_true(peak > 0 && peak < bound);
+	src_sum = pgtest_query_value(e->s, "SELECT count(*) || ' ' || sum(length(doc)) || ' ' ||"
+	                                   " md5(string_agg(md5(doc), '' ORDER BY id)) FROM docs");
+	dst_sum = pgtest_query_value(e->t, "SELECT count(*) || ' ' || sum(length(doc)) || ' ' ||"
+	                                   " md5(string_agg(md5(doc), '' ORDER BY id)) FROM docs");
+	assert_string_equal(src_sum, dst_sum);
+	free(src_sum);
+	free(dst_sum);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -359,6 +424,7 @@ main(void)
 		cmocka_unit_test(test_resnapshot_repairs_target),
 		cmocka_unit_test(test_moved_partial_rows_read_again),
 		cmocka_unit_test(test_truncate_during_snapshot),
+		cmocka_unit_test(test_wide_rows_chunks_bounded_by_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
