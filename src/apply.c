@@ -474,18 +474,19 @@ quarantined(apply *a, const apply_rel *r, const char *change, const pgoutput_tup
 /* A table first seen in the stream: registered when its schema is
  * replicated as a whole. */
 static int
-register_new_table(apply *a, const pgoutput_msg *m, catalog_table **out)
+register_new_table(apply *a, const pgoutput_msg *m, catalog_table **out, bool *replicated,
+                   bool *excluded)
 {
 	const char *schema = m->u.relation.nspname;
 	const char *name = m->u.relation.relname;
 	tabledef *def = NULL;
-	bool replicated = false, added = false;
+	bool added = false;
 	int rc = catalog_load_table(a->sink, a->cfg.slot, schema, name, out);
 
 	if (rc != TM_OK || *out != NULL)
 		return rc;
-	rc = catalog_has_schema(a->sink, a->cfg.slot, schema, &replicated);
-	if (rc != TM_OK || !replicated || a->cfg.resolve == NULL)
+	rc = catalog_schema_covers(a->sink, a->cfg.slot, schema, name, replicated, excluded);
+	if (rc != TM_OK || !*replicated || a->cfg.resolve == NULL)
 		return rc;
 	rc = a->cfg.resolve(a->cfg.resolve_ctx, m, &def);
 	if (rc == TM_OK && def != NULL)
@@ -512,6 +513,7 @@ static int
 attach_table(apply *a, apply_rel *r, const pgoutput_msg *m)
 {
 	catalog_table *t = find_table_relid(a, r->relid);
+	bool in_schema = false, excluded = false;
 	int rc = TM_OK;
 
 	if (t == NULL)
@@ -519,7 +521,7 @@ attach_table(apply *a, apply_rel *r, const pgoutput_msg *m)
 	if (t == NULL) {
 		catalog_table *loaded = NULL;
 
-		rc = register_new_table(a, m, &loaded);
+		rc = register_new_table(a, m, &loaded, &in_schema, &excluded);
 		if (rc != TM_OK)
 			return rc;
 		if (loaded != NULL) {
@@ -530,7 +532,10 @@ attach_table(apply *a, apply_rel *r, const pgoutput_msg *m)
 	r->table = t;
 	if (t != NULL && (rc = resolve_keys(r)) == TM_OK)
 		rc = load_checks(a, r);
-	if (rc == TM_OK && t == NULL)
+	if (rc == TM_OK && t == NULL && excluded)
+		log_info("changes of %s.%s are skipped: the table is excluded (setup --exclude-table)",
+		         r->nspname, r->relname);
+	else if (rc == TM_OK && t == NULL && !in_schema)
 		log_warn("changes of %s.%s arrive but the table is not registered for replication; "
 		         "they are skipped. Fix: tidemark setup --table '%s.%s'", r->nspname, r->relname,
 		         r->nspname, r->relname);

@@ -243,19 +243,34 @@ catalog_add_schema(sink *s, const char *slot, const char *schema)
 }
 
 int
-catalog_has_schema(sink *s, const char *slot, const char *schema, bool *out)
+catalog_schema_covers(sink *s, const char *slot, const char *schema, const char *name,
+                      bool *covered, bool *excluded)
 {
-	const char *p[] = {slot, schema};
+	const char *p[] = {slot, schema, name};
 	PGresult *r;
 	int rc = sink_query(s, "reading the replicated schemas",
-	                    "SELECT 1 FROM tidemark.schemas WHERE slot_name = $1 AND source_schema = $2",
-	                    2, p, &r);
+	                    "SELECT EXISTS (SELECT FROM tidemark.schemas"
+	                    "   WHERE slot_name = $1 AND source_schema = $2),"
+	                    " EXISTS (SELECT FROM tidemark.excluded_tables"
+	                    "   WHERE slot_name = $1 AND source_schema = $2 AND source_table = $3)",
+	                    3, p, &r);
 
 	if (rc == TM_OK) {
-		*out = PQntuples(r) > 0;
+		*excluded = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+		*covered = strcmp(PQgetvalue(r, 0, 0), "t") == 0 && !*excluded;
 		PQclear(r);
 	}
 	return rc;
+}
+
+int
+catalog_exclude_table(sink *s, const char *slot, const char *schema, const char *name)
+{
+	const char *p[] = {slot, schema, name};
+
+	return sink_command(s, "leaving a table out",
+	                    "INSERT INTO tidemark.excluded_tables (slot_name, source_schema,"
+	                    " source_table) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, p);
 }
 
 #define TABLE_COLUMNS                                                                     \

@@ -75,7 +75,13 @@ int catalog_quarantine(sink *s, const char *slot, int table_id, const char *sour
                        tm_lsn position, const char *change, const char *key_json,
                        const char *row_json, const char *reason);
 
-/* Is schema replicated as a whole (setup --schema)? */
-int catalog_has_schema(sink *s, const char *slot, const char *schema, bool *out);
+/* Does a --schema of this replication cover table schema.name (a table
+ * of a replicated schema that is not excluded)? *excluded: it was left
+ * out with setup --exclude-table. */
+int catalog_schema_covers(sink *s, const char *slot, const char *schema, const char *name,
+                          bool *covered, bool *excluded);
+/* Leaves schema.name out of the replication's schemas (setup
+ * --exclude-table). */
+int catalog_exclude_table(sink *s, const char *slot, const char *schema, const char *name);
 
 #endif

@@ -228,7 +228,7 @@ apply_option(cli_options *o, int c, const char *arg)
 		o->chunk_rows = v;
 		break;
 	case OPT_CHUNK_BYTES:
-		if (parse_size("chunk-bytes", arg, 64 * 1024, 4096LL * 1024 * 1024, &o->chunk_bytes) !=
+		if (parse_size("chunk-bytes", arg, 16 * 1024, 4096LL * 1024 * 1024, &o->chunk_bytes) !=
 		    TM_OK)
 			return TM_EXIT_USAGE;
 		break;

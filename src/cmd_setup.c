@@ -16,10 +16,13 @@
 #include "migrate.h"
 #include "pgconn.h"
 #include "source_query.h"
+#include "xalloc.h"
 
 typedef struct setup_tables {
 	tabledef **defs; /* owned array of owned definitions */
 	int n;
+	char **excluded; /* owned: --exclude-table as schema, name pairs (2 * nexcluded) */
+	int nexcluded;
 } setup_tables;
 
 static void
@@ -28,6 +31,105 @@ tables_free(setup_tables *t)
 	for (int i = 0; i < t->n; i++)
 		tabledef_free(t->defs[i]);
 	free(t->defs);
+	for (int i = 0; i < 2 * t->nexcluded; i++)
+		free(t->excluded[i]);
+	free(t->excluded);
+}
+
+static bool
+is_excluded(const setup_tables *t, const char *schema, const char *name)
+{
+	for (int i = 0; i < t->nexcluded; i++)
+		if (strcmp(t->excluded[2 * i], schema) == 0 && strcmp(t->excluded[2 * i + 1], name) == 0)
+			return true;
+	return false;
+}
+
+/* --exclude-table names, read the SQL way. */
+static int
+parse_exclusions(const cli_options *o, setup_tables *t)
+{
+	t->excluded = calloc((size_t) o->nexclude_tables * 2 + 1, sizeof(char *));
+	if (t->excluded == NULL)
+		abort();
+	for (int i = 0; i < o->nexclude_tables; i++) {
+		tm_error err;
+
+		if (ident_parse_qualified(o->exclude_tables[i], "public", &t->excluded[2 * i],
+		                          &t->excluded[2 * i + 1], &err) != 0) {
+			log_error("--exclude-table %s: %s", o->exclude_tables[i], err.msg);
+			return TM_EXIT_USAGE;
+		}
+		t->nexcluded++;
+	}
+	return TM_OK;
+}
+
+static void
+add_exclusion(setup_tables *t, const char *schema, const char *name)
+{
+	t->excluded = realloc(t->excluded, sizeof(char *) * (size_t) (2 * t->nexcluded + 3));
+	if (t->excluded == NULL)
+		abort();
+	t->excluded[2 * t->nexcluded] = xstrdup(schema);
+	t->excluded[2 * t->nexcluded + 1] = xstrdup(name);
+	t->excluded[2 * ++t->nexcluded] = NULL;
+}
+
+/* The tables an earlier setup of this replication left out stay out.
+ * Read only: setup changes nothing before its checks have passed. */
+static int
+stored_exclusions(const cli_options *o, setup_tables *t)
+{
+	const char *p[] = {o->slot};
+	PGconn *conn = NULL;
+	PGresult *r = NULL;
+	int rc = pgconn_open(o->target, PGCONN_TARGET, "setup", false, &conn);
+
+	if (rc == TM_OK)
+		rc = pgconn_exec(conn, PGCONN_TARGET, "looking for the tables left out",
+		                 "SELECT to_regclass('tidemark.excluded_tables') IS NOT NULL", 0, NULL, &r);
+	/* no catalog yet, or one from before exclusions: none */
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
+		PQclear(r);
+		r = NULL;
+		rc = pgconn_exec(conn, PGCONN_TARGET, "reading the tables left out",
+		                 "SELECT source_schema, source_table FROM tidemark.excluded_tables"
+		                 " WHERE slot_name = $1", 1, p, &r);
+	} else if (rc == TM_OK) {
+		PQclear(r);
+		r = NULL;
+	}
+	for (int i = 0; r != NULL && i < PQntuples(r); i++)
+		if (!is_excluded(t, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1)))
+			add_exclusion(t, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
+	PQclear(r);
+	PQfinish(conn);
+	return rc;
+}
+
+/*
+ * An excluded table of a --schema stays in the schema's publication
+ * (PostgreSQL 15 cannot leave one table out of it), so PostgreSQL refuses
+ * its UPDATE and DELETE unless it has a replica identity: say so, with the
+ * fix, rather than break the application.
+ */
+static int
+check_excluded(PGconn *src, const char *schema, const char *name, int *bad)
+{
+	char replident = 0;
+	bool has_key = false;
+	int rc = source_query_replica_identity(src, schema, name, &replident, &has_key);
+
+	if (rc == TM_OK && !has_key && replident != 'f') {
+		log_error("source: %s.%s is excluded but stays in the publication of schema %s, and "
+		          "without a primary key or replica identity PostgreSQL would then refuse its "
+		          "UPDATE and DELETE. Fix: ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY FULL; (it "
+		          "stays excluded), or give it a primary key", schema, name, schema, schema,
+		          name);
+		(*bad)++;
+	}
+	return rc;
 }
 
 static bool
@@ -77,7 +179,11 @@ collect_tables(PGconn *src, const cli_options *o, setup_tables *t)
 			log_error("--table %s: %s", o->tables[i], err.msg);
 			return TM_EXIT_USAGE;
 		}
-		rc = tables_read(src, t, schema, name, &bad);
+		if (is_excluded(t, schema, name)) {
+			log_error("--table %s is also given to --exclude-table", o->tables[i]);
+			rc = TM_EXIT_USAGE;
+		} else
+			rc = tables_read(src, t, schema, name, &bad);
 		free(schema);
 		free(name);
 	}
@@ -86,7 +192,9 @@ collect_tables(PGconn *src, const cli_options *o, setup_tables *t)
 
 		rc = source_query_schema_tables(src, o->schemas[i], &names);
 		for (int j = 0; rc == TM_OK && names[j] != NULL; j++)
-			rc = tables_read(src, t, o->schemas[i], names[j], &bad);
+			rc = is_excluded(t, o->schemas[i], names[j])
+				? check_excluded(src, o->schemas[i], names[j], &bad)
+				: tables_read(src, t, o->schemas[i], names[j], &bad);
 		for (int j = 0; names != NULL && names[j] != NULL; j++)
 			free(names[j]);
 		free(names);
@@ -133,6 +241,28 @@ keep_capture_key(sink *s, const cli_options *o, const char *key_hex, tm_lsn vali
 	return catalog_set_capture_key(s, o->slot, key_hex, valid_from);
 }
 
+/* Records an exclusion; a table already replicated cannot be left out. */
+static int
+exclude_table(sink *s, const cli_options *o, const char *schema, const char *name)
+{
+	catalog_table *known = NULL;
+	int rc = catalog_load_table(s, o->slot, schema, name, &known);
+
+	if (rc == TM_OK && known != NULL) {
+		log_error("--exclude-table %s.%s: the table is replicated already, and tidemark cannot "
+		          "stop replicating one table of a running replication. Fix: leave the option "
+		          "out, or start over without the table (tidemark teardown, then setup with "
+		          "--exclude-table: every table is copied again)", schema, name);
+		rc = TM_EXIT_CONFIG;
+	}
+	catalog_table_free(known);
+	if (rc == TM_OK)
+		rc = catalog_exclude_table(s, o->slot, schema, name);
+	if (rc == TM_OK)
+		log_info("target: %s.%s is left out of the replicated schemas", schema, name);
+	return rc;
+}
+
 static int
 prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
                tm_lsn valid_from)
@@ -152,6 +282,8 @@ prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
 		rc = catalog_ensure_progress(s, o->slot);
 	if (rc == TM_OK)
 		rc = keep_capture_key(s, o, key_hex, valid_from);
+	for (int i = 0; rc == TM_OK && i < t->nexcluded; i++)
+		rc = exclude_table(s, o, t->excluded[2 * i], t->excluded[2 * i + 1]);
 	for (int i = 0; rc == TM_OK && i < o->nschemas; i++)
 		rc = catalog_add_schema(s, o->slot, o->schemas[i]);
 	for (int i = 0; rc == TM_OK && i < t->n; i++) {
@@ -180,7 +312,7 @@ prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
 int
 cmd_setup(const cli_options *o)
 {
-	setup_tables tables = {NULL, 0};
+	setup_tables tables = {0};
 	PGconn *src = NULL;
 	tm_lsn lsn = LSN_INVALID, slot_lsn = LSN_INVALID;
 	char *key_hex = NULL; /* owned: the source's capture key */
@@ -196,7 +328,11 @@ cmd_setup(const cli_options *o)
 	if ((rc = pgconn_check_conninfo(o->source, "--source")) != TM_OK ||
 	    (rc = pgconn_check_conninfo(o->target, "--target")) != TM_OK)
 		return rc;
-	rc = pgconn_open(o->source, PGCONN_SOURCE, "setup", false, &src);
+	rc = parse_exclusions(o, &tables);
+	if (rc == TM_OK)
+		rc = stored_exclusions(o, &tables);
+	if (rc == TM_OK)
+		rc = pgconn_open(o->source, PGCONN_SOURCE, "setup", false, &src);
 	if (rc == TM_OK)
 		rc = prepare_source(src);
 	if (rc == TM_OK)

@@ -534,14 +534,20 @@ static int
 new_table(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *note,
           schema_sync_result *res)
 {
-	bool replicated = false, added = false;
-	int rc = catalog_has_schema(ss->sink, ss->cfg.slot, et->def->schema, &replicated);
+	bool replicated = false, excluded = false, added = false;
+	int rc = catalog_schema_covers(ss->sink, ss->cfg.slot, et->def->schema, et->def->name,
+	                               &replicated, &excluded);
 
+	if (rc == TM_OK && excluded)
+		note_list(&note->actions, "table excluded (setup --exclude-table): not replicated");
 	if (rc != TM_OK || !replicated)
 		return rc;
 	if (tabledef_nkeys(et->def) == 0) {
 		log_warn("new table %s.%s in a replicated schema has no primary key or replica identity "
-		         "index: it is not replicated", et->def->schema, et->def->name);
+		         "index: it is not replicated. Fix: give it a primary key (it is then "
+		         "replicated from its next change), or leave it out for good with "
+		         "`tidemark setup --exclude-table '%s.%s'`", et->def->schema, et->def->name,
+		         et->def->schema, et->def->name);
 		note_list(&note->actions, "new table without a key: not replicated");
 		return TM_OK;
 	}

@@ -166,6 +166,26 @@ source_query_table_def(PGconn *conn, const char *schema, const char *name, table
 }
 
 int
+source_query_replica_identity(PGconn *conn, const char *schema, const char *name,
+                              char *replident, bool *has_key)
+{
+	const char *params[] = {schema, name};
+	PGresult *r;
+	int rc = query(conn, "reading a table's replica identity",
+	               "SELECT c.relreplident, tidemark.table_keycols(c.oid) IS NOT NULL"
+	               " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+	               " WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')",
+	               2, params, &r);
+
+	if (rc != TM_OK)
+		return definitions_missing(conn) ? TM_EXIT_CONFIG : rc;
+	*replident = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0)[0] : '\0';
+	*has_key = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+	PQclear(r);
+	return TM_OK;
+}
+
+int
 source_query_schema_tables(PGconn *conn, const char *schema, char ***names)
 {
 	const char *params[] = {schema};

@@ -23,6 +23,12 @@ int source_query_is_superuser(PGconn *conn, bool *out);
  * fix. *out is new (caller frees with tabledef_free). */
 int source_query_table_def(PGconn *conn, const char *schema, const char *name, tabledef **out);
 
+/* A table's replica identity (pg_class.relreplident: d, n, f, i) and
+ * whether it has a key tidemark can match rows by; *replident is 0 when
+ * the table does not exist. */
+int source_query_replica_identity(PGconn *conn, const char *schema, const char *name,
+                                  char *replident, bool *has_key);
+
 /* Names of the ordinary and partitioned tables of a schema (new array of
  * new strings, both freed by the caller; NULL-terminated). */
 int source_query_schema_tables(PGconn *conn, const char *schema, char ***names);

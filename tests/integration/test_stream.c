@@ -419,6 +419,64 @@ test_whole_schema(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * --schema with tables left out: a keyless log table refused until it has
+ * a replica identity (it stays in the schema's publication), then excluded
+ * for good: not copied, not registered when its changes stream, nor when
+ * it is dropped and created again; the rest replicates.
+ */
+static void
+test_schema_with_excluded_tables(void **state)
+{
+	tm_env *e = tm_env_new("exclude");
+	char *out = NULL;
+	pgtest_proc *run;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA app; CREATE TABLE app.a (id int PRIMARY KEY, v text);"
+	                  "CREATE TABLE app.\"Log\" (at timestamptz, msg text);"
+	                  "CREATE TABLE app.scratch (id int PRIMARY KEY);"
+	                  "INSERT INTO app.a VALUES (1, 'one'); INSERT INTO app.\"Log\" VALUES (now(), 'm');"
+	                  "INSERT INTO app.scratch VALUES (1)");
+	rc = tm_run(e, 60, &out, "setup", "--schema", "app", NULL);
+	assert_int_equal(rc, 3);
+	assert_non_null(strstr(out, "--exclude-table"));
+	free(out);
+	rc = tm_run(e, 60, &out, "setup", "--schema", "app", "--exclude-table", "app.\"Log\"",
+	            "--exclude-table", "app.scratch", NULL);
+	assert_int_equal(rc, 3);
+	assert_non_null(strstr(out, "REPLICA IDENTITY FULL"));
+	free(out);
+	pgtest_exec(e->s, "ALTER TABLE app.\"Log\" REPLICA IDENTITY FULL");
+	rc = tm_run(e, 60, &out, "setup", "--schema", "app", "--exclude-table", "app.\"Log\"",
+	            "--exclude-table", "app.scratch", "--table", "app.scratch", NULL);
+	assert_int_equal(rc, 2);
+	free(out);
+	rc = tm_run(e, 60, &out, "setup", "--schema", "app", "--exclude-table", "app.\"Log\"",
+	            "--exclude-table", "app.scratch", NULL);
+	if (rc != 0)
+		fail_msg("setup exited %d:\n%s", rc, out);
+	free(out);
+	run = tm_spawn(e, "run", NULL);
+	/* the application goes on writing the excluded tables */
+	pgtest_exec(e->s, "UPDATE app.\"Log\" SET msg = 'n'; DELETE FROM app.\"Log\";"
+	                  "INSERT INTO app.scratch VALUES (2); DROP TABLE app.scratch;"
+	                  "CREATE TABLE app.scratch (id int PRIMARY KEY); INSERT INTO app.scratch VALUES (3);"
+	                  "INSERT INTO app.a VALUES (2, 'two')");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "app.a", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"), 1);
+	assert_null(pgtest_query_value(e->t, "SELECT to_regclass('app.scratch')"));
+	assert_null(pgtest_query_value(e->t, "SELECT to_regclass('app.\"Log\"')"));
+	/* a table already replicated cannot be left out afterwards */
+	rc = tm_run(e, 60, &out, "setup", "--schema", "app", "--exclude-table", "app.a", NULL);
+	assert_int_equal(rc, 3);
+	assert_non_null(strstr(out, "replicated already"));
+	free(out);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -432,6 +490,7 @@ main(void)
 		cmocka_unit_test(test_status_json_and_signals),
 		cmocka_unit_test(test_password_never_printed),
 		cmocka_unit_test(test_whole_schema),
+		cmocka_unit_test(test_schema_with_excluded_tables),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
