@@ -388,18 +388,19 @@ static void
 plan_key(planner *pl)
 {
 	const tabledef *now = pl->in->now->def;
+	const tabledef_column **keys;
 	ddl_action *a;
 
 	if (!keys_differ(pl->in->old, now) || tabledef_nkeys(now) == 0)
 		return;
 	note(pl, "primary key");
 	a = add_action(pl, DDL_ACT_SET_KEY, NULL, NULL);
-	a->keys = calloc((size_t) now->ncols + 1, sizeof(char *));
-	if (a->keys == NULL)
-		abort();
-	for (int i = 0; i < now->ncols; i++)
-		if (now->cols[i].is_key)
-			a->keys[a->nkeys++] = xstrdup(now->cols[i].name);
+	a->keys = xcalloc((size_t) now->ncols + 1, sizeof(char *));
+	keys = xcalloc((size_t) now->ncols + 1, sizeof *keys);
+	a->nkeys = tabledef_key_columns(now, keys);
+	for (int k = 0; k < a->nkeys; k++)
+		a->keys[k] = xstrdup(keys[k]->name);
+	free(keys);
 	set_why(a, "the key changes%s%s", NULL, NULL);
 }
 

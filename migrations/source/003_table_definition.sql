@@ -9,7 +9,9 @@
 -- them: `run` needs no superuser to describe a table that appears later.
 --
 -- New in the definition:
---   - the key leaves out the INCLUDE columns of a covering index;
+--   - the key leaves out the INCLUDE columns of a covering index, and each
+--     key column says its place in the key ("key_position", 1, 2, ...; null
+--     for other columns), so that chunks are read in the index's order;
 --   - a table with REPLICA IDENTITY FULL and no primary key takes as its key
 --     a unique index on NOT NULL columns (non-partial, without expressions,
 --     not deferrable), the one with the fewest columns;
@@ -85,6 +87,7 @@ AS $$
                'type_oid', a.atttypid::bigint, 'typmod', a.atttypmod,
                'not_null', a.attnotnull,
                'key', coalesce(a.attnum = ANY (k.keycols), false),
+               'key_position', array_position(k.keycols, a.attnum),
                'has_missing', a.atthasmissing,
                -- attmissingval is a one-element array of the column's type
                'missing', CASE WHEN a.atthasmissing

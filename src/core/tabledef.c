@@ -67,6 +67,7 @@ tabledef_copy(const tabledef *t)
 		                                          col->type_oid, col->typmod, col->not_null,
 		                                          col->is_key);
 
+		nc->key_pos = col->key_pos;
 		tabledef_set_target_type(nc, col->target_type);
 	}
 	return c;
@@ -89,6 +90,28 @@ tabledef_nkeys(const tabledef *t)
 	return n;
 }
 
+int
+tabledef_key_columns(const tabledef *t, const tabledef_column **out)
+{
+	int n = 0;
+	bool positioned = true;
+
+	for (int i = 0; i < t->ncols; i++)
+		if (t->cols[i].is_key) {
+			positioned &= t->cols[i].key_pos > 0;
+			out[n++] = &t->cols[i];
+		}
+	/* insertion sort by key_pos: keys have a few columns */
+	for (int i = 1; positioned && i < n; i++)
+		for (int j = i; j > 0 && out[j - 1]->key_pos > out[j]->key_pos; j--) {
+			const tabledef_column *c = out[j];
+
+			out[j] = out[j - 1];
+			out[j - 1] = c;
+		}
+	return n;
+}
+
 const tabledef_column *
 tabledef_find(const tabledef *t, const char *name)
 {
@@ -106,12 +129,14 @@ tabledef_columns_to_json(const tabledef *t)
 	for (int i = 0; i < t->ncols; i++) {
 		const tabledef_column *c = &t->cols[i];
 
-		json_array_append_new(arr, json_pack("{s:i, s:s, s:s, s:s, s:I, s:i, s:b, s:b}",
-		                                     "attnum", c->attnum, "name", c->name,
-		                                     "type", c->type_sql, "target_type",
-		                                     c->target_type, "type_oid",
-		                                     (json_int_t) c->type_oid, "typmod", (int) c->typmod,
-		                                     "not_null", c->not_null, "key", c->is_key));
+		json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:I, s:i, s:b, s:b}", "attnum", c->attnum,
+		                      "name", c->name, "type", c->type_sql, "target_type",
+		                      c->target_type, "type_oid", (json_int_t) c->type_oid, "typmod",
+		                      (int) c->typmod, "not_null", c->not_null, "key", c->is_key);
+
+		if (c->key_pos > 0)
+			json_object_set_new(o, "key_position", json_integer(c->key_pos));
+		json_array_append_new(arr, o);
 	}
 	return arr;
 }
@@ -135,9 +160,10 @@ tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err)
 	if (!json_is_array(cols))
 		return tm_error_set(err, "table definition: \"columns\" is not an array");
 	json_array_foreach(cols, i, c) {
-		int attnum = 0, typmod = -1, not_null = 0, key = 0;
+		int attnum = 0, typmod = -1, not_null = 0, key = 0, key_pos = 0;
 		json_int_t oid = 0;
 		const char *name = NULL, *type = NULL, *target_type = NULL;
+		tabledef_column *col;
 		json_error_t jerr;
 
 		if (json_unpack_ex((json_t *) c, &jerr, 0, "{s:i, s:s, s:s, s?s, s?I, s?i, s?b, s?b}",
@@ -150,9 +176,14 @@ tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err)
 		if (column_repeated(t, attnum, name))
 			return tm_error_set(err, "table definition: column %zu repeats an attnum or a name",
 			                    i);
-		tabledef_set_target_type(tabledef_add_column(t, attnum, name, type, (uint32_t) oid,
-		                                             typmod, not_null, key),
-		                         target_type);
+		if (json_is_integer(json_object_get(c, "key_position")))
+			key_pos = (int) json_integer_value(json_object_get(c, "key_position"));
+		if (key_pos < 0 || key_pos > 32 || (key_pos > 0 && !key))
+			return tm_error_set(err, "table definition: column %zu: key_position %d is not "
+			                    "valid", i, key_pos);
+		col = tabledef_add_column(t, attnum, name, type, (uint32_t) oid, typmod, not_null, key);
+		col->key_pos = key_pos;
+		tabledef_set_target_type(col, target_type);
 	}
 	return 0;
 }
@@ -160,12 +191,14 @@ tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err)
 char *
 tabledef_keys_json(const tabledef *t)
 {
+	const tabledef_column **keys = xcalloc((size_t) t->ncols + 1, sizeof *keys);
+	int n = tabledef_key_columns(t, keys);
 	json_t *arr = json_array();
 	char *text;
 
-	for (int i = 0; i < t->ncols; i++)
-		if (t->cols[i].is_key)
-			json_array_append_new(arr, json_string(t->cols[i].name));
+	for (int i = 0; i < n; i++)
+		json_array_append_new(arr, json_string(keys[i]->name));
+	free(keys);
 	text = json_dumps(arr, JSON_COMPACT);
 	json_decref(arr);
 	return text;

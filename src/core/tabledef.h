@@ -24,6 +24,8 @@ typedef struct tabledef_column {
 	int32_t typmod;
 	bool not_null;
 	bool is_key;      /* part of the primary key / replica identity */
+	int key_pos;      /* its place in the key's index, 1, 2, ...; 0 when not
+	                   * known (definitions from before key positions) */
 } tabledef_column;
 
 typedef struct tabledef {
@@ -45,6 +47,10 @@ void tabledef_free(tabledef *t);
 tabledef *tabledef_copy(const tabledef *t);
 
 int tabledef_nkeys(const tabledef *t);
+/* The key columns in key order (by key_pos where every key column has
+ * one, else by attnum): fills out (room for t->ncols) and returns their
+ * count. */
+int tabledef_key_columns(const tabledef *t, const tabledef_column **out);
 const tabledef_column *tabledef_find(const tabledef *t, const char *name);
 
 /* The key columns' names as JSON array text (new string, caller frees). */

@@ -1,4 +1,5 @@
 #include "target_ddl.h"
+#include "xalloc.h"
 
 #include "cast.h"
 #include "sqltype.h"
@@ -21,21 +22,21 @@ target_ddl_append_type(strbuf *sql, const char *type_text, tm_error *err)
 	return 0;
 }
 
+/* PRIMARY KEY in the key's order, which is the order chunks are read in. */
 static void
 append_key(strbuf *sql, const tabledef *t)
 {
-	bool first = true;
+	const tabledef_column **keys = xcalloc((size_t) t->ncols + 1, sizeof *keys);
+	int n = tabledef_key_columns(t, keys);
 
 	strbuf_append(sql, ", PRIMARY KEY (");
-	for (int i = 0; i < t->ncols; i++) {
-		if (!t->cols[i].is_key)
-			continue;
-		if (!first)
+	for (int i = 0; i < n; i++) {
+		if (i > 0)
 			strbuf_append(sql, ", ");
-		strbuf_append_ident(sql, t->cols[i].name);
-		first = false;
+		strbuf_append_ident(sql, keys[i]->name);
 	}
 	strbuf_appendc(sql, ')');
+	free(keys);
 }
 
 int

@@ -348,6 +348,39 @@ test_truncate_during_snapshot(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * A primary key whose columns are not in the table's order, with INCLUDE
+ * columns: the key is (b, a), as the index has it. The chunks are read in
+ * that order, through the index (never a scan of the table per chunk), and
+ * the target's primary key is the same.
+ */
+static void
+test_key_in_index_order(void **state)
+{
+	tm_env *e = tm_env_new("keyorder");
+	char *keys, *pk;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (a int, b int, v text, PRIMARY KEY (b, a) INCLUDE (v));"
+	                  "INSERT INTO t SELECT g %% 100, g / 100, 'v' || g FROM generate_series(1, 20000) g");
+	tm_setup_table(e, "t");
+	keys = pgtest_query_value(e->t, "SELECT key_columns::text FROM tidemark.tables");
+	assert_string_equal(keys, "{b,a}");
+	pk = pgtest_query_value(e->t, "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+	                              " WHERE conrelid = 'public.t'::regclass AND contype = 'p'");
+	assert_string_equal(pk, "PRIMARY KEY (b, a)");
+	assert_int_equal(tm_run(e, 120, NULL, "run", "--until-caught-up", "--chunk-rows", "2000",
+	                        NULL), 0);
+	tm_assert_equal(e, "t", "b, a");
+	assert_true(pgtest_wait_value(e->s, "SELECT idx_scan >= 10 FROM pg_stat_user_tables"
+	                                    " WHERE relname = 't'", "t", 30));
+	assert_int_equal(pgtest_query_long(e->s, "SELECT seq_scan FROM pg_stat_user_tables"
+	                                         " WHERE relname = 't'"), 0);
+	free(keys);
+	free(pk);
+	tm_env_free(e);
+}
+
 /* The peak resident memory of a process so far (VmHWM), in bytes. */
 static long long
 peak_rss(pid_t pid)
@@ -425,6 +458,7 @@ main(void)
 		cmocka_unit_test(test_moved_partial_rows_read_again),
 		cmocka_unit_test(test_truncate_during_snapshot),
 		cmocka_unit_test(test_wide_rows_chunks_bounded_by_bytes),
+		cmocka_unit_test(test_key_in_index_order),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
