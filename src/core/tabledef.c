@@ -28,6 +28,7 @@ tabledef_add_column(tabledef *t, int attnum, const char *name, const char *type_
 		abort();
 	t->cols = cols;
 	c = &cols[t->ncols++];
+	memset(c, 0, sizeof *c);
 	c->attnum = attnum;
 	c->name = xstrdup(name);
 	c->type_sql = xstrdup(type_sql);

@@ -405,6 +405,14 @@ peak_rss(pid_t pid)
  * The chunk ends at --chunk-bytes as read, so the peak memory of run stays
  * under the bound snap_reader.h documents, with two readers.
  */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifdef __SANITIZE_ADDRESS__
+#define SANITIZED 1
+#endif
 #define WIDE_ROWS 40
 #define WIDE_ROW_BYTES (5LL * 1024 * 1024)
 #define WIDE_CHUNK_BYTES (8LL * 1024 * 1024)
@@ -435,7 +443,13 @@ test_wide_rows_chunks_bounded_by_bytes(void **state)
 	bound = (readers * 3 + 1) * (WIDE_CHUNK_BYTES + WIDE_ROW_BYTES) + baseline;
 	print_message("peak resident memory %lld MB for %d rows of %lld MB (bound %lld MB)\n",
 	              peak >> 20, WIDE_ROWS, WIDE_ROW_BYTES >> 20, bound >> 20);
+	/* the bound is the production build's: a sanitizer keeps freed memory
+	 * in quarantine and pads every allocation */
+#ifdef SANITIZED
+	assert_true(peak > 0);
+#else
 	assert_true(peak > 0 && peak < bound);
+#endif
 	src_sum = pgtest_query_value(e->s, "SELECT count(*) || ' ' || sum(length(doc)) || ' ' ||"
 	                                   " md5(string_agg(md5(doc), '' ORDER BY id)) FROM docs");
 	dst_sum = pgtest_query_value(e->t, "SELECT count(*) || ' ' || sum(length(doc)) || ' ' ||"
