@@ -34,6 +34,8 @@ void
 ddl_part_root_clear(ddl_part_root *r)
 {
 	members_free(r->members, r->nmembers);
+	free(r->schema);
+	free(r->name);
 	memset(r, 0, sizeof *r);
 }
 

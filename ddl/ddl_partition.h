@@ -41,6 +41,8 @@ typedef struct ddl_part_member {
 typedef struct ddl_part_root {
 	int table_id;
 	uint32_t relid;
+	char *schema;              /* owned, may be NULL: its names, for the logs */
+	char *name;
 	int nmembers;
 	ddl_part_member *members;  /* owned */
 } ddl_part_root;

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ddl_partition.h"
 #include "lsn.h"
 #include "pgoutput.h"
 #include "sink.h"
@@ -77,5 +78,22 @@ int catalog_quarantine(sink *s, const char *slot, int table_id, const char *sour
 
 /* Is schema replicated as a whole (setup --schema)? */
 int catalog_has_schema(sink *s, const char *slot, const char *schema, bool *out);
+
+/* ---- partitions of replicated partitioned tables (catalog_part.c) ---- */
+
+/* The replicated tables whose source oid is among roots, and those with a
+ * recorded partition among members, each with its recorded partitions.
+ * *out: new array (catalog_partition_roots_free). */
+int catalog_partition_roots(sink *s, const char *slot, const uint32_t *roots, int nroots,
+                            const uint32_t *members, int nmembers, ddl_part_root **out, int *n);
+void catalog_partition_roots_free(ddl_part_root *arr, int n);
+/* Records (or updates) partitions of the table; in the caller's transaction. */
+int catalog_partitions_record(sink *s, int table_id, const ddl_part_member *m, int n);
+int catalog_partitions_forget(sink *s, int table_id, const uint32_t *relids, int n);
+/* The table's partitions are exactly these from now on (setup). */
+int catalog_partitions_replace(sink *s, int table_id, const ddl_part_member *m, int n);
+/* Registered tables that are recorded partitions of this one stop being
+ * replicated on their own (state dropped; their target tables are kept). */
+int catalog_partitions_retire(sink *s, const char *slot, int table_id);
 
 #endif
