@@ -54,6 +54,52 @@ ddl_partition_of_root(const ddl_event_table *t, const ddl_part_root *root)
 	return t->partition_root != 0 && t->partition_root == root->relid;
 }
 
+/* Is t below the table ancestor, through the parents the event lists? */
+static bool
+below(const ddl_event *e, const ddl_event_table *t, uint32_t ancestor)
+{
+	for (int steps = 0; t != NULL && t->partition_of != 0 && steps <= e->ntables; steps++) {
+		if (t->partition_of == ancestor)
+			return true;
+		t = ddl_event_table_by_relid(e, t->partition_of);
+	}
+	return false;
+}
+
+/* A leaf's column of this name, with a stored value for existing rows. */
+static const ddl_event_column *
+leaf_missing(const ddl_event *e, uint32_t root, const char *name)
+{
+	for (int i = 0; i < e->ntables; i++) {
+		const ddl_event_table *t = &e->tables[i];
+
+		if (t->relkind != 'r' || !below(e, t, root))
+			continue;
+		for (int c = 0; c < t->def->ncols; c++)
+			if (strcmp(t->def->cols[c].name, name) == 0 && t->cols[c].has_missing)
+				return &t->cols[c];
+	}
+	return NULL;
+}
+
+ddl_event_column *
+ddl_partition_root_columns(const ddl_event *e, const ddl_event_table *root)
+{
+	ddl_event_column *cols = xcalloc((size_t) root->def->ncols + 1, sizeof *cols);
+
+	for (int i = 0; i < root->def->ncols; i++) {
+		const ddl_event_column *leaf;
+
+		cols[i] = root->cols[i];
+		if (root->relkind == 'p' && !cols[i].has_missing &&
+		    (leaf = leaf_missing(e, root->def->relid, root->def->cols[i].name)) != NULL) {
+			cols[i].has_missing = true;
+			cols[i].missing = leaf->missing;
+		}
+	}
+	return cols;
+}
+
 void
 ddl_part_plan_free(ddl_part_plan *p)
 {

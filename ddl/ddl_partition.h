@@ -69,6 +69,16 @@ const ddl_part_member *ddl_part_root_find(const ddl_part_root *r, uint32_t relid
 void ddl_partition_plan(const ddl_event *e, const ddl_part_root *root, ddl_part_plan *out);
 void ddl_part_plan_free(ddl_part_plan *p);
 
+/*
+ * A partitioned table has no storage, so a column added to it with a
+ * constant default has no stored value for existing rows there: its leaf
+ * partitions have it (each the same). The root's columns with has_missing
+ * and missing taken from a leaf partition listed in the event where the
+ * root's own say nothing: a new array parallel to root->def->cols (free the
+ * array only: its strings are the event's).
+ */
+ddl_event_column *ddl_partition_root_columns(const ddl_event *e, const ddl_event_table *root);
+
 /* Is the table a partition of root (in the event's words, or as recorded)? */
 bool ddl_partition_of_root(const ddl_event_table *t, const ddl_part_root *root);
 

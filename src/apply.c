@@ -132,6 +132,15 @@ apply_reload_tables(apply *a)
 
 	if (rc != TM_OK)
 		return rc;
+	/* a table the catalog no longer lists was dropped (or became a partition) */
+	for (int i = 0; i < a->ntables; i++) {
+		bool listed = false;
+
+		for (int j = 0; j < n && !listed; j++)
+			listed = arr[j].table_id == a->tables[i]->table_id;
+		if (!listed)
+			snprintf(a->tables[i]->state, sizeof a->tables[i]->state, "dropped");
+	}
 	for (int i = 0; i < n; i++) {
 		catalog_table *old = find_table_id(a, arr[i].table_id);
 

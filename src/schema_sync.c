@@ -556,11 +556,15 @@ on_ddl_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_
 	if (rc == TM_OK && t == NULL)
 		rc = new_table(ss, et, pos, note, res);
 	else if (rc == TM_OK) {
-		/* a partitioned table's rows are its partitions': their rewrite is its own */
+		/* a partitioned table's rows are its partitions': their rewrite is
+		 * its own, and so are the values they store for added columns */
 		bool rewritten = schema_sync_was_rewritten(ss, et->def->relid) ||
 		                 schema_sync_part_rewritten(ss, e, et->def->relid);
+		ddl_event_table now = *et;
 
-		rc = sync_table(ss, t, et, rewritten, pos, note);
+		now.cols = ddl_partition_root_columns(e, et);
+		rc = sync_table(ss, t, &now, rewritten, pos, note);
+		free(now.cols);
 		if (rc == TM_OK)
 			schema_sync_result_add(res, t->table_id);
 	}

@@ -279,7 +279,9 @@ publication_add(PGconn *conn, const char *publication, const char *schema, const
 	strbuf_append(&sql, "ALTER PUBLICATION ");
 	strbuf_append_ident(&sql, publication);
 	if (name != NULL) {
-		strbuf_append(&sql, " ADD TABLE ");
+		/* ONLY: an inheritance child is a table of its own (a partitioned
+		 * table's partitions are published through it all the same) */
+		strbuf_append(&sql, " ADD TABLE ONLY ");
 		strbuf_append_qualified(&sql, schema, name);
 	} else {
 		strbuf_append(&sql, " ADD TABLES IN SCHEMA ");

@@ -281,6 +281,51 @@ test_dropped(void **state)
 	ddl_event_free(o);
 }
 
+/* ADD COLUMN ... DEFAULT on the root: the value existing rows read is
+ * stored in the leaves only; the root's columns take it from them. */
+static void
+test_root_columns_missing(void **state)
+{
+	const char *msg =
+		"{\"version\": 1, \"kind\": \"ddl\", \"command_tag\": \"ALTER TABLE\", \"tables\": ["
+		"{\"relid\": 100, \"schema\": \"public\", \"name\": \"m\", \"relkind\": \"p\","
+		" \"partition_of\": null, \"partition_root\": null, \"columns\": ["
+		"  {\"attnum\": 1, \"name\": \"id\", \"type\": \"integer\", \"key\": true},"
+		"  {\"attnum\": 2, \"name\": \"note\", \"type\": \"text\", \"has_missing\": false,"
+		"   \"missing\": null, \"default\": true}]},"
+		"{\"relid\": 102, \"schema\": \"public\", \"name\": \"m_b\", \"relkind\": \"p\","
+		" \"partition_of\": 100, \"partition_root\": 100, \"columns\": ["
+		"  {\"attnum\": 1, \"name\": \"id\", \"type\": \"integer\", \"key\": true},"
+		"  {\"attnum\": 2, \"name\": \"note\", \"type\": \"text\", \"has_missing\": false}]},"
+		"{\"relid\": 103, \"schema\": \"public\", \"name\": \"m_b1\", \"relkind\": \"r\","
+		" \"partition_of\": 102, \"partition_root\": 100, \"columns\": ["
+		"  {\"attnum\": 1, \"name\": \"id\", \"type\": \"integer\", \"key\": true},"
+		"  {\"attnum\": 3, \"name\": \"note\", \"type\": \"text\", \"has_missing\": true,"
+		"   \"missing\": \"n\", \"default\": true}]}]}";
+	ddl_event *e = NULL;
+	ddl_event_column *cols;
+	tm_error err;
+
+	(void) state;
+	assert_int_equal(ddl_event_parse(msg, strlen(msg), &e, &err), 0);
+	cols = ddl_partition_root_columns(e, &e->tables[0]);
+	assert_false(cols[0].has_missing);
+	assert_true(cols[1].has_missing);
+	assert_string_equal(cols[1].missing, "n");
+	assert_true(cols[1].has_default);
+	free(cols);
+	/* a partitioned partition (replicated by itself when its root is not)
+	 * takes it from its own leaves */
+	cols = ddl_partition_root_columns(e, &e->tables[1]);
+	assert_true(cols[1].has_missing);
+	free(cols);
+	/* a leaf keeps its own */
+	cols = ddl_partition_root_columns(e, &e->tables[2]);
+	assert_string_equal(cols[1].missing, "n");
+	free(cols);
+	ddl_event_free(e);
+}
+
 /* A recorded cycle (a corrupt catalog) ends the walk. */
 static void
 test_cycle_ends(void **state)
@@ -313,6 +358,7 @@ main(void)
 		cmocka_unit_test(test_command_on_a_partition),
 		cmocka_unit_test(test_listed_as_plain_table),
 		cmocka_unit_test(test_dropped),
+		cmocka_unit_test(test_root_columns_missing),
 		cmocka_unit_test(test_cycle_ends),
 	};
 
