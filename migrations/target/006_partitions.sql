@@ -9,7 +9,7 @@
 -- that a change to the hierarchy is recognised: a table attached, or a
 -- partition detached or dropped, changes the root's rows with no row change
 -- in the stream, and the root is copied again (ddl/ddl_partition.h).
-CREATE TABLE tidemark.partitions (
+CREATE TABLE IF NOT EXISTS tidemark.partitions (
     table_id      integer NOT NULL REFERENCES tidemark.tables ON DELETE CASCADE,  -- the root
     relid         oid NOT NULL,       -- the partition's oid on the source
     parent_relid  oid NOT NULL,       -- its parent's: the root's or another partition's
@@ -17,4 +17,4 @@ CREATE TABLE tidemark.partitions (
     source_table  text NOT NULL,
     PRIMARY KEY (table_id, relid)
 );
-CREATE INDEX ON tidemark.partitions (relid);
+CREATE INDEX IF NOT EXISTS partitions_relid_idx ON tidemark.partitions (relid);
