@@ -68,6 +68,8 @@ int catalog_load_tables(sink *s, const char *slot, catalog_table **out, int *n);
 /* Loads one table by source name; *out NULL when not registered. */
 int catalog_load_table(sink *s, const char *slot, const char *schema, const char *name,
                        catalog_table **out);
+/* Loads one table by its source oid; *out NULL when no registered table has it. */
+int catalog_load_table_relid(sink *s, const char *slot, uint32_t relid, catalog_table **out);
 void catalog_table_free(catalog_table *t);
 void catalog_tables_free(catalog_table *arr, int n);
 

@@ -135,23 +135,10 @@ policy_for(const schema_sync *ss, const char *schema, const char *name)
 static int
 load_table(schema_sync *ss, const tabledef *now, catalog_table **out)
 {
-	char relid[16];
-	const char *p[] = {ss->cfg.slot, relid};
-	PGresult *r = NULL;
-	int rc;
+	int rc = catalog_load_table_relid(ss->sink, ss->cfg.slot, now->relid, out);
 
-	snprintf(relid, sizeof relid, "%u", now->relid);
-	rc = sink_query(ss->sink, "finding a table by its source oid",
-	                "SELECT source_schema, source_table FROM tidemark.tables"
-	                " WHERE slot_name = $1 AND source_relid = $2::oid AND state <> 'dropped'",
-	                2, p, &r);
-	*out = NULL;
-	if (rc == TM_OK && PQntuples(r) == 1)
-		rc = catalog_load_table(ss->sink, ss->cfg.slot, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
-		                        out);
-	else if (rc == TM_OK)
+	if (rc == TM_OK && *out == NULL)
 		rc = catalog_load_table(ss->sink, ss->cfg.slot, now->schema, now->name, out);
-	PQclear(r);
 	return rc;
 }
 

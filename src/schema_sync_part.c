@@ -238,21 +238,9 @@ schema_sync_part_listed(schema_sync *ss, const ddl_event *e, const ddl_event_tab
 {
 	const ddl_part_root *root = root_by_relid(roots, n, et->partition_root);
 	catalog_table *own = NULL;
-	char relid[16];
-	const char *p[] = {ss->cfg.slot, relid};
-	PGresult *r = NULL;
-	int rc;
+	int rc = catalog_load_table_relid(ss->sink, ss->cfg.slot, et->def->relid, &own);
 
 	*done = true;
-	snprintf(relid, sizeof relid, "%u", et->def->relid);
-	rc = sink_query(ss->sink, "finding a table by its source oid",
-	                "SELECT source_schema, source_table FROM tidemark.tables"
-	                " WHERE slot_name = $1 AND source_relid = $2::oid AND state <> 'dropped'",
-	                2, p, &r);
-	if (rc == TM_OK && PQntuples(r) == 1)
-		rc = catalog_load_table(ss->sink, ss->cfg.slot, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
-		                        &own);
-	PQclear(r);
 	if (rc == TM_OK && root != NULL && own != NULL)
 		rc = retire(ss, own, root, note, res);
 	else if (rc == TM_OK && root != NULL)

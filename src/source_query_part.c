@@ -15,20 +15,27 @@
 
 #define SRC PGCONN_SOURCE
 
-int
-source_query_partitions(PGconn *conn, uint32_t relid, ddl_part_root *out)
+/* A query with the table's oid as its one parameter. */
+static int
+oid_query(PGconn *conn, const char *what, const char *sql, uint32_t relid, PGresult **r)
 {
 	char oid[16];
 	const char *p[] = {oid};
-	PGresult *r = NULL;
-	int rc;
 
 	snprintf(oid, sizeof oid, "%u", relid);
-	rc = pgconn_exec(conn, SRC, "listing the partitions of a partitioned table",
-	                 "SELECT t.relid::oid, t.parentrelid::oid, n.nspname, c.relname"
-	                 " FROM pg_partition_tree($1::oid) t JOIN pg_class c ON c.oid = t.relid"
-	                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
-	                 " WHERE t.level > 0 ORDER BY t.level, t.relid", 1, p, &r);
+	return pgconn_exec(conn, SRC, what, sql, 1, p, r);
+}
+
+int
+source_query_partitions(PGconn *conn, uint32_t relid, ddl_part_root *out)
+{
+	PGresult *r = NULL;
+	int rc = oid_query(conn, "listing the partitions of a partitioned table",
+	                   "SELECT t.relid::oid, t.parentrelid::oid, n.nspname, c.relname"
+	                   " FROM pg_partition_tree($1::oid) t JOIN pg_class c ON c.oid = t.relid"
+	                   " JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                   " WHERE t.level > 0 ORDER BY t.level, t.relid", relid, &r);
+
 	for (int i = 0; rc == TM_OK && i < PQntuples(r); i++)
 		ddl_part_root_add(out, (uint32_t) strtoul(PQgetvalue(r, i, 0), NULL, 10),
 		                  (uint32_t) strtoul(PQgetvalue(r, i, 1), NULL, 10), PQgetvalue(r, i, 2),
@@ -40,16 +47,12 @@ source_query_partitions(PGconn *conn, uint32_t relid, ddl_part_root *out)
 int
 source_query_table_name(PGconn *conn, uint32_t relid, char **out)
 {
-	char oid[16];
-	const char *p[] = {oid};
 	PGresult *r = NULL;
-	int rc;
+	int rc = oid_query(conn, "reading a table's name",
+	                   "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c"
+	                   " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::oid",
+	                   relid, &r);
 
-	snprintf(oid, sizeof oid, "%u", relid);
-	rc = pgconn_exec(conn, SRC, "reading a table's name",
-	                 "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c"
-	                 " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::oid",
-	                 1, p, &r);
 	*out = NULL;
 	if (rc == TM_OK && PQntuples(r) == 1 && (*out = strdup(PQgetvalue(r, 0, 0))) == NULL)
 		abort();
@@ -60,14 +63,10 @@ source_query_table_name(PGconn *conn, uint32_t relid, char **out)
 int
 source_query_partitioned(PGconn *conn, uint32_t relid, bool *partitioned)
 {
-	char oid[16];
-	const char *p[] = {oid};
 	PGresult *r = NULL;
-	int rc;
+	int rc = oid_query(conn, "reading a table's kind",
+	                   "SELECT relkind = 'p' FROM pg_class WHERE oid = $1::oid", relid, &r);
 
-	snprintf(oid, sizeof oid, "%u", relid);
-	rc = pgconn_exec(conn, SRC, "reading a table's kind",
-	                 "SELECT relkind = 'p' FROM pg_class WHERE oid = $1::oid", 1, p, &r);
 	*partitioned = rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 	PQclear(r);
 	return rc;
