@@ -419,6 +419,7 @@ test_partition_refused_and_publication(void **state)
 	                                             " WHERE pubname = '%s'", e->slot), "t");
 	tm_catch_up(e, 60);
 	assert_rows_equal(e, "m", "m", "t.id, t.r", "id, r");
+	assert_verify_equal(e);
 	pgtest_exec(e->s, "ALTER PUBLICATION %s SET (publish_via_partition_root = false)", e->slot);
 	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 3);
 	if (strstr(out, "publish_via_partition_root = true") == NULL)
