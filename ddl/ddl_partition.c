@@ -48,12 +48,6 @@ ddl_part_root_find(const ddl_part_root *r, uint32_t relid)
 	return NULL;
 }
 
-bool
-ddl_partition_of_root(const ddl_event_table *t, const ddl_part_root *root)
-{
-	return t->partition_root != 0 && t->partition_root == root->relid;
-}
-
 /* Is t below the table ancestor, through the parents the event lists? */
 static bool
 below(const ddl_event *e, const ddl_event_table *t, uint32_t ancestor)

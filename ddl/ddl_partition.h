@@ -79,7 +79,4 @@ void ddl_part_plan_free(ddl_part_plan *p);
  */
 ddl_event_column *ddl_partition_root_columns(const ddl_event *e, const ddl_event_table *root);
 
-/* Is the table a partition of root (in the event's words, or as recorded)? */
-bool ddl_partition_of_root(const ddl_event_table *t, const ddl_part_root *root);
-
 #endif
