@@ -94,8 +94,8 @@ int catalog_partitions_record(sink *s, int table_id, const ddl_part_member *m, i
 int catalog_partitions_forget(sink *s, int table_id, const uint32_t *relids, int n);
 /* The table's partitions are exactly these from now on (setup). */
 int catalog_partitions_replace(sink *s, int table_id, const ddl_part_member *m, int n);
-/* Registered tables that are recorded partitions of this one stop being
- * replicated on their own (state dropped; their target tables are kept). */
-int catalog_partitions_retire(sink *s, const char *slot, int table_id);
+/* Registered tables that are among tree's partitions stop being replicated
+ * on their own (state dropped; their target tables are kept). */
+int catalog_partitions_retire(sink *s, const char *slot, const ddl_part_root *tree);
 
 #endif

@@ -146,26 +146,32 @@ catalog_partitions_replace(sink *s, int table_id, const ddl_part_member *m, int 
 }
 
 int
-catalog_partitions_retire(sink *s, const char *slot, int table_id)
+catalog_partitions_retire(sink *s, const char *slot, const ddl_part_root *tree)
 {
-	char id[16];
-	const char *p[] = {slot, id};
+	strbuf ids = STRBUF_INIT;
+	uint32_t *relids = calloc((size_t) tree->nmembers + 1, sizeof(uint32_t));
+	const char *p[3];
 	PGresult *r = NULL;
 	int rc;
 
-	snprintf(id, sizeof id, "%d", table_id);
+	if (relids == NULL)
+		abort();
+	for (int i = 0; i < tree->nmembers; i++)
+		relids[i] = tree->members[i].relid;
+	oid_array(&ids, relids, tree->nmembers);
+	p[0] = slot;
+	p[1] = strbuf_str(&ids);
 	rc = sink_query(s, "retiring tables that are partitions",
-	                "UPDATE tidemark.tables t SET state = 'dropped' FROM tidemark.partitions p,"
-	                " tidemark.tables root WHERE t.slot_name = $1 AND t.state <> 'dropped'"
-	                " AND p.table_id = $2::int AND t.source_relid = p.relid"
-	                " AND root.table_id = p.table_id"
-	                " RETURNING t.source_schema, t.source_table, root.source_schema,"
-	                " root.source_table", 2, p, &r);
+	                "UPDATE tidemark.tables SET state = 'dropped' WHERE slot_name = $1"
+	                " AND state <> 'dropped' AND source_relid = ANY ($2::oid[])"
+	                " RETURNING source_schema, source_table", 2, p, &r);
 	for (int i = 0; rc == TM_OK && i < PQntuples(r); i++)
 		log_info("target: %s.%s is a partition of %s.%s, whose rows it replicates: no longer "
 		         "replicated as a table of its own (the target keeps its table as it was)",
-		         PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
-		         PQgetvalue(r, i, 3));
+		         PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), tree->schema ? tree->schema : "?",
+		         tree->name ? tree->name : "?");
 	PQclear(r);
+	strbuf_free(&ids);
+	free(relids);
 	return rc;
 }

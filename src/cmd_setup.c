@@ -16,6 +16,7 @@
 #include "migrate.h"
 #include "pgconn.h"
 #include "source_query.h"
+#include "xalloc.h"
 
 typedef struct setup_tables {
 	tabledef **defs;      /* owned array of owned definitions */
@@ -174,22 +175,35 @@ keep_capture_key(sink *s, const cli_options *o, const char *key_hex, tm_lsn vali
 	return catalog_set_capture_key(s, o->slot, key_hex, valid_from);
 }
 
-/* A partitioned table's partitions, recorded (replacing what an earlier
- * setup recorded); a partition registered on its own by an older tidemark
- * is retired. */
+/*
+ * A partitioned table registered now: its partitions are recorded. One
+ * registered already keeps what the stream recorded: it may be behind an
+ * ATTACH or a DETACH, which must still find the partitions as they were.
+ * Either way a partition registered as a table of its own (by an older
+ * tidemark) is retired.
+ */
 static int
-record_partitions(sink *s, const char *slot, const tabledef *def, const ddl_part_root *tree)
+record_partitions(sink *s, const char *slot, const tabledef *def, ddl_part_root *tree,
+                  bool added)
 {
 	catalog_table *t = NULL;
 	int rc = catalog_load_table(s, slot, def->schema, def->name, &t);
 
-	if (rc == TM_OK && t != NULL)
-		rc = catalog_partitions_replace(s, t->table_id, tree->members, tree->nmembers);
-	if (rc == TM_OK && t != NULL && tree->nmembers > 0) {
+	if (rc != TM_OK || t == NULL || tree->nmembers == 0) {
+		catalog_table_free(t);
+		return rc;
+	}
+	if (added) {
 		log_info("target: %s.%s is partitioned: replicated as one table, with its %d "
 		         "partition(s)", def->schema, def->name, tree->nmembers);
-		rc = catalog_partitions_retire(s, slot, t->table_id);
+		rc = catalog_partitions_replace(s, t->table_id, tree->members, tree->nmembers);
 	}
+	free(tree->schema);
+	free(tree->name);
+	tree->schema = xstrdup(def->schema);
+	tree->name = xstrdup(def->name);
+	if (rc == TM_OK)
+		rc = catalog_partitions_retire(s, slot, tree);
 	catalog_table_free(t);
 	return rc;
 }
@@ -222,7 +236,7 @@ prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
 		if (rc == TM_OK)
 			rc = catalog_add_table(s, o->slot, t->defs[i], valid_from, &added);
 		if (rc == TM_OK)
-			rc = record_partitions(s, o->slot, t->defs[i], &t->trees[i]);
+			rc = record_partitions(s, o->slot, t->defs[i], &t->trees[i], added);
 		if (rc == TM_OK)
 			rc = sink_commit(s, NULL);
 		else
