@@ -48,6 +48,8 @@ parse_kind(const json_t *root, ddl_event *e, tm_error *err)
 		e->kind = DDL_EVENT_DROP;
 	else if (strcmp(kind, "rewrite") == 0)
 		e->kind = DDL_EVENT_REWRITE;
+	else if (strcmp(kind, "truncate") == 0)
+		e->kind = DDL_EVENT_TRUNCATE;
 	else
 		return tm_error_set(err, "DDL capture message: unknown kind \"%.40s\"", kind);
 	return 0;
@@ -72,6 +74,15 @@ parse_columns_extra(const json_t *cols, ddl_event_table *t)
 	return 0;
 }
 
+/* An oid field: 0 when absent, null or out of range. */
+static uint32_t
+oid_field(const json_t *o, const char *key)
+{
+	long long v = int_field(o, key, 0);
+
+	return v > 0 && v <= UINT32_MAX ? (uint32_t) v : 0;
+}
+
 static int
 parse_table(const json_t *o, ddl_event_table *t, tm_error *err)
 {
@@ -88,6 +99,10 @@ parse_table(const json_t *o, ddl_event_table *t, tm_error *err)
 	t->def = tabledef_new(schema, name, (uint32_t) relid);
 	t->relkind = relkind && relkind[0] ? relkind[0] : 'r';
 	t->replident = replident && replident[0] ? replident[0] : 'd';
+	t->partition_of = oid_field(o, "partition_of");
+	t->partition_root = oid_field(o, "partition_root");
+	if (t->partition_of == 0 || t->partition_root == 0 || t->partition_root == t->def->relid)
+		t->partition_of = t->partition_root = 0; /* a partition has both, and a root not itself */
 	if (tabledef_columns_from_json(t->def, cols, err) != 0)
 		return -1;
 	return parse_columns_extra(cols, t);
@@ -148,12 +163,10 @@ static void
 parse_rewrite(const json_t *root, ddl_event *e)
 {
 	const json_t *rw = json_object_get(root, "rewrite");
-	long long relid;
 
 	if (!json_is_object(rw))
 		return;
-	relid = int_field(rw, "relid", 0);
-	e->rewrite_relid = relid > 0 && relid <= UINT32_MAX ? (uint32_t) relid : 0;
+	e->rewrite_relid = oid_field(rw, "relid");
 	e->rewrite_reason = (int) int_field(rw, "reason", 0);
 }
 

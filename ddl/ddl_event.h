@@ -20,6 +20,9 @@ typedef enum ddl_event_kind {
 	DDL_EVENT_DDL,       /* ddl_command_end: the resulting definitions */
 	DDL_EVENT_DROP,      /* sql_drop: what was dropped */
 	DDL_EVENT_REWRITE,   /* table_rewrite: existing values may have changed */
+	DDL_EVENT_TRUNCATE,  /* a partition, or a partitioned table, was truncated
+	                      * (migrations/source/005_partitions.sql): "tables"
+	                      * holds it */
 } ddl_event_kind;
 
 /* Per column of a table's resulting definition, beyond tabledef. */
@@ -33,6 +36,8 @@ typedef struct ddl_event_table {
 	tabledef *def;       /* owned: schema, name, relid, columns */
 	char relkind;
 	char replident;
+	uint32_t partition_of;   /* a partition: its parent's relid, else 0 */
+	uint32_t partition_root; /* a partition: its topmost partitioned ancestor's, else 0 */
 	ddl_event_column *cols; /* owned: parallel to def->cols */
 } ddl_event_table;
 

@@ -63,6 +63,8 @@ typedef enum ddl_parse_kind {
 	DDL_PARSE_ADD_PRIMARY_KEY,
 	DDL_PARSE_DROP_CONSTRAINT,
 	DDL_PARSE_REPLICA_IDENTITY,
+	DDL_PARSE_ATTACH_PARTITION,	/* ALTER TABLE parent ATTACH PARTITION part */
+	DDL_PARSE_DETACH_PARTITION,	/* ... DETACH PARTITION part [CONCURRENTLY | FINALIZE] */
 	DDL_PARSE_OTHER,			/* DDL of no interest to the above: node says which */
 	DDL_PARSE_OPAQUE,			/* DO, CALL, SELECT f(): the parse cannot see inside */
 	DDL_PARSE_UNPARSABLE		/* the text (or one statement) could not be read */
@@ -136,6 +138,8 @@ typedef struct ddl_parse_column {
  *  new_name           RENAME_TABLE, RENAME_COLUMN: the new name;
  *                     SET_SCHEMA: the new schema
  *  columns            CREATE_TABLE: the columns listed in the statement
+ *  part_schema,       ATTACH_PARTITION, DETACH_PARTITION: the partition
+ *  part_table         (schema NULL when unqualified); schema, table: its parent
  *  key_columns        CREATE_TABLE (primary key, inline or table
  *                     constraint), ADD_PRIMARY_KEY
  */
@@ -162,6 +166,12 @@ typedef struct ddl_parse_change {
 	const char *parent_schema; /* PARTITION OF: the parent */
 	const char *parent_table;
 	char persistence; /* 'p' permanent, 'u' unlogged, 't' temporary */
+
+	/* ATTACH_PARTITION, DETACH_PARTITION */
+	const char *part_schema;
+	const char *part_table;
+	bool concurrently; /* DETACH ... CONCURRENTLY (the first of its two transactions) */
+	bool finalize; /* DETACH ... FINALIZE (ends an interrupted CONCURRENTLY) */
 
 	const char **key_columns;
 	size_t n_key_columns;

@@ -161,6 +161,24 @@ cmd_replica_identity(ddl_walk *w, const json_t *cmd, ddl_parse_change *ch)
 	return 0;
 }
 
+/* ATTACH / DETACH PARTITION part: a PartitionCmd. */
+static int
+cmd_partition(ddl_walk *w, const json_t *cmd, ddl_parse_change *ch)
+{
+	json_t *pc = ddl_json_node(ddl_json_get(cmd, "def"), "PartitionCmd");
+	json_t *name = ddl_json_node(ddl_json_get(pc, "name"), "RangeVar");
+	const char *relname = ddl_json_str(name != NULL ? name : ddl_json_get(pc, "name"), "relname");
+	const char *schema = ddl_json_str(name != NULL ? name : ddl_json_get(pc, "name"), "schemaname");
+
+	if (relname == NULL)
+		return tm_error_set(w->err, "%s without a partition", ddl_json_str(cmd, "subtype"));
+	ch->part_table = ddl_walk_strdup(w, relname);
+	ch->part_schema = schema != NULL ? ddl_walk_strdup(w, schema) : NULL;
+	ch->concurrently = ddl_json_bool(pc, "concurrent");
+	ch->finalize = ddl_json_str_is(cmd, "subtype", "AT_DetachPartitionFinalize");
+	return 0;
+}
+
 /* Subcommands read here; the handler may change the kind it is given. */
 static const struct {
 	const char *subtype;
@@ -176,6 +194,9 @@ static const struct {
 	{"AT_AddConstraint", DDL_PARSE_ADD_PRIMARY_KEY, cmd_add_constraint},
 	{"AT_DropConstraint", DDL_PARSE_DROP_CONSTRAINT, cmd_drop_constraint},
 	{"AT_ReplicaIdentity", DDL_PARSE_REPLICA_IDENTITY, cmd_replica_identity},
+	{"AT_AttachPartition", DDL_PARSE_ATTACH_PARTITION, cmd_partition},
+	{"AT_DetachPartition", DDL_PARSE_DETACH_PARTITION, cmd_partition},
+	{"AT_DetachPartitionFinalize", DDL_PARSE_DETACH_PARTITION, cmd_partition},
 };
 
 /* One subcommand; base holds what the statement says of the table. */

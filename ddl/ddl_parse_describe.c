@@ -208,6 +208,12 @@ ddl_parse_change_describe(const ddl_parse_change *ch, strbuf *out)
 		append_name(out, ch->index_name);
 	}
 	append_field(out, "identity", identity_name(ch->replica_identity));
+	if (ch->part_table != NULL) {
+		strbuf_append(out, " partition=");
+		append_qualified(out, ch->part_schema, ch->part_table);
+	}
+	append_flag(out, ch->concurrently, "concurrently");
+	append_flag(out, ch->finalize, "finalize");
 	if (ch->kind == DDL_PARSE_UNPARSABLE)
 		strbuf_appendf(out, " cursor=%d", ch->cursor_pos);
 	append_field(out, "detail", ch->detail);

@@ -37,6 +37,8 @@ typedef struct apply_rel {
 	int nkeys;
 	int *key_idx;           /* owned: key columns, indexes into colnames */
 	catalog_table *table;   /* borrowed from apply.tables; NULL: not replicated */
+	bool unmatched;         /* no registered table yet: looked at again at the first
+	                         * change (a partition never has one, see attach_table) */
 	sqltype *src_types;     /* owned, per column: the source type (by the schema version) */
 	sqltype *check;         /* owned, per column: the target type to check values
 	                         * against, when the source's no longer fits it */
@@ -130,6 +132,15 @@ apply_reload_tables(apply *a)
 
 	if (rc != TM_OK)
 		return rc;
+	/* a table the catalog no longer lists was dropped (or became a partition) */
+	for (int i = 0; i < a->ntables; i++) {
+		bool listed = false;
+
+		for (int j = 0; j < n && !listed; j++)
+			listed = arr[j].table_id == a->tables[i]->table_id;
+		if (!listed)
+			snprintf(a->tables[i]->state, sizeof a->tables[i]->state, "dropped");
+	}
 	for (int i = 0; i < n; i++) {
 		catalog_table *old = find_table_id(a, arr[i].table_id);
 
@@ -472,29 +483,34 @@ quarantined(apply *a, const apply_rel *r, const char *change, const pgoutput_tup
 }
 
 /* A table first seen in the stream: registered when its schema is
- * replicated as a whole. */
+ * replicated as a whole. *explained: the callback said why it is not. */
 static int
-register_new_table(apply *a, const pgoutput_msg *m, catalog_table **out, bool *replicated,
-                   bool *excluded)
+register_new_table(apply *a, const apply_rel *r, catalog_table **out, bool *explained)
 {
-	const char *schema = m->u.relation.nspname;
-	const char *name = m->u.relation.relname;
 	tabledef *def = NULL;
-	bool added = false;
-	int rc = catalog_load_table(a->sink, a->cfg.slot, schema, name, out);
+	bool replicated = false, excluded = false, added = false;
+	int rc = catalog_load_table(a->sink, a->cfg.slot, r->nspname, r->relname, out);
 
+	*explained = false;
 	if (rc != TM_OK || *out != NULL)
 		return rc;
-	rc = catalog_schema_covers(a->sink, a->cfg.slot, schema, name, replicated, excluded);
-	if (rc != TM_OK || !*replicated || a->cfg.resolve == NULL)
+	rc = catalog_schema_covers(a->sink, a->cfg.slot, r->nspname, r->relname, &replicated,
+	                           &excluded);
+	if (rc == TM_OK && excluded) {
+		log_info("changes of %s.%s are skipped: the table is excluded (setup --exclude-table)",
+		         r->nspname, r->relname);
+		*explained = true;
+	}
+	if (rc != TM_OK || !replicated || a->cfg.resolve == NULL)
 		return rc;
-	rc = a->cfg.resolve(a->cfg.resolve_ctx, m, &def);
+	rc = a->cfg.resolve(a->cfg.resolve_ctx, r->nspname, r->relname, &def);
+	*explained = rc == TM_OK && def == NULL;
 	if (rc == TM_OK && def != NULL)
 		rc = catalog_add_table(a->sink, a->cfg.slot, def, a->group_end, &added);
 	if (rc == TM_OK && def != NULL) {
 		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
-		         schema, name);
-		rc = catalog_load_table(a->sink, a->cfg.slot, schema, name, out);
+		         r->nspname, r->relname);
+		rc = catalog_load_table(a->sink, a->cfg.slot, r->nspname, r->relname, out);
 	}
 	tabledef_free(def);
 	return rc;
@@ -510,36 +526,55 @@ find_table_relid(apply *a, uint32_t relid)
 }
 
 static int
-attach_table(apply *a, apply_rel *r, const pgoutput_msg *m)
+use_table(apply *a, apply_rel *r, catalog_table *t)
 {
-	catalog_table *t = find_table_relid(a, r->relid);
-	bool in_schema = false, excluded = false;
-	int rc = TM_OK;
+	int rc;
 
-	if (t == NULL)
-		t = find_table(a, r->nspname, r->relname);
-	if (t == NULL) {
-		catalog_table *loaded = NULL;
-
-		rc = register_new_table(a, m, &loaded, &in_schema, &excluded);
-		if (rc != TM_OK)
-			return rc;
-		if (loaded != NULL) {
-			t = adopt_table(a, loaded);
-			free(loaded);
-		}
-	}
 	r->table = t;
-	if (t != NULL && (rc = resolve_keys(r)) == TM_OK)
-		rc = load_checks(a, r);
-	if (rc == TM_OK && t == NULL && excluded)
-		log_info("changes of %s.%s are skipped: the table is excluded (setup --exclude-table)",
-		         r->nspname, r->relname);
-	else if (rc == TM_OK && t == NULL && !in_schema)
+	r->unmatched = false;
+	rc = resolve_keys(r);
+	return rc == TM_OK ? load_checks(a, r) : rc;
+}
+
+/*
+ * A relation the catalog does not know, at its first change: registered
+ * if its schema is replicated, else skipped with a warning. Waiting for a
+ * change matters for partitions: with publish_via_partition_root, pgoutput
+ * describes a leaf partition next to its root, but sends its changes as the
+ * root's, so a partition never gets here.
+ */
+static int
+attach_unmatched(apply *a, apply_rel *r)
+{
+	catalog_table *loaded = NULL;
+	bool explained = false;
+	int rc = register_new_table(a, r, &loaded, &explained);
+
+	r->unmatched = false;
+	if (rc == TM_OK && loaded != NULL) {
+		catalog_table *t = adopt_table(a, loaded);
+
+		free(loaded);
+		return use_table(a, r, t);
+	}
+	if (rc == TM_OK && !explained)
 		log_warn("changes of %s.%s arrive but the table is not registered for replication; "
 		         "they are skipped. Fix: tidemark setup --table '%s.%s'", r->nspname, r->relname,
 		         r->nspname, r->relname);
 	return rc;
+}
+
+/* At a Relation message: the registered table it is, if any. */
+static int
+attach_table(apply *a, apply_rel *r)
+{
+	catalog_table *t = find_table_relid(a, r->relid);
+
+	if (t == NULL)
+		t = find_table(a, r->nspname, r->relname);
+	r->table = NULL;
+	r->unmatched = t == NULL;
+	return t != NULL ? use_table(a, r, t) : TM_OK;
 }
 
 static int
@@ -558,7 +593,7 @@ apply_relation(apply *a, const pgoutput_msg *m)
 		abort();
 	for (int i = 0; i < r->ncols; i++)
 		r->colnames[i] = xstrdup(m->u.relation.cols[i].name);
-	return attach_table(a, r, m);
+	return attach_table(a, r);
 }
 
 /* ---- statements ---- */
@@ -768,14 +803,20 @@ observe_partial(apply *a, const apply_rel *r, const pgoutput_tuple *t, arena *sc
 
 /* ---- changes ---- */
 
+/* The relation of a change (NULL, logged, when the stream never described
+ * it; *rc tells a failure to register it). */
 static apply_rel *
-change_rel(apply *a, uint32_t relid)
+change_rel(apply *a, uint32_t relid, int *rc)
 {
 	apply_rel *r = find_rel(a, relid);
 
-	if (r == NULL)
+	*rc = TM_OK;
+	if (r == NULL) {
 		log_error("a change refers to relation %u, which the stream never described", relid);
-	return r;
+		*rc = TM_EXIT_SOURCE;
+	} else if (r->unmatched && !a->skipping)
+		*rc = attach_unmatched(a, r);
+	return *rc == TM_OK ? r : NULL;
 }
 
 static void
@@ -788,11 +829,11 @@ count_change(apply *a)
 static int
 apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 {
-	apply_rel *r = change_rel(a, m->u.insert.relid);
 	int rc;
+	apply_rel *r = change_rel(a, m->u.insert.relid, &rc);
 
 	if (r == NULL)
-		return TM_EXIT_SOURCE;
+		return rc;
 	if (r->table == NULL || a->skipping)
 		return TM_OK;
 	if ((rc = check_tuple(r, &m->u.insert.newtup)) != TM_OK)
@@ -846,14 +887,14 @@ update_partial(apply *a, apply_rel *r, const pgoutput_tuple *oldt, const pgoutpu
 static int
 apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 {
-	apply_rel *r = change_rel(a, m->u.update.relid);
 	const pgoutput_tuple *newt = &m->u.update.newtup;
 	const pgoutput_tuple *oldt = &m->u.update.oldtup;
 	bool moved;
 	int rc;
+	apply_rel *r = change_rel(a, m->u.update.relid, &rc);
 
 	if (r == NULL)
-		return TM_EXIT_SOURCE;
+		return rc;
 	if (r->table == NULL || a->skipping)
 		return TM_OK;
 	if ((rc = check_tuple(r, newt)) != TM_OK ||
@@ -879,11 +920,11 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 static int
 apply_delete(apply *a, const pgoutput_msg *m, arena *scratch)
 {
-	apply_rel *r = change_rel(a, m->u.delete.relid);
 	int rc;
+	apply_rel *r = change_rel(a, m->u.delete.relid, &rc);
 
 	if (r == NULL)
-		return TM_EXIT_SOURCE;
+		return rc;
 	if (r->table == NULL || a->skipping)
 		return TM_OK;
 	if ((rc = check_tuple(r, &m->u.delete.oldtup)) != TM_OK)
@@ -906,10 +947,10 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 	if (a->skipping)
 		return TM_OK;
 	for (uint32_t i = 0; i < m->u.truncate.nrelids; i++) {
-		apply_rel *r = change_rel(a, m->u.truncate.relids[i]);
+		apply_rel *r = change_rel(a, m->u.truncate.relids[i], &rc);
 
 		if (r == NULL)
-			return TM_EXIT_SOURCE;
+			return rc;
 		if (r->table == NULL)
 			continue;
 		schemas[n] = r->table->target_schema;

@@ -30,10 +30,11 @@
 
 typedef struct apply apply;
 
-/* What a Relation message says of a table that is not registered yet but
- * belongs to a replicated schema: the callback builds its definition
- * (types resolved on the source). *out new, or NULL to skip the table. */
-typedef int (*apply_resolve_fn)(void *ctx, const pgoutput_msg *relation, tabledef **out);
+/* A table that is not registered yet but belongs to a replicated schema,
+ * met in the stream at its first change: the callback builds its
+ * definition (types resolved on the source). *out new, or NULL to skip
+ * the table. */
+typedef int (*apply_resolve_fn)(void *ctx, const char *schema, const char *name, tabledef **out);
 
 /*
  * Observers of the stream, for the snapshot's chunk windows. Key values

@@ -344,6 +344,26 @@ catalog_load_tables(sink *s, const char *slot, catalog_table **out, int *n)
 }
 
 int
+catalog_load_table_relid(sink *s, const char *slot, uint32_t relid, catalog_table **out)
+{
+	char oid[16];
+	const char *p[] = {slot, oid};
+	PGresult *r = NULL;
+	int rc;
+
+	snprintf(oid, sizeof oid, "%u", relid);
+	*out = NULL;
+	rc = sink_query(s, "finding a table by its source oid",
+	                "SELECT source_schema, source_table FROM tidemark.tables"
+	                " WHERE slot_name = $1 AND source_relid = $2::oid AND state <> 'dropped'",
+	                2, p, &r);
+	if (rc == TM_OK && PQntuples(r) == 1)
+		rc = catalog_load_table(s, slot, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), out);
+	PQclear(r);
+	return rc;
+}
+
+int
 catalog_load_table(sink *s, const char *slot, const char *schema, const char *name,
                    catalog_table **out)
 {

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ddl_partition.h"
 #include "lsn.h"
 #include "pgoutput.h"
 #include "sink.h"
@@ -67,6 +68,8 @@ int catalog_load_tables(sink *s, const char *slot, catalog_table **out, int *n);
 /* Loads one table by source name; *out NULL when not registered. */
 int catalog_load_table(sink *s, const char *slot, const char *schema, const char *name,
                        catalog_table **out);
+/* Loads one table by its source oid; *out NULL when no registered table has it. */
+int catalog_load_table_relid(sink *s, const char *slot, uint32_t relid, catalog_table **out);
 void catalog_table_free(catalog_table *t);
 void catalog_tables_free(catalog_table *arr, int n);
 
@@ -83,5 +86,22 @@ int catalog_schema_covers(sink *s, const char *slot, const char *schema, const c
 /* Leaves schema.name out of the replication's schemas (setup
  * --exclude-table). */
 int catalog_exclude_table(sink *s, const char *slot, const char *schema, const char *name);
+
+/* ---- partitions of replicated partitioned tables (catalog_part.c) ---- */
+
+/* The replicated tables whose source oid is among roots, and those with a
+ * recorded partition among members, each with its recorded partitions.
+ * *out: new array (catalog_partition_roots_free). */
+int catalog_partition_roots(sink *s, const char *slot, const uint32_t *roots, int nroots,
+                            const uint32_t *members, int nmembers, ddl_part_root **out, int *n);
+void catalog_partition_roots_free(ddl_part_root *arr, int n);
+/* Records (or updates) partitions of the table; in the caller's transaction. */
+int catalog_partitions_record(sink *s, int table_id, const ddl_part_member *m, int n);
+int catalog_partitions_forget(sink *s, int table_id, const uint32_t *relids, int n);
+/* The table's partitions are exactly these from now on (setup). */
+int catalog_partitions_replace(sink *s, int table_id, const ddl_part_member *m, int n);
+/* Registered tables that are among tree's partitions stop being replicated
+ * on their own (state dropped; their target tables are kept). */
+int catalog_partitions_retire(sink *s, const char *slot, const ddl_part_root *tree);
 
 #endif

@@ -77,11 +77,10 @@ typedef struct run_state {
 /* ---- new tables in replicated schemas ---- */
 
 static int
-resolve_table(void *ctx, const pgoutput_msg *m, tabledef **out)
+resolve_table(void *ctx, const char *schema, const char *name, tabledef **out)
 {
 	run_state *st = ctx;
-	int rc = source_query_table_def(st->control, m->u.relation.nspname, m->u.relation.relname,
-	                                out);
+	int rc = source_query_table_def(st->control, schema, name, out);
 
 	if (rc == TM_EXIT_CONFIG) {
 		/* no key, or gone already: logged; the table is skipped */
@@ -89,6 +88,32 @@ resolve_table(void *ctx, const pgoutput_msg *m, tabledef **out)
 		return TM_OK;
 	}
 	return rc;
+}
+
+/* What a schema change needs to know of partitioned tables. */
+static int
+source_table_def(void *ctx, uint32_t relid, tabledef **out)
+{
+	run_state *st = ctx;
+	int rc = source_query_table_def_oid(st->control, relid, out);
+
+	if (rc == TM_EXIT_CONFIG) {
+		*out = NULL; /* no key: logged; not replicated */
+		return TM_OK;
+	}
+	return rc;
+}
+
+static int
+source_partitions(void *ctx, uint32_t relid, ddl_part_root *out)
+{
+	return source_query_partitions(((run_state *) ctx)->control, relid, out);
+}
+
+static int
+source_table_name(void *ctx, uint32_t relid, char **out)
+{
+	return source_query_table_name(((run_state *) ctx)->control, relid, out);
 }
 
 /* ---- tidemark's messages in the stream ---- */
@@ -345,12 +370,15 @@ session_open(run_state *st)
 	                      .readers = o->snapshot_readers,
 	                      .progress_interval = o->progress_interval};
 	schema_sync_config ssc = {o->slot, st->policy, o->ntable_policies, o->table_policies,
-	                          o->drop_columns, o->drop_tables};
+	                          o->drop_columns, o->drop_tables,
+	                          {st, source_table_def, source_partitions, source_table_name}};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
 	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
 
+	if (rc == TM_OK)
+		rc = source_query_check_via_root(st->control, o->publication);
 	if (rc == TM_OK)
 		rc = write_marker(st);
 	if (rc == TM_OK)

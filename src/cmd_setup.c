@@ -19,7 +19,8 @@
 #include "xalloc.h"
 
 typedef struct setup_tables {
-	tabledef **defs; /* owned array of owned definitions */
+	tabledef **defs;      /* owned array of owned definitions */
+	ddl_part_root *trees; /* owned, parallel: a partitioned table's partitions */
 	int n;
 	char **excluded; /* owned: --exclude-table as schema, name pairs (2 * nexcluded) */
 	int nexcluded;
@@ -28,9 +29,12 @@ typedef struct setup_tables {
 static void
 tables_free(setup_tables *t)
 {
-	for (int i = 0; i < t->n; i++)
+	for (int i = 0; i < t->n; i++) {
 		tabledef_free(t->defs[i]);
+		ddl_part_root_clear(&t->trees[i]);
+	}
 	free(t->defs);
+	free(t->trees);
 	for (int i = 0; i < 2 * t->nexcluded; i++)
 		free(t->excluded[i]);
 	free(t->excluded);
@@ -159,10 +163,47 @@ tables_read(PGconn *src, setup_tables *t, const char *schema, const char *name, 
 	if (rc != TM_OK)
 		return rc;
 	t->defs = realloc(t->defs, sizeof(tabledef *) * (size_t) (t->n + 1));
-	if (t->defs == NULL)
+	t->trees = realloc(t->trees, sizeof(ddl_part_root) * (size_t) (t->n + 1));
+	if (t->defs == NULL || t->trees == NULL)
 		abort();
-	t->defs[t->n++] = def;
-	return TM_OK;
+	memset(&t->trees[t->n], 0, sizeof t->trees[t->n]);
+	t->defs[t->n] = def;
+	/* a partitioned table is replicated with all its partitions */
+	return source_query_partitions(src, def->relid, &t->trees[t->n++]);
+}
+
+/* Is the table among those set up (by name, or through its schema)? */
+static bool
+covered(const setup_tables *t, const cli_options *o, const char *schema, const char *name)
+{
+	for (int i = 0; i < o->nschemas; i++)
+		if (strcmp(o->schemas[i], schema) == 0)
+			return true;
+	return tables_has(t, schema, name);
+}
+
+/* Partitions of a replicated schema whose root lies elsewhere and is not
+ * replicated: their rows would be missing. Said, with the fix. */
+static int
+warn_foreign_partitions(PGconn *src, const cli_options *o, const setup_tables *t)
+{
+	int rc = TM_OK;
+
+	for (int i = 0; rc == TM_OK && i < o->nschemas; i++) {
+		char **f = NULL;
+
+		rc = source_query_foreign_partitions(src, o->schemas[i], &f);
+		for (int j = 0; rc == TM_OK && f[j] != NULL; j += 3)
+			if (!covered(t, o, f[j + 1], f[j + 2]))
+				log_warn("source: %s is a partition of %s.%s, which is not replicated: a "
+				         "partitioned table is replicated as its root, so its rows are not. "
+				         "Fix: add --table '%s.%s' (its partitions in every schema come with "
+				         "it)", f[j], f[j + 1], f[j + 2], f[j + 1], f[j + 2]);
+		for (int j = 0; f != NULL && f[j] != NULL; j++)
+			free(f[j]);
+		free(f);
+	}
+	return rc;
 }
 
 static int
@@ -204,7 +245,7 @@ collect_tables(PGconn *src, const cli_options *o, setup_tables *t)
 		          "nothing was changed", bad);
 		rc = TM_EXIT_CONFIG;
 	}
-	return rc;
+	return rc == TM_OK ? warn_foreign_partitions(src, o, t) : rc;
 }
 
 static int
@@ -263,6 +304,39 @@ exclude_table(sink *s, const cli_options *o, const char *schema, const char *nam
 	return rc;
 }
 
+/*
+ * A partitioned table registered now: its partitions are recorded. One
+ * registered already keeps what the stream recorded: it may be behind an
+ * ATTACH or a DETACH, which must still find the partitions as they were.
+ * Either way a partition registered as a table of its own (by an older
+ * tidemark) is retired.
+ */
+static int
+record_partitions(sink *s, const char *slot, const tabledef *def, ddl_part_root *tree,
+                  bool added)
+{
+	catalog_table *t = NULL;
+	int rc = catalog_load_table(s, slot, def->schema, def->name, &t);
+
+	if (rc != TM_OK || t == NULL || tree->nmembers == 0) {
+		catalog_table_free(t);
+		return rc;
+	}
+	if (added) {
+		log_info("target: %s.%s is partitioned: replicated as one table, with its %d "
+		         "partition(s)", def->schema, def->name, tree->nmembers);
+		rc = catalog_partitions_replace(s, t->table_id, tree->members, tree->nmembers);
+	}
+	free(tree->schema);
+	free(tree->name);
+	tree->schema = xstrdup(def->schema);
+	tree->name = xstrdup(def->name);
+	if (rc == TM_OK)
+		rc = catalog_partitions_retire(s, slot, tree);
+	catalog_table_free(t);
+	return rc;
+}
+
 static int
 prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
                tm_lsn valid_from)
@@ -292,6 +366,8 @@ prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
 		rc = sink_begin(s);
 		if (rc == TM_OK)
 			rc = catalog_add_table(s, o->slot, t->defs[i], valid_from, &added);
+		if (rc == TM_OK)
+			rc = record_partitions(s, o->slot, t->defs[i], &t->trees[i], added);
 		if (rc == TM_OK)
 			rc = sink_commit(s, NULL);
 		else

@@ -31,6 +31,8 @@ drop_source(const cli_options *o)
 		                   "DROP EVENT TRIGGER IF EXISTS tidemark_ddl_end;"
 		                   "DROP EVENT TRIGGER IF EXISTS tidemark_sql_drop;"
 		                   "DROP EVENT TRIGGER IF EXISTS tidemark_table_rewrite;"
+		                   "DROP EVENT TRIGGER IF EXISTS tidemark_partition_truncate;"
+		                   /* with the truncate triggers of partitioned tables */
 		                   "DROP SCHEMA IF EXISTS tidemark CASCADE");
 	if (rc == TM_OK)
 		log_info("source: slot \"%s\", publication \"%s\" and capture objects removed", o->slot,

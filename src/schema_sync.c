@@ -12,38 +12,8 @@
 #include "ident.h"
 #include "log.h"
 #include "pgconn.h"
+#include "schema_sync_int.h"
 #include "target_ddl.h"
-
-#define MAX_REWRITES 64
-
-typedef struct table_policy {
-	char *schema;   /* owned */
-	char *name;     /* owned */
-	ddl_policy policy;
-} table_policy;
-
-struct schema_sync {
-	schema_sync_config cfg;
-	sink *sink;                       /* borrowed */
-	table_policy *policies;           /* owned */
-	int npolicies;
-	long long rewrite_xid;            /* the transaction the rewrites belong to */
-	int nrewrites;
-	uint32_t rewrites[MAX_REWRITES];  /* tables the source rewrote in it */
-	long long statement_xid;          /* the transaction of the statement text: */
-	char *statement;                  /* owned: long texts are sent once per transaction */
-	uint8_t key[DDL_AUTH_KEY_MAX];    /* the capture key (see ddl_auth.h) */
-	int key_len;                      /* -1: none kept on the target */
-	tm_lsn signed_from;               /* messages from here on must be signed */
-};
-
-/* What one table's sync did, for the audit log. */
-typedef struct sync_note {
-	strbuf tables;       /* "schema.table, ..." */
-	strbuf classes;      /* classifications */
-	strbuf actions;      /* what was done on the target */
-	int version;         /* the last version recorded, 0 if none */
-} sync_note;
 
 /* ---- configuration ---- */
 
@@ -165,23 +135,10 @@ policy_for(const schema_sync *ss, const char *schema, const char *name)
 static int
 load_table(schema_sync *ss, const tabledef *now, catalog_table **out)
 {
-	char relid[16];
-	const char *p[] = {ss->cfg.slot, relid};
-	PGresult *r = NULL;
-	int rc;
+	int rc = catalog_load_table_relid(ss->sink, ss->cfg.slot, now->relid, out);
 
-	snprintf(relid, sizeof relid, "%u", now->relid);
-	rc = sink_query(ss->sink, "finding a table by its source oid",
-	                "SELECT source_schema, source_table FROM tidemark.tables"
-	                " WHERE slot_name = $1 AND source_relid = $2::oid AND state <> 'dropped'",
-	                2, p, &r);
-	*out = NULL;
-	if (rc == TM_OK && PQntuples(r) == 1)
-		rc = catalog_load_table(ss->sink, ss->cfg.slot, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
-		                        out);
-	else if (rc == TM_OK)
+	if (rc == TM_OK && *out == NULL)
 		rc = catalog_load_table(ss->sink, ss->cfg.slot, now->schema, now->name, out);
-	PQclear(r);
 	return rc;
 }
 
@@ -414,8 +371,8 @@ record_version(schema_sync *ss, const catalog_table *t, const tabledef *now,
 	return rc;
 }
 
-static int
-request_snapshot(schema_sync *ss, int table_id)
+int
+schema_sync_request_snapshot(schema_sync *ss, int table_id)
 {
 	char id[16];
 	const char *p[] = {id};
@@ -428,16 +385,16 @@ request_snapshot(schema_sync *ss, int table_id)
 	                    " snapshot_requested_at = clock_timestamp() WHERE table_id = $1::int", 1, p);
 }
 
-static void
-note_list(strbuf *sb, const char *text)
+void
+schema_sync_note_list(strbuf *sb, const char *text)
 {
 	if (sb->len > 0)
 		strbuf_append(sb, "; ");
 	strbuf_append(sb, text);
 }
 
-static bool
-was_rewritten(const schema_sync *ss, uint32_t relid)
+bool
+schema_sync_was_rewritten(const schema_sync *ss, uint32_t relid)
 {
 	for (int i = 0; i < ss->nrewrites; i++)
 		if (ss->rewrites[i] == relid)
@@ -460,7 +417,7 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 		else
 			rc = run_table_action(ss, tn, a, tc, &sql);
 		if (rc == TM_OK)
-			note_list(&note->actions, a->why);
+			schema_sync_note_list(&note->actions, a->why);
 	}
 	strbuf_free(&sql);
 	return rc;
@@ -468,8 +425,8 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 
 /* One replicated table's change: plan, run, record. */
 static int
-sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, tm_lsn pos,
-           sync_note *note)
+sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, bool rewritten,
+           tm_lsn pos, sync_note *note)
 {
 	tabledef *old = NULL;
 	target_cols tc;
@@ -487,7 +444,7 @@ sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, tm_lsn
 	if (rc == TM_OK) {
 		ddl_track_input in = {old, now, {tc.n, tc.names, tc.types},
 		                      policy_for(ss, t->source_schema, t->source_table),
-		                      was_rewritten(ss, now->def->relid), ss->cfg.drop_columns};
+		                      rewritten, ss->cfg.drop_columns};
 
 		if (ddl_track_plan(&in, &plan, &err) != 0) {
 			log_error("DDL on %s.%s cannot be followed: %s", t->source_schema, t->source_table,
@@ -503,13 +460,13 @@ sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, tm_lsn
 		rc = TM_EXIT_POLICY;
 	}
 	if (rc == TM_OK) {
-		note_list(&note->classes, plan.summary);
+		schema_sync_note_list(&note->classes, plan.summary);
 		rc = run_plan(ss, &plan, &tn, &tc, note, &resnapshot);
 	}
 	if (rc == TM_OK)
 		rc = record_version(ss, t, now->def, &tn, version + 1, pos);
 	if (rc == TM_OK && resnapshot)
-		rc = request_snapshot(ss, t->table_id);
+		rc = schema_sync_request_snapshot(ss, t->table_id);
 	if (rc == TM_OK)
 		note->version = version + 1;
 	ddl_plan_free(&plan);
@@ -522,11 +479,47 @@ sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, tm_lsn
 
 /* ---- the message ---- */
 
-static void
-result_add(schema_sync_result *res, int table_id)
+void
+schema_sync_result_add(schema_sync_result *res, int table_id)
 {
 	if (res->nchanged < (int) (sizeof res->changed / sizeof res->changed[0]))
 		res->changed[res->nchanged++] = table_id;
+}
+
+void
+schema_sync_note_table(sync_note *note, const char *schema, const char *name)
+{
+	schema_sync_note_list(&note->tables, schema);
+	strbuf_appendc(&note->tables, '.');
+	strbuf_append(&note->tables, name);
+}
+
+int
+schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_note *note,
+                      schema_sync_result *res, bool *added)
+{
+	int rc;
+
+	*added = false;
+	if (tabledef_nkeys(def) == 0) {
+		log_warn("new table %s.%s in a replicated schema has no primary key or replica identity "
+		         "index: it is not replicated. Fix: give it a primary key (it is then "
+		         "replicated from its next change), or leave it out for good with "
+		         "`tidemark setup --exclude-table '%s.%s'`", def->schema, def->name,
+		         def->schema, def->name);
+		schema_sync_note_list(&note->actions, "new table without a key: not replicated");
+		return TM_OK;
+	}
+	rc = catalog_add_table(ss->sink, ss->cfg.slot, def, pos, added);
+	if (rc == TM_OK && *added) {
+		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
+		         def->schema, def->name);
+		schema_sync_note_list(&note->actions, "created the table on the target; its rows are copied");
+		schema_sync_note_list(&note->classes, "create table");
+		note->version = 1;
+		res->any_new_table = true;
+	}
+	return rc;
 }
 
 /* A table created (or moved) into a replicated schema. */
@@ -539,52 +532,60 @@ new_table(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *not
 	                               &replicated, &excluded);
 
 	if (rc == TM_OK && excluded)
-		note_list(&note->actions, "table excluded (setup --exclude-table): not replicated");
+		schema_sync_note_list(&note->actions, "table excluded (setup --exclude-table): not replicated");
 	if (rc != TM_OK || !replicated)
 		return rc;
-	if (tabledef_nkeys(et->def) == 0) {
-		log_warn("new table %s.%s in a replicated schema has no primary key or replica identity "
-		         "index: it is not replicated. Fix: give it a primary key (it is then "
-		         "replicated from its next change), or leave it out for good with "
-		         "`tidemark setup --exclude-table '%s.%s'`", et->def->schema, et->def->name,
-		         et->def->schema, et->def->name);
-		note_list(&note->actions, "new table without a key: not replicated");
-		return TM_OK;
+	return schema_sync_add_table(ss, et->def, pos, note, res, &added);
+}
+
+/* One table of a ddl message that is not a partition of a replicated root. */
+static int
+on_ddl_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_lsn pos,
+             sync_note *note, schema_sync_result *res)
+{
+	catalog_table *t = NULL;
+	int rc = load_table(ss, et->def, &t);
+
+	if (rc == TM_OK && t == NULL)
+		rc = new_table(ss, et, pos, note, res);
+	else if (rc == TM_OK) {
+		/* a partitioned table's rows are its partitions': their rewrite is
+		 * its own, and so are the values they store for added columns */
+		bool rewritten = schema_sync_was_rewritten(ss, et->def->relid) ||
+		                 schema_sync_part_rewritten(ss, e, et->def->relid);
+		ddl_event_table now = *et;
+
+		now.cols = ddl_partition_root_columns(e, et);
+		rc = sync_table(ss, t, &now, rewritten, pos, note);
+		free(now.cols);
+		if (rc == TM_OK)
+			schema_sync_result_add(res, t->table_id);
 	}
-	rc = catalog_add_table(ss->sink, ss->cfg.slot, et->def, pos, &added);
-	if (rc == TM_OK && added) {
-		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
-		         et->def->schema, et->def->name);
-		note_list(&note->actions, "created the table on the target; its rows are copied");
-		note_list(&note->classes, "create table");
-		note->version = 1;
-		res->any_new_table = true;
-	}
+	catalog_table_free(t);
 	return rc;
 }
 
 static int
 on_ddl(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note, schema_sync_result *res)
 {
-	int rc = TM_OK;
+	ddl_part_root *roots = NULL;
+	int nroots = 0;
+	int rc = schema_sync_part_roots(ss, e, &roots, &nroots);
 
+	if (rc == TM_OK)
+		rc = schema_sync_part_follow(ss, e, roots, nroots, pos, note, res);
 	for (int i = 0; rc == TM_OK && i < e->ntables; i++) {
 		const ddl_event_table *et = &e->tables[i];
-		catalog_table *t = NULL;
+		bool done = false;
 
-		note_list(&note->tables, et->def->schema);
-		strbuf_appendc(&note->tables, '.');
-		strbuf_append(&note->tables, et->def->name);
-		rc = load_table(ss, et->def, &t);
-		if (rc == TM_OK && t == NULL)
-			rc = new_table(ss, et, pos, note, res);
-		else if (rc == TM_OK) {
-			rc = sync_table(ss, t, et, pos, note);
-			if (rc == TM_OK)
-				result_add(res, t->table_id);
-		}
-		catalog_table_free(t);
+		if (et->partition_root != 0 &&
+		    ((rc = schema_sync_part_listed(ss, e, et, roots, nroots, note, res, &done)) != TM_OK ||
+		     done))
+			continue;
+		schema_sync_note_table(note, et->def->schema, et->def->name);
+		rc = on_ddl_table(ss, e, et, pos, note, res);
 	}
+	catalog_partition_roots_free(roots, nroots);
 	return rc;
 }
 
@@ -598,7 +599,7 @@ drop_target_table(schema_sync *ss, const ddl_event_dropped *d, const char *schem
 	if (!ss->cfg.drop_tables) {
 		log_info("table %s was dropped on the source; the target keeps it, no longer "
 		         "replicated", d->identity);
-		note_list(&note->actions, "table dropped on the source: the target keeps it");
+		schema_sync_note_list(&note->actions, "table dropped on the source: the target keeps it");
 		return TM_OK;
 	}
 	strbuf_append(&sql, "DROP TABLE IF EXISTS ");
@@ -606,16 +607,24 @@ drop_target_table(schema_sync *ss, const ddl_event_dropped *d, const char *schem
 	rc = exec(ss, "dropping a target table", &sql);
 	if (rc == TM_OK) {
 		log_info("table %s was dropped on the source, and on the target", d->identity);
-		note_list(&note->actions, "table dropped on the source and on the target");
+		schema_sync_note_list(&note->actions, "table dropped on the source and on the target");
 	}
 	strbuf_free(&sql);
 	return rc;
 }
 
 static int
-on_drop(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_result *res)
+on_drop(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note,
+        schema_sync_result *res)
 {
-	int rc = TM_OK;
+	ddl_part_root *roots = NULL;
+	int nroots = 0;
+	int rc = schema_sync_part_roots(ss, e, &roots, &nroots);
+
+	/* a partition's rows leave its root */
+	if (rc == TM_OK)
+		rc = schema_sync_part_follow(ss, e, roots, nroots, pos, note, res);
+	catalog_partition_roots_free(roots, nroots);
 
 	for (int i = 0; rc == TM_OK && i < e->ndropped; i++) {
 		const ddl_event_dropped *d = &e->dropped[i];
@@ -623,7 +632,7 @@ on_drop(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_result
 		const char *p[] = {ss->cfg.slot, relid};
 		PGresult *r = NULL;
 
-		note_list(&note->tables, d->identity ? d->identity : "?");
+		schema_sync_note_list(&note->tables, d->identity ? d->identity : "?");
 		if (strcmp(d->object_type, "table") != 0)
 			continue;
 		snprintf(relid, sizeof relid, "%u", d->objid);
@@ -632,12 +641,12 @@ on_drop(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_result
 		                " AND source_relid = $2::oid AND state <> 'dropped'"
 		                " RETURNING table_id, target_schema, target_table", 2, p, &r);
 		if (rc == TM_OK && PQntuples(r) > 0) {
-			result_add(res, atoi(PQgetvalue(r, 0, 0)));
+			schema_sync_result_add(res, atoi(PQgetvalue(r, 0, 0)));
 			rc = drop_target_table(ss, d, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), note);
 		}
 		PQclear(r);
 	}
-	note_list(&note->classes, "drop");
+	schema_sync_note_list(&note->classes, "drop");
 	return rc;
 }
 
@@ -650,8 +659,8 @@ remember_rewrite(schema_sync *ss, const ddl_event *e, sync_note *note)
 	}
 	if (e->rewrite_relid != 0 && ss->nrewrites < MAX_REWRITES)
 		ss->rewrites[ss->nrewrites++] = e->rewrite_relid;
-	note_list(&note->classes, "table rewrite");
-	note_list(&note->actions, "noted: the source rewrote the table's rows");
+	schema_sync_note_list(&note->classes, "table rewrite");
+	schema_sync_note_list(&note->actions, "noted: the source rewrote the table's rows");
 }
 
 /* A long statement text comes once per transaction (statement_seq points
@@ -796,6 +805,7 @@ schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
 	size_t body_len;
 	ddl_event *e = NULL;
 	tm_error err;
+	bool logged = true;
 	int rc = TM_OK;
 
 	memset(res, 0, sizeof *res);
@@ -812,10 +822,12 @@ schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
 	if (e->kind == DDL_EVENT_REWRITE)
 		remember_rewrite(ss, e, &note);
 	else if (e->kind == DDL_EVENT_DROP)
-		rc = on_drop(ss, e, &note, res);
+		rc = on_drop(ss, e, position, &note, res);
+	else if (e->kind == DDL_EVENT_TRUNCATE)
+		rc = schema_sync_part_truncate(ss, e, &note, res, &logged);
 	else
 		rc = on_ddl(ss, e, position, &note, res);
-	if (rc == TM_OK)
+	if (rc == TM_OK && logged)
 		rc = log_event(ss, e, position, commit_time, &note);
 	strbuf_free(&note.tables);
 	strbuf_free(&note.classes);

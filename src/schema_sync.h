@@ -12,6 +12,10 @@
  *     copied (snapshot);
  *   - a dropped table is marked dropped (its target table is kept, or
  *     dropped with drop_tables);
+ *   - a partitioned table is one target table, its root: its partitions are
+ *     never registered, and what changes its rows without row changes in
+ *     the stream (a table attached, a partition detached, dropped or
+ *     truncated) makes it be copied again (ddl/ddl_partition.h);
  *   - every message lands in tidemark.ddl_log with what was done.
  * Rows before the DDL's position were applied under the old schema, rows
  * after it under the new one, because the target changes at that very
@@ -22,12 +26,26 @@
 
 #include <stdbool.h>
 
+#include "ddl_partition.h"
 #include "ddl_track.h"
 #include "lsn.h"
 #include "pgoutput.h"
 #include "sink.h"
 
 typedef struct schema_sync schema_sync;
+
+/* What schema_sync asks the source (run's control connection), for
+ * partitioned tables. Any member may be NULL: then it is not asked. */
+typedef struct schema_sync_source {
+	void *ctx;
+	/* The table with this oid as it is now: *out new, or NULL when it is
+	 * gone, is a partition, or cannot be replicated (then said why). */
+	int (*table_def)(void *ctx, uint32_t relid, tabledef **out);
+	/* Adds a partitioned table's partitions to out (none for another). */
+	int (*partitions)(void *ctx, uint32_t relid, ddl_part_root *out);
+	/* "schema.name" of the table (new string), NULL when gone. */
+	int (*table_name)(void *ctx, uint32_t relid, char **out);
+} schema_sync_source;
 
 typedef struct schema_sync_config {
 	const char *slot;              /* borrowed */
@@ -36,6 +54,7 @@ typedef struct schema_sync_config {
 	const char *const *table_policies;
 	bool drop_columns;             /* drop source-dropped columns on the target */
 	bool drop_tables;              /* drop source-dropped tables on the target */
+	schema_sync_source source;
 } schema_sync_config;
 
 /* Checks the per-table policies; *out new (schema_sync_free). */

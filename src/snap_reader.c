@@ -66,6 +66,7 @@ typedef struct table_cursor {
 	long long estimate;
 	long rows_limit;
 	bool loaded;
+	bool partitioned;        /* read with its partitions (no ONLY) */
 	snap_chunk_format format;
 	bool by_keys;            /* see snap_result.by_keys */
 	char order_note[320];
@@ -224,6 +225,34 @@ compare_order(PGconn *conn, table_cursor *c)
 	return rc;
 }
 
+/* A partitioned table holds no rows itself: it is read with all its
+ * partitions (no ONLY), and its size is that of its leaves. Any other
+ * table is read ONLY: an inheritance child is a table of its own. */
+static int
+load_scope(PGconn *conn, table_cursor *c)
+{
+	const char *p[] = {c->job.schema, c->job.name};
+	PGresult *r;
+	int rc = pgconn_exec(conn, SRC, "reading the kind of a table to copy",
+	                     "SELECT c.relkind = 'p', s.rows, s.bytes / nullif(s.rows, 0)"
+	                     " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,"
+	                     " LATERAL (SELECT sum(greatest(l.reltuples, 0))::bigint AS rows,"
+	                     "   sum(pg_total_relation_size(l.oid))::bigint AS bytes"
+	                     "   FROM pg_partition_tree(c.oid) t JOIN pg_class l ON l.oid = t.relid"
+	                     "   WHERE t.isleaf AND c.relkind = 'p') s"
+	                     " WHERE n.nspname = $1 AND c.relname = $2", 2, p, &r);
+
+	if (rc != TM_OK)
+		return rc;
+	c->partitioned = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	if (c->partitioned && !PQgetisnull(r, 0, 1)) {
+		c->estimate = atoll(PQgetvalue(r, 0, 1));
+		limit_rows(c, PQgetisnull(r, 0, 2) ? 0 : atoll(PQgetvalue(r, 0, 2)));
+	}
+	PQclear(r);
+	return TM_OK;
+}
+
 static int
 load_columns(PGconn *conn, table_cursor *c, bool *gone)
 {
@@ -279,7 +308,10 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 		}
 		c->key_idx[k] = found;
 	}
-	return *gone ? TM_OK : compare_order(conn, c);
+	if (*gone)
+		return TM_OK;
+	rc = load_scope(conn, c);
+	return rc == TM_OK ? compare_order(conn, c) : rc;
 }
 
 static void
@@ -349,7 +381,7 @@ chunk_sql(PGconn *conn, const table_cursor *c, strbuf *sql)
 			strbuf_append(sql, ", ");
 		strbuf_append_ident(sql, c->colnames[i]);
 	}
-	strbuf_append(sql, " FROM ONLY ");
+	strbuf_append(sql, c->partitioned ? " FROM " : " FROM ONLY ");
 	strbuf_append_qualified(sql, c->job.schema, c->job.name);
 	append_chunk_where(conn, c, sql);
 	strbuf_append(sql, " ORDER BY ");

@@ -67,14 +67,22 @@ source_query_is_superuser(PGconn *conn, bool *out)
 /*
  * The table's definition as the capture describes it
  * (migrations/source/003_table_definition.sql): one description of a table
- * for the capture and for setup, run and verify. Columns 1-3 tell what
- * stops the table from being replicated.
+ * for the capture and for setup, run and verify. Columns 1-4 tell what
+ * stops the table from being replicated: its replica identity, its key,
+ * and, for a partition, its root (a partitioned table is replicated as
+ * its root).
  */
-static const char *const table_def_sql =
-	"SELECT tidemark.capture_tables(ARRAY[c.oid])::text, c.relreplident,"
-	" tidemark.table_keycols(c.oid) IS NOT NULL"
-	" FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-	" WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')";
+#define TABLE_DEF_SQL(where)                                                                  \
+	"SELECT tidemark.capture_tables(ARRAY[c.oid])::text, c.relreplident,"                     \
+	" tidemark.table_keycols(c.oid) IS NOT NULL,"                                             \
+	" CASE WHEN c.relispartition THEN (SELECT format('%I.%I', rn.nspname, rc.relname)"      \
+	"   FROM pg_class rc JOIN pg_namespace rn ON rn.oid = rc.relnamespace"                    \
+	"   WHERE rc.oid = pg_partition_root(c.oid)) END"                                         \
+	" FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"                          \
+	" WHERE " where " AND c.relkind IN ('r', 'p')"
+
+static const char *const table_def_sql = TABLE_DEF_SQL("n.nspname = $1 AND c.relname = $2");
+static const char *const table_def_oid_sql = TABLE_DEF_SQL("c.oid = $1::oid");
 
 static int
 table_def_errors(PGresult *r, const char *schema, const char *name)
@@ -86,6 +94,12 @@ table_def_errors(PGresult *r, const char *schema, const char *name)
 	if (PQntuples(r) == 0) {
 		log_error("source: table %s does not exist (or is not an ordinary or partitioned "
 		          "table)", q.data);
+		rc = TM_EXIT_CONFIG;
+	} else if (!PQgetisnull(r, 0, 3)) {
+		log_error("source: table %s is a partition of %s: a partitioned table is replicated "
+		          "as one table, its root, whose copy and changes include every partition. "
+		          "Fix: replicate the root (tidemark setup --table '%s') instead of %s",
+		          q.data, PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 3), q.data);
 		rc = TM_EXIT_CONFIG;
 	} else if (strcmp(PQgetvalue(r, 0, 1), "n") == 0) {
 		log_error("source: table %s has REPLICA IDENTITY NOTHING, so the source cannot publish "
@@ -186,6 +200,33 @@ source_query_replica_identity(PGconn *conn, const char *schema, const char *name
 }
 
 int
+source_query_table_def_oid(PGconn *conn, uint32_t relid, tabledef **out)
+{
+	char oid[16];
+	const char *params[] = {oid};
+	PGresult *r;
+	int rc;
+
+	snprintf(oid, sizeof oid, "%u", relid);
+	*out = NULL;
+	rc = query(conn, "reading a table definition", table_def_oid_sql, 1, params, &r);
+	if (rc != TM_OK)
+		return definitions_missing(conn) ? TM_EXIT_CONFIG : rc;
+	if (PQntuples(r) == 0 || !PQgetisnull(r, 0, 3)) {
+		PQclear(r);
+		return TM_OK; /* gone, or a partition */
+	}
+	rc = table_def_parse(PQgetvalue(r, 0, 0), out);
+	if (rc == TM_OK && table_def_errors(r, (*out)->schema, (*out)->name) != TM_OK) {
+		tabledef_free(*out);
+		*out = NULL;
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	return rc;
+}
+
+int
 source_query_schema_tables(PGconn *conn, const char *schema, char ***names)
 {
 	const char *params[] = {schema};
@@ -258,7 +299,9 @@ publication_add(PGconn *conn, const char *publication, const char *schema, const
 	strbuf_append(&sql, "ALTER PUBLICATION ");
 	strbuf_append_ident(&sql, publication);
 	if (name != NULL) {
-		strbuf_append(&sql, " ADD TABLE ");
+		/* ONLY: an inheritance child is a table of its own (a partitioned
+		 * table's partitions are published through it all the same) */
+		strbuf_append(&sql, " ADD TABLE ONLY ");
 		strbuf_append_qualified(&sql, schema, name);
 	} else {
 		strbuf_append(&sql, " ADD TABLES IN SCHEMA ");
@@ -301,7 +344,8 @@ source_query_ensure_publication(PGconn *conn, const char *publication, tabledef 
 		if (rc == TM_OK)
 			log_info("source: created publication \"%s\"", publication);
 		strbuf_free(&sql);
-	}
+	} else if (rc == TM_OK)
+		rc = source_query_fix_via_root(conn, publication);
 	for (int i = 0; rc == TM_OK && i < nschemas; i++)
 		rc = publication_add_missing(conn, publication, schemas[i], NULL);
 	for (int i = 0; rc == TM_OK && i < ntables; i++) {

@@ -9,6 +9,7 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 
+#include "ddl_partition.h"
 #include "lsn.h"
 #include "tabledef.h"
 
@@ -22,6 +23,31 @@ int source_query_is_superuser(PGconn *conn, bool *out);
  * primary key. A table with neither is a configuration error naming the
  * fix. *out is new (caller frees with tabledef_free). */
 int source_query_table_def(PGconn *conn, const char *schema, const char *name, tabledef **out);
+/* The same by oid; *out NULL (and TM_OK, nothing logged) when no such
+ * table exists any more or it is a partition (a partitioned table is
+ * replicated as one table, its root). */
+int source_query_table_def_oid(PGconn *conn, uint32_t relid, tabledef **out);
+
+/* ---- partitioned tables (source_query_part.c) ---- */
+
+/* Adds the partitions of a partitioned table, at every level, to out's
+ * members (nothing for another table). */
+int source_query_partitions(PGconn *conn, uint32_t relid, ddl_part_root *out);
+/* "schema.name" of the table with this oid, quoted where needed (*out
+ * new; NULL when there is none). */
+int source_query_table_name(PGconn *conn, uint32_t relid, char **out);
+/* Is the table with this oid partitioned? (false when it does not exist) */
+int source_query_partitioned(PGconn *conn, uint32_t relid, bool *partitioned);
+/* The partitions of schema whose root is in another schema: *out a new
+ * NULL-terminated array of new strings, three per partition (its
+ * qualified name, the root's schema and the root's name). */
+int source_query_foreign_partitions(PGconn *conn, const char *schema, char ***out);
+/* Sets publish_via_partition_root on an existing publication without it. */
+int source_query_fix_via_root(PGconn *conn, const char *publication);
+/* TM_EXIT_CONFIG, logged with the fix, when the publication sends
+ * partitions' changes as their own (publish_via_partition_root off) while
+ * it covers partitioned tables. */
+int source_query_check_via_root(PGconn *conn, const char *publication);
 
 /* A table's replica identity (pg_class.relreplident: d, n, f, i) and
  * whether it has a key tidemark can match rows by; *replident is 0 when

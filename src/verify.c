@@ -221,6 +221,8 @@ verify_table_open(PGconn *source, PGconn *target, const catalog_table *ct, long 
 	int rc = source_query_table_def(source, ct->source_schema, ct->source_table, &def);
 
 	if (rc == TM_OK)
+		rc = source_query_partitioned(source, def->relid, &vt->source_partitioned);
+	if (rc == TM_OK)
 		rc = target_columns(vt, &tcols);
 	if (rc == TM_OK) {
 		match_columns(vt, def, tcols);

@@ -71,6 +71,9 @@ typedef struct verify_table {
 	char *target_schema;
 	char *target_name;
 	char *display;            /* the source table: public."Line Items" */
+	bool source_partitioned;  /* read with its partitions; any other source table
+	                           * is read ONLY (an inheritance child is a table of
+	                           * its own) */
 	int nkeys;
 	char **keys;              /* the key columns (catalog order) */
 	int *key_idx;             /* their indexes among cols */

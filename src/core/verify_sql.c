@@ -144,7 +144,7 @@ append_from_where(strbuf *sql, const verify_sql_table *t, unsigned flags)
 {
 	int n = 0;
 
-	strbuf_append(sql, " FROM ");
+	strbuf_append(sql, t->only ? " FROM ONLY " : " FROM ");
 	strbuf_append_qualified(sql, t->schema, t->name);
 	strbuf_append(sql, " t");
 	if (flags & VERIFY_SQL_LOWER) {

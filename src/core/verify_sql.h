@@ -66,6 +66,8 @@ typedef struct verify_sql_table {
 	const int *key_idx;
 	int ncols;
 	const verify_sql_column *cols;
+	bool only;            /* FROM ONLY: the table's own rows, not its inheritance
+	                       * children's (never for a partitioned table) */
 } verify_sql_table;
 
 /* Flags of the builders below. */

@@ -852,7 +852,49 @@ test_never_fails_ddl(void **state)
 	capture_end(cap);
 }
 
-/* teardown removes the three event triggers (and the schema). Last. */
+/* TRUNCATE of a partition (which pgoutput does not publish through its
+ * root) sends a truncate message naming it and its root; a TRUNCATE of the
+ * root sends the root's first. Partitions created or attached later get
+ * the trigger too; an application's TRUNCATE never fails for it. */
+static void
+test_truncate_of_partition(void **state)
+{
+	capture *cap;
+	json_t *m, *t;
+
+	(void) state;
+	cap = capture_start("truncate",
+	                    "CREATE TABLE tr (id int, k int, PRIMARY KEY (id, k)) PARTITION BY LIST (k);"
+	                    "CREATE TABLE tr_1 PARTITION OF tr FOR VALUES IN (1) PARTITION BY HASH (id);"
+	                    "CREATE TABLE tr_1a PARTITION OF tr_1 FOR VALUES WITH (MODULUS 1, REMAINDER 0);"
+	                    "CREATE TABLE tr_2 (id int, k int, PRIMARY KEY (id, k));"
+	                    "ALTER TABLE tr ATTACH PARTITION tr_2 FOR VALUES IN (2);"
+	                    "CREATE TABLE plain_t (id int PRIMARY KEY)");
+	assert_int_equal(pgtest_query_long(cap->conn, "SELECT count(*) FROM pg_trigger"
+	                                              " WHERE tgname = 'tidemark_truncate'"
+	                                              " AND tgrelid::regclass::text LIKE 'tr%%'"), 4);
+	assert_int_equal(pgtest_query_long(cap->conn, "SELECT count(*) FROM pg_trigger WHERE"
+	                                              " tgrelid = 'plain_t'::regclass"), 0);
+	pgtest_exec(cap->conn, "TRUNCATE tr_2");
+	capture_read(cap);
+	assert_int_equal(json_array_size(cap->msgs), 1);
+	m = msg_at(cap, 0);
+	assert_envelope(m, "truncate");
+	assert_string_equal(str(m, "command_tag"), "TRUNCATE TABLE");
+	t = msg_table(m, "tr_2");
+	assert_non_null(t);
+	assert_int_equal(num(t, "partition_root"),
+	                 pgtest_query_long(cap->conn, "SELECT 'tr'::regclass::oid::bigint"));
+	pgtest_exec(cap->conn, "TRUNCATE tr; TRUNCATE plain_t");
+	capture_read(cap);
+	assert_int_equal(json_array_size(cap->msgs), 4);
+	assert_true(json_is_null(json_object_get(msg_table(msg_at(cap, 0), "tr"), "partition_root")));
+	assert_non_null(msg_table(msg_at(cap, 3), "tr_1a"));
+	capture_end(cap);
+}
+
+/* teardown removes the four event triggers (and the schema, with the
+ * truncate triggers of partitioned tables). Last. */
 static void
 test_teardown_removes_capture(void **state)
 {
@@ -862,10 +904,14 @@ test_teardown_removes_capture(void **state)
 
 	(void) state;
 	assert_int_equal(pgtest_query_long(c, "SELECT count(*) FROM pg_event_trigger"
-	                                      " WHERE evtname LIKE 'tidemark%%'"), 3);
+	                                      " WHERE evtname LIKE 'tidemark%%'"), 4);
+	assert_true(pgtest_query_long(c, "SELECT count(*) FROM pg_trigger"
+	                                 " WHERE tgname = 'tidemark_truncate'") > 0);
 	run_tidemark(argv);
 	assert_int_equal(pgtest_query_long(c, "SELECT count(*) FROM pg_event_trigger"
 	                                      " WHERE evtname LIKE 'tidemark%%'"), 0);
+	assert_int_equal(pgtest_query_long(c, "SELECT count(*) FROM pg_trigger"
+	                                      " WHERE tgname = 'tidemark_truncate'"), 0);
 	pgtest_exec(c, "ALTER TABLE dummy ADD COLUMN after_teardown int");
 	PQfinish(c);
 }
@@ -886,6 +932,7 @@ main(void)
 		cmocka_unit_test(test_long_statement_once),
 		cmocka_unit_test(test_quoted_names),
 		cmocka_unit_test(test_partitioned_table),
+		cmocka_unit_test(test_truncate_of_partition),
 		cmocka_unit_test(test_not_captured),
 		cmocka_unit_test(test_never_fails_ddl),
 		cmocka_unit_test(test_teardown_removes_capture),

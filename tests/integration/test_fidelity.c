@@ -1,6 +1,8 @@
 /*
  * The fidelity test: for a matrix of key types (with their collations),
- * table kinds and value types, every table is copied while the window race
+ * table kinds (a primary key, REPLICA IDENTITY USING INDEX, FULL with a
+ * unique index, partitioned with rows in several partitions) and value
+ * types, every table is copied while the window race
  * is forced on it, with a kill -9 of tidemark in the middle of the copy and
  * a random workload afterwards, and ends equal to the source: compared row
  * for row by SQL written here (each side's rows as the server prints them,
@@ -86,13 +88,15 @@ typedef enum table_kind {
 	KIND_ORDINARY,          /* PRIMARY KEY */
 	KIND_USING_INDEX,       /* a unique index as REPLICA IDENTITY USING INDEX */
 	KIND_FULL,              /* REPLICA IDENTITY FULL, no primary key, a unique index */
+	KIND_PARTITIONED,       /* partitioned by a column region of the key, rows in three
+	                         * partitions (one of them partitioned again) */
 	NKINDS
 } table_kind;
 
-static const char *const kind_suffix[NKINDS] = {"", "_idx", "_full"};
+static const char *const kind_suffix[NKINDS] = {"", "_idx", "_full", "_part"};
 
 /* The key types the other kinds are tried with (every type is ordinary). */
-static const char *const kind_types[] = {"int", "text_icu", "mixed", "uuid", "enum"};
+static const char *const kind_types[] = {"int", "text_icu", "mixed", "uuid", "enum", "char"};
 
 /* The other columns and their values for n: arrays, json, numeric NaN and
  * infinities, timestamps at infinity, TOASTed text and bytea (stored out of
@@ -119,6 +123,11 @@ static const char *const payload_values =
 typedef struct fid_table {
 	const key_type *kt;
 	table_kind kind;
+	/* the key as this table has it: kt's, and for a partitioned table the
+	 * partition column region (n % 3) after it */
+	char cols[256];
+	char key[128];
+	char expr[512];
 	char name[64];           /* unqualified, in schema fid */
 	bool raced;
 	int next_n;              /* the next row number the workload inserts */
@@ -159,6 +168,11 @@ add_table(fidelity *f, const key_type *kt, table_kind kind)
 	t->kt = kt;
 	t->kind = kind;
 	snprintf(t->name, sizeof t->name, "k_%s%s", kt->name, kind_suffix[kind]);
+	snprintf(t->cols, sizeof t->cols, "%s%s", kt->cols,
+	         kind == KIND_PARTITIONED ? ", region integer" : "");
+	snprintf(t->key, sizeof t->key, "%s%s", kt->key, kind == KIND_PARTITIONED ? ", region" : "");
+	snprintf(t->expr, sizeof t->expr, "%s%s", kt->expr,
+	         kind == KIND_PARTITIONED ? ", n % 3" : "");
 	t->next_n = 300000;
 }
 
@@ -170,7 +184,7 @@ insert_rows(PGconn *conn, const fid_table *t, const char *nsql, const char *v_va
 	strbuf sql = STRBUF_INIT;
 
 	strbuf_appendf(&sql, "INSERT INTO fid.%s (%s, %s) SELECT %s, %s FROM (%s) s", t->name,
-	               t->kt->key, payload_names, t->kt->expr, payload_values, nsql);
+	               t->key, payload_names, t->expr, payload_values, nsql);
 	pgtest_exec(conn, "%s", sql.data);
 	if (v_value != NULL)
 		pgtest_exec(conn, "UPDATE fid.%s SET v = '%s' WHERE n IN (%s)", t->name, v_value, nsql);
@@ -184,17 +198,33 @@ create_table(fidelity *f, const fid_table *t)
 	char nsql[64];
 
 	if (t->kind == KIND_ORDINARY)
-		pgtest_exec(s, "CREATE TABLE fid.%s (%s, %s, PRIMARY KEY (%s))", t->name, t->kt->cols,
-		            payload_cols, t->kt->key);
-	else {
-		pgtest_exec(s, "CREATE TABLE fid.%s (%s, %s)", t->name, t->kt->cols, payload_cols);
+		pgtest_exec(s, "CREATE TABLE fid.%s (%s, %s, PRIMARY KEY (%s))", t->name, t->cols,
+		            payload_cols, t->key);
+	else if (t->kind == KIND_PARTITIONED) {
+		char first[64];
+
+		/* the sub-partitions hash the key's first column */
+		snprintf(first, sizeof first, "%.*s", (int) strcspn(t->key, ","), t->key);
+		pgtest_exec(s, "CREATE TABLE fid.%s (%s, %s, PRIMARY KEY (%s)) PARTITION BY LIST (region)",
+		            t->name, t->cols, payload_cols, t->key);
+		pgtest_exec(s, "CREATE TABLE fid.%s_0 PARTITION OF fid.%s FOR VALUES IN (0);"
+		               "CREATE TABLE fid.%s_1 PARTITION OF fid.%s FOR VALUES IN (1);"
+		               "CREATE TABLE fid.%s_2 PARTITION OF fid.%s FOR VALUES IN (2)"
+		               "  PARTITION BY HASH (%s);"
+		               "CREATE TABLE fid.%s_2a PARTITION OF fid.%s_2"
+		               "  FOR VALUES WITH (MODULUS 2, REMAINDER 0);"
+		               "CREATE TABLE fid.%s_2b PARTITION OF fid.%s_2"
+		               "  FOR VALUES WITH (MODULUS 2, REMAINDER 1)",
+		            t->name, t->name, t->name, t->name, t->name, t->name, first, t->name, t->name,
+		            t->name, t->name);
+	} else {
+		pgtest_exec(s, "CREATE TABLE fid.%s (%s, %s)", t->name, t->cols, payload_cols);
 		/* the key columns NOT NULL, a unique index on them */
 		pgtest_exec(s, "DO $$ DECLARE c text; BEGIN"
 		               " FOREACH c IN ARRAY string_to_array('%s', ', ') LOOP"
 		               "   EXECUTE format('ALTER TABLE fid.%%I ALTER %%I SET NOT NULL', '%s', c);"
-		               " END LOOP; END $$", t->kt->key, t->name);
-		pgtest_exec(s, "CREATE UNIQUE INDEX %s_key ON fid.%s (%s)", t->name, t->name,
-		            t->kt->key);
+		               " END LOOP; END $$", t->key, t->name);
+		pgtest_exec(s, "CREATE UNIQUE INDEX %s_key ON fid.%s (%s)", t->name, t->name, t->key);
 		if (t->kind == KIND_USING_INDEX)
 			pgtest_exec(s, "ALTER TABLE fid.%s REPLICA IDENTITY USING INDEX %s_key", t->name,
 			            t->name);
@@ -203,6 +233,12 @@ create_table(fidelity *f, const fid_table *t)
 	}
 	pgtest_exec(s, "ALTER TABLE fid.%s ALTER doc SET STORAGE EXTERNAL,"
 	               " ALTER blob SET STORAGE EXTERNAL", t->name);
+	/* no statistics: the reader then reads no table size, which would wait
+	 * on the test's lock before the low watermark (see waited_on) */
+	pgtest_exec(s, "DO $$ DECLARE r regclass; BEGIN"
+	               " FOR r IN SELECT relid FROM pg_partition_tree('fid.%s') WHERE isleaf LOOP"
+	               "   EXECUTE format('ALTER TABLE %%s SET (autovacuum_enabled = false)', r);"
+	               " END LOOP; END $$", t->name);
 	snprintf(nsql, sizeof nsql, "SELECT generate_series(1, %d) AS n", f->rows);
 	insert_rows(s, t, nsql, NULL);
 }
@@ -244,7 +280,7 @@ move_key(PGconn *conn, const fid_table *t, long n, long shift)
 {
 	pgtest_exec(conn, "UPDATE fid.%s SET n = n + %ld, (%s) = (SELECT %s FROM"
 	                  " (SELECT %ld AS n) s) WHERE n = %ld",
-	            t->name, shift, t->kt->key, t->kt->expr, n + shift, n);
+	            t->name, shift, t->key, t->expr, n + shift, n);
 }
 
 /* "a DESC, b DESC": the key's order backwards. */
@@ -269,7 +305,7 @@ order_desc(const char *key, char *out, size_t size)
 static void
 race(PGconn *lock, fid_table *t)
 {
-	const char *order = t->kt->key;
+	const char *order = t->key;
 	char desc[256], nsql[64];
 	long n;
 
@@ -290,7 +326,7 @@ race(PGconn *lock, fid_table *t)
 		move_key(lock, t, n, 100000);
 	if ((n = nth_row(lock, t, order, 5)) > 0)
 		pgtest_exec(lock, "UPDATE fid.%s SET v = 'partial' WHERE n = %ld", t->name, n);
-	order_desc(t->kt->key, desc, sizeof desc);
+	order_desc(t->key, desc, sizeof desc);
 	if ((n = nth_row(lock, t, desc, 1)) > 0)
 		move_key(lock, t, n, 200000);
 	insert_rows(lock, t, "SELECT generate_series(50001, 50003) AS n", "new");
@@ -298,16 +334,27 @@ race(PGconn *lock, fid_table *t)
 	t->raced = true;
 }
 
-/* The table a snapshot reader waits on (a lock), or NULL. */
+/* The table a snapshot reader waits on (a lock) in its chunk's read, with
+ * its low watermark written and its snapshot taken, or NULL. Waiting
+ * anywhere else (on a partition, reading a size) fails the test: the race
+ * would not be the one meant. */
 static fid_table *
 waited_on(fidelity *f)
 {
+	char *other = pgtest_query_value(
+		f->e->s, "SELECT c.relname || ': ' || a.query FROM pg_locks l"
+		         " JOIN pg_class c ON c.oid = l.relation JOIN pg_stat_activity a ON a.pid = l.pid"
+		         " WHERE NOT l.granted AND a.application_name LIKE 'tidemark snapshot%%'"
+		         " AND a.query NOT LIKE 'COPY (SELECT %%' LIMIT 1");
 	char *name = pgtest_query_value(
 		f->e->s, "SELECT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
 		         " JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted"
-		         " AND a.application_name LIKE 'tidemark snapshot%%' LIMIT 1");
+		         " AND a.application_name LIKE 'tidemark snapshot%%'"
+		         " AND a.query LIKE 'COPY (SELECT %%' LIMIT 1");
 	fid_table *t = NULL;
 
+	if (other != NULL)
+		fail_msg("a snapshot reader waits outside its chunk's read: %s", other);
 	for (int i = 0; name != NULL && i < f->ntables && t == NULL; i++)
 		if (strcmp(f->tables[i].name, name) == 0)
 			t = &f->tables[i];
@@ -398,8 +445,12 @@ workload_step(PGconn *conn, void *arg, unsigned i)
 		pgtest_exec(conn, "UPDATE fid.%s SET v = 'toast kept' WHERE n = %ld", t->name, n);
 		break;
 	default:
-		pgtest_exec(conn, "UPDATE fid.%s SET doc = doc || 'x', blob = NULL WHERE n = %ld",
-		            t->name, n);
+		if (t->kind == KIND_PARTITIONED) /* the row moves to another partition */
+			pgtest_exec(conn, "UPDATE fid.%s SET region = (region + 1) %% 3, doc = doc || 'y'"
+			                  " WHERE n = %ld", t->name, n);
+		else
+			pgtest_exec(conn, "UPDATE fid.%s SET doc = doc || 'x', blob = NULL WHERE n = %ld",
+			            t->name, n);
 	}
 }
 
@@ -525,7 +576,7 @@ test_every_key_type_and_kind_under_the_race(void **state)
 	locks = calloc((size_t) f.ntables, sizeof(PGconn *));
 	for (int i = 0; i < f.ntables; i++) {
 		locks[i] = pgtest_connect_str(f.e->src);
-		pgtest_exec(locks[i], "BEGIN; LOCK TABLE fid.%s IN ACCESS EXCLUSIVE MODE",
+		pgtest_exec(locks[i], "BEGIN; LOCK TABLE ONLY fid.%s IN ACCESS EXCLUSIVE MODE",
 		            f.tables[i].name);
 	}
 	run = tm_spawn(f.e, "run", "--chunk-rows", "7", "--chunk-bytes", "16kB",

@@ -73,7 +73,7 @@ fixture_setup(void **state)
 	verify_sql_column_init(&f->cols[0], "Order Id", "integer", "integer");
 	verify_sql_column_init(&f->cols[1], "line", "smallint", "smallint");
 	verify_sql_column_init(&f->cols[2], "amount", "integer", "numeric(12,2)");
-	f->t = (verify_sql_table) {"public", "Line Items", 2, two_keys, two_key_idx, 3, f->cols};
+	f->t = (verify_sql_table) {"public", "Line Items", 2, two_keys, two_key_idx, 3, f->cols, false};
 	*state = f;
 	return 0;
 }
@@ -179,7 +179,7 @@ test_split_keys_in_source_type(void **state)
 {
 	static const char *const key[] = {"id"};
 	verify_sql_column col;
-	verify_sql_table t = {"public", "t", 1, key, first_col, 1, &col};
+	verify_sql_table t = {"public", "t", 1, key, first_col, 1, &col, false};
 	strbuf sql = STRBUF_INIT;
 
 	(void) state;
@@ -192,6 +192,11 @@ test_split_keys_in_source_type(void **state)
 	strbuf_reset(&sql);
 	verify_sql_split(&sql, &t, VERIFY_SQL_SOURCE | VERIFY_SQL_LOWER);
 	assert_non_null(strstr(sql.data, "SELECT concat(x.k1) FROM"));
+	/* an inheritance parent: its own rows only */
+	strbuf_reset(&sql);
+	t.only = true;
+	verify_sql_split(&sql, &t, VERIFY_SQL_SOURCE | VERIFY_SQL_LOWER);
+	assert_non_null(strstr(sql.data, " FROM ONLY \"public\".\"t\" t WHERE"));
 	strbuf_free(&sql);
 	verify_sql_column_clear(&col);
 }
@@ -220,7 +225,7 @@ test_one_key_awkward_names(void **state)
 {
 	static const char *const key[] = {"x\"; DROP TABLE y; --"};
 	verify_sql_column col;
-	verify_sql_table t = {"we\"ird", "t", 1, key, first_col, 1, &col};
+	verify_sql_table t = {"we\"ird", "t", 1, key, first_col, 1, &col, false};
 	strbuf sql = STRBUF_INIT;
 
 	(void) state;

@@ -1,0 +1,92 @@
+/*
+ * schema_sync_int.h: what schema_sync.c (the message, a table's change,
+ * the audit log) and schema_sync_part.c (partitioned tables) share. Not
+ * for other modules: they use schema_sync.h.
+ */
+#ifndef TIDEMARK_SCHEMA_SYNC_INT_H
+#define TIDEMARK_SCHEMA_SYNC_INT_H
+
+#include <stdint.h>
+
+#include "ddl_auth.h"
+#include "ddl_event.h"
+#include "ddl_partition.h"
+#include "schema_sync.h"
+#include "strbuf.h"
+
+#define MAX_REWRITES 64
+#define MAX_TRUNCATED 64
+
+typedef struct table_policy {
+	char *schema;   /* owned */
+	char *name;     /* owned */
+	ddl_policy policy;
+} table_policy;
+
+struct schema_sync {
+	schema_sync_config cfg;
+	sink *sink;                       /* borrowed */
+	table_policy *policies;           /* owned */
+	int npolicies;
+	long long rewrite_xid;            /* the transaction the rewrites belong to */
+	int nrewrites;
+	uint32_t rewrites[MAX_REWRITES];  /* tables the source rewrote in it */
+	long long truncate_xid;           /* the transaction the truncations belong to */
+	int ntruncated;
+	uint32_t truncated[MAX_TRUNCATED]; /* partitioned tables truncated, or copied
+	                                   * again for a truncated partition, in it */
+	long long statement_xid;          /* the transaction of the statement text: */
+	char *statement;                  /* owned: long texts are sent once per transaction */
+	uint8_t key[DDL_AUTH_KEY_MAX];    /* the capture key (see ddl_auth.h) */
+	int key_len;                      /* -1: none kept on the target */
+	tm_lsn signed_from;               /* messages from here on must be signed */
+};
+
+/* What one message's sync did, for the audit log. */
+typedef struct sync_note {
+	strbuf tables;       /* "schema.table, ..." */
+	strbuf classes;      /* classifications */
+	strbuf actions;      /* what was done on the target */
+	int version;         /* the last version recorded, 0 if none */
+} sync_note;
+
+/* Appends text to a "; "-separated list. */
+void schema_sync_note_list(strbuf *sb, const char *text);
+/* "schema.name" to the note's tables. */
+void schema_sync_note_table(sync_note *note, const char *schema, const char *name);
+void schema_sync_result_add(schema_sync_result *res, int table_id);
+/* Asks for the table to be copied again from the start. */
+int schema_sync_request_snapshot(schema_sync *ss, int table_id);
+bool schema_sync_was_rewritten(const schema_sync *ss, uint32_t relid);
+/* A table created, moved or detached into a replicated schema: registered
+ * (created on the target, to be copied). *added tells whether it was. */
+int schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_note *note,
+                          schema_sync_result *res, bool *added);
+
+/* ---- partitioned tables (schema_sync_part.c) ---- */
+
+/* The replicated partitioned tables a message concerns, with their
+ * recorded partitions: *roots new (catalog_partition_roots_free). */
+int schema_sync_part_roots(schema_sync *ss, const ddl_event *e, ddl_part_root **roots, int *n);
+/* Follows what a ddl or drop message did to each root's hierarchy:
+ * partitions recorded or forgotten, the root copied again when rows came
+ * or went without row changes, a detached partition in a replicated
+ * schema registered as a table of its own. */
+int schema_sync_part_follow(schema_sync *ss, const ddl_event *e, ddl_part_root *roots, int n,
+                            tm_lsn pos, sync_note *note, schema_sync_result *res);
+/* A partition listed in a ddl message. *done: nothing more to do for it
+ * (its root is replicated, or it is not replicated at all); else it is a
+ * replicated table of its own whose root is not replicated. */
+int schema_sync_part_listed(schema_sync *ss, const ddl_event *e, const ddl_event_table *et,
+                            const ddl_part_root *roots, int n, sync_note *note,
+                            schema_sync_result *res, bool *done);
+/* Did the source rewrite a partition of this table in the message's
+ * transaction (a root's rows are its partitions')? */
+bool schema_sync_part_rewritten(const schema_sync *ss, const ddl_event *e, uint32_t relid);
+/* A truncate message (a partition or a partitioned table was truncated):
+ * pgoutput sends nothing for a partition truncated by itself, so its root
+ * is copied again. *log: the audit log records it. */
+int schema_sync_part_truncate(schema_sync *ss, const ddl_event *e, sync_note *note,
+                              schema_sync_result *res, bool *log);
+
+#endif

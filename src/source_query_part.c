@@ -1,0 +1,151 @@
+/*
+ * source_query_part.c: the source's partitioned tables (source_query.h):
+ * a root's partitions, partitions whose root is left out, and the
+ * publication's publish_via_partition_root.
+ */
+#include "source_query.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pgconn.h"
+#include "strbuf.h"
+
+#define SRC PGCONN_SOURCE
+
+/* A query with the table's oid as its one parameter. */
+static int
+oid_query(PGconn *conn, const char *what, const char *sql, uint32_t relid, PGresult **r)
+{
+	char oid[16];
+	const char *p[] = {oid};
+
+	snprintf(oid, sizeof oid, "%u", relid);
+	return pgconn_exec(conn, SRC, what, sql, 1, p, r);
+}
+
+int
+source_query_partitions(PGconn *conn, uint32_t relid, ddl_part_root *out)
+{
+	PGresult *r = NULL;
+	int rc = oid_query(conn, "listing the partitions of a partitioned table",
+	                   "SELECT t.relid::oid, t.parentrelid::oid, n.nspname, c.relname"
+	                   " FROM pg_partition_tree($1::oid) t JOIN pg_class c ON c.oid = t.relid"
+	                   " JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                   " WHERE t.level > 0 ORDER BY t.level, t.relid", relid, &r);
+
+	for (int i = 0; rc == TM_OK && i < PQntuples(r); i++)
+		ddl_part_root_add(out, (uint32_t) strtoul(PQgetvalue(r, i, 0), NULL, 10),
+		                  (uint32_t) strtoul(PQgetvalue(r, i, 1), NULL, 10), PQgetvalue(r, i, 2),
+		                  PQgetvalue(r, i, 3));
+	PQclear(r);
+	return rc;
+}
+
+int
+source_query_table_name(PGconn *conn, uint32_t relid, char **out)
+{
+	PGresult *r = NULL;
+	int rc = oid_query(conn, "reading a table's name",
+	                   "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c"
+	                   " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::oid",
+	                   relid, &r);
+
+	*out = NULL;
+	if (rc == TM_OK && PQntuples(r) == 1 && (*out = strdup(PQgetvalue(r, 0, 0))) == NULL)
+		abort();
+	PQclear(r);
+	return rc;
+}
+
+int
+source_query_partitioned(PGconn *conn, uint32_t relid, bool *partitioned)
+{
+	PGresult *r = NULL;
+	int rc = oid_query(conn, "reading a table's kind",
+	                   "SELECT relkind = 'p' FROM pg_class WHERE oid = $1::oid", relid, &r);
+
+	*partitioned = rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return rc;
+}
+
+int
+source_query_foreign_partitions(PGconn *conn, const char *schema, char ***out)
+{
+	const char *p[] = {schema};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, SRC, "listing the partitions of a schema",
+	                     "SELECT format('%I.%I', n.nspname, c.relname), rn.nspname, rc.relname"
+	                     " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                     " JOIN pg_class rc ON rc.oid = pg_partition_root(c.oid)"
+	                     " JOIN pg_namespace rn ON rn.oid = rc.relnamespace"
+	                     " WHERE n.nspname = $1 AND c.relispartition AND rn.nspname <> $1"
+	                     " ORDER BY 1", 1, p, &r);
+
+	*out = NULL;
+	if (rc != TM_OK)
+		return rc;
+	*out = calloc((size_t) PQntuples(r) * 3 + 1, sizeof(char *));
+	if (*out == NULL)
+		abort();
+	for (int i = 0; i < PQntuples(r) * 3; i++)
+		if (((*out)[i] = strdup(PQgetvalue(r, i / 3, i % 3))) == NULL)
+			abort();
+	PQclear(r);
+	return TM_OK;
+}
+
+int
+source_query_fix_via_root(PGconn *conn, const char *publication)
+{
+	const char *p[] = {publication};
+	PGresult *r = NULL;
+	strbuf sql = STRBUF_INIT;
+	int rc = pgconn_exec(conn, SRC, "reading the publication's options",
+	                     "SELECT pubviaroot FROM pg_publication WHERE pubname = $1", 1, p, &r);
+
+	if (rc != TM_OK || PQntuples(r) == 0 || strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
+		PQclear(r);
+		return rc;
+	}
+	PQclear(r);
+	strbuf_append(&sql, "ALTER PUBLICATION ");
+	strbuf_append_ident(&sql, publication);
+	strbuf_append(&sql, " SET (publish_via_partition_root = true)");
+	rc = pgconn_command(conn, SRC, "setting publish_via_partition_root", sql.data, 0, NULL);
+	if (rc == TM_OK)
+		log_info("source: publication \"%s\" now sends the changes of partitions as changes of "
+		         "their root (publish_via_partition_root = true): tidemark replicates a "
+		         "partitioned table as one table", publication);
+	strbuf_free(&sql);
+	return rc;
+}
+
+int
+source_query_check_via_root(PGconn *conn, const char *publication)
+{
+	const char *p[] = {publication};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, SRC, "checking the publication's options",
+	                     "SELECT p.pubviaroot OR NOT EXISTS (SELECT FROM pg_publication_tables pt"
+	                     "   JOIN pg_namespace n ON n.nspname = pt.schemaname"
+	                     "   JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename"
+	                     "   WHERE pt.pubname = p.pubname AND (c.relispartition OR c.relkind = 'p'))"
+	                     " FROM pg_publication p WHERE p.pubname = $1", 1, p, &r);
+
+	if (rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+		log_error("source: publication \"%s\" sends the changes of partitions as changes of the "
+		          "partitions themselves (publish_via_partition_root is off), but tidemark "
+		          "replicates a partitioned table as one table, its root: those changes would "
+		          "be lost. Fix: ALTER PUBLICATION \"%s\" SET (publish_via_partition_root = "
+		          "true); (or run `tidemark setup` again, which sets it), then `tidemark "
+		          "snapshot` each partitioned table to copy what was missed", publication,
+		          publication);
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	return rc;
+}
