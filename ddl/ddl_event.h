@@ -30,7 +30,7 @@ typedef struct ddl_event_column {
 } ddl_event_column;
 
 typedef struct ddl_event_table {
-	tabledef *def;       /* owned: schema, name, relid, columns */
+	tabledef *def;       /* owned: schema, name, relid, columns, the types they need */
 	char relkind;
 	char replident;
 	ddl_event_column *cols; /* owned: parallel to def->cols */
@@ -61,6 +61,8 @@ typedef struct ddl_event {
 	ddl_event_dropped *dropped;
 	uint32_t rewrite_relid;   /* kind REWRITE */
 	int rewrite_reason;
+	srctype_list types;       /* kind DDL: the types the command created or
+	                           * altered, with those they need (004) */
 	char *error;              /* the trigger's own error, NULL when none */
 } ddl_event;
 

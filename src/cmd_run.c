@@ -24,6 +24,8 @@
 #include "snapshot.h"
 #include "source.h"
 #include "source_query.h"
+#include "strbuf.h"
+#include "typesync.h"
 
 #define FEEDBACK_INTERVAL_MS 10000
 #define ADVANCE_INTERVAL_MS 1000
@@ -101,6 +103,8 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 	schema_sync_result res;
 	int rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
 
+	if (rc == TM_OK && res.commit_after)
+		apply_commit_after(st->apply);
 	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table))
 		return rc;
 	snapshot_poll_soon(st->snap);
@@ -112,6 +116,13 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 		snapshot_restart(st->snap, res.changed[i]);
 	}
 	return rc;
+}
+
+/* A message that changes types, before it changes anything. */
+static int
+type_boundary(void *ctx)
+{
+	return apply_type_boundary(((run_state *) ctx)->apply);
 }
 
 static int
@@ -316,6 +327,54 @@ catalog_upgrade(run_state *st)
 	return rc;
 }
 
+/* One table registered before the key order was recorded: worked out from
+ * the source's definition and the target table. A table the source no
+ * longer has is left for later. */
+static int
+key_order_of(run_state *st, const catalog_table *t)
+{
+	tabledef *def = NULL;
+	char *reason = NULL;
+	strbuf name = STRBUF_INIT;
+	int rc = source_query_table_def(st->control, t->source_schema, t->source_table, &def);
+
+	if (rc == TM_EXIT_CONFIG)
+		return TM_OK;
+	if (rc == TM_OK)
+		rc = typesync_key_order(st->sink, def, t->target_schema, t->target_table, &reason);
+	strbuf_append_qualified(&name, t->source_schema, t->source_table);
+	if (rc == TM_OK)
+		rc = catalog_set_key_order(st->sink, t->table_id, strbuf_str(&name), reason);
+	strbuf_free(&name);
+	free(reason);
+	tabledef_free(def);
+	return rc;
+}
+
+/* The key order of the tables registered before it was recorded (see
+ * migrations/target/005_target_types.sql), once per run. */
+static int
+key_order_refresh(run_state *st)
+{
+	catalog_table *tables = NULL;
+	int *ids = NULL, nids = 0, n = 0, version = 0;
+	int rc = catalog_version(st->sink, &version);
+
+	if (rc != TM_OK || version < 5)
+		return rc; /* no catalog yet: the session says to run setup */
+	rc = catalog_key_order_unknown(st->sink, st->opts->slot, &ids, &nids);
+
+	if (rc == TM_OK && nids > 0)
+		rc = catalog_load_tables(st->sink, st->opts->slot, &tables, &n);
+	for (int i = 0; rc == TM_OK && i < n; i++)
+		for (int j = 0; rc == TM_OK && j < nids; j++)
+			if (tables[i].table_id == ids[j])
+				rc = key_order_of(st, &tables[i]);
+	catalog_tables_free(tables, n);
+	free(ids);
+	return rc;
+}
+
 /* The --until-caught-up marker, written once into the source's WAL: once
  * it is applied, everything the source had written before it is on the
  * target, and the run ends when no snapshot is pending either. */
@@ -341,7 +400,7 @@ session_open(run_state *st)
 	snapshot_config sc = {o->source, o->slot, o->chunk_rows > 0 ? o->chunk_rows : 20000,
 	                      o->snapshot_readers, o->progress_interval};
 	schema_sync_config ssc = {o->slot, st->policy, o->ntable_policies, o->table_policies,
-	                          o->drop_columns, o->drop_tables};
+	                          o->drop_columns, o->drop_tables, type_boundary, st};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
@@ -353,6 +412,8 @@ session_open(run_state *st)
 		rc = sink_open(o->target, "apply", &st->sink);
 	if (rc == TM_OK)
 		rc = catalog_upgrade(st);
+	if (rc == TM_OK)
+		rc = key_order_refresh(st);
 	if (rc == TM_OK)
 		rc = snapshot_new(&sc, st->sink, &st->snap);
 	if (rc == TM_OK)

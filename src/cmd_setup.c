@@ -159,7 +159,7 @@ prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
 
 		rc = sink_begin(s);
 		if (rc == TM_OK)
-			rc = catalog_add_table(s, o->slot, t->defs[i], valid_from, &added);
+			rc = catalog_add_table(s, o->slot, t->defs[i], valid_from, &added, NULL);
 		if (rc == TM_OK)
 			rc = sink_commit(s, NULL);
 		else

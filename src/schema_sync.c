@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pgconn.h"
 #include "target_ddl.h"
+#include "typesync.h"
 
 #define MAX_REWRITES 64
 
@@ -243,7 +244,8 @@ load_target(schema_sync *ss, const catalog_table *t, target_cols *tc)
 
 	memset(tc, 0, sizeof *tc);
 	rc = sink_query(ss->sink, "reading the target table's columns",
-	                    "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+	                    "SELECT a.attname, tidemark.format_type(a.atttypid, a.atttypmod)"
+	                    " FROM pg_attribute a"
 	                    " WHERE a.attrelid = format('%I.%I', $1::text, $2::text)::regclass"
 	                " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", 2, p, &tc->res);
 	if (rc == TM_OK)
@@ -284,19 +286,21 @@ exec(schema_sync *ss, const char *what, strbuf *sql)
 }
 
 /* A statement that may fail without failing the transaction (a NOT NULL
- * the target's rows cannot take): under a savepoint. */
+ * the target's rows cannot take, a generated column the target refuses):
+ * under a savepoint. *refused (may be NULL: then freed here) gets the
+ * target's message when it failed. */
 static int
-exec_tolerant(schema_sync *ss, const char *what, strbuf *sql)
+exec_tolerant(schema_sync *ss, const char *what, strbuf *sql, char **refused)
 {
-	int rc = sink_command(ss->sink, "setting a savepoint", "SAVEPOINT tidemark_ddl", 0, NULL);
+	char *failure = NULL;
+	int rc = sink_try(ss->sink, what, strbuf_str(sql), &failure);
 
-	if (rc == TM_OK && sink_command(ss->sink, what, strbuf_str(sql), 0, NULL) != TM_OK) {
-		log_warn("target: %s failed (above); replication goes on without it", what);
-		rc = sink_command(ss->sink, "rolling back to the savepoint",
-		                  "ROLLBACK TO SAVEPOINT tidemark_ddl", 0, NULL);
-	} else if (rc == TM_OK)
-		rc = sink_command(ss->sink, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_ddl",
-		                  0, NULL);
+	if (rc == TM_OK && failure != NULL)
+		log_warn("target: %s failed: %s; replication goes on without it", what, failure);
+	if (refused != NULL)
+		*refused = failure;
+	else
+		free(failure);
 	strbuf_reset(sql);
 	return rc;
 }
@@ -308,8 +312,37 @@ rename_to(char **field, const char *value)
 	*field = strdup(value);
 }
 
+/* A generated column, under a savepoint: one the target refuses is left
+ * out, and the new version says why (kept_as). */
 static int
-run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, strbuf *sql)
+add_generated(schema_sync *ss, const target_name *tn, const ddl_action *a, tabledef *now,
+              strbuf *sql)
+{
+	tabledef_column *c = (tabledef_column *) tabledef_find(now, a->column);
+	char *refused = NULL;
+	tm_error err;
+	int rc;
+
+	if (target_ddl_add_generated(sql, tn->schema, tn->table, a->column, a->type, a->coll_schema,
+	                             a->coll_name, a->value, &err) != 0) {
+		log_error("target: cannot %s: %s", a->why, err.msg);
+		return TM_EXIT_TARGET;
+	}
+	rc = exec_tolerant(ss, "adding a generated target column", sql, &refused);
+	if (rc == TM_OK && refused != NULL && c != NULL) {
+		strbuf why = STRBUF_INIT;
+
+		strbuf_appendf(&why, "generated column left out: the target refused it: %s", refused);
+		tabledef_set_kept_as(c, strbuf_str(&why));
+		strbuf_free(&why);
+	}
+	free(refused);
+	return rc;
+}
+
+static int
+run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, tabledef *now,
+                  strbuf *sql)
 {
 	tm_error err;
 
@@ -326,15 +359,25 @@ run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, strbuf 
 		return exec(ss, "dropping NOT NULL on a target column", sql);
 	case DDL_ACT_SET_NOT_NULL:
 		target_ddl_not_null(sql, tn->schema, tn->table, a->column, true);
-		return exec_tolerant(ss, "setting NOT NULL on a target column", sql);
+		return exec_tolerant(ss, "setting NOT NULL on a target column", sql, NULL);
 	case DDL_ACT_ALTER_TYPE:
 		if (target_ddl_alter_type(sql, tn->schema, tn->table, a->column, a->from_type, a->type,
 		                          &err) != 0)
 			break;
 		return exec(ss, "changing a target column's type", sql);
+	case DDL_ACT_ADD_GENERATED:
+		return add_generated(ss, tn, a, now, sql);
+	case DDL_ACT_DROP_EXPRESSION:
+		target_ddl_drop_expression(sql, tn->schema, tn->table, a->column);
+		return exec(ss, "making a generated target column an ordinary one", sql);
+	case DDL_ACT_SET_COLLATION:
+		if (target_ddl_set_collation(sql, tn->schema, tn->table, a->column, a->type,
+		                             a->coll_schema, a->coll_name, &err) != 0)
+			break;
+		return exec(ss, "changing a target column's collation", sql);
 	case DDL_ACT_ADD_COLUMN:
-		if (target_ddl_add_column(sql, tn->schema, tn->table, a->column, a->type, a->value,
-		                          &err) != 0)
+		if (target_ddl_add_column(sql, tn->schema, tn->table, a->column, a->type, a->coll_schema,
+		                          a->coll_name, a->value, &err) != 0)
 			break;
 		if (exec(ss, "adding a target column", sql) != TM_OK)
 			return TM_EXIT_TARGET;
@@ -352,7 +395,7 @@ run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, strbuf 
 
 static int
 run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const target_cols *tc,
-                 strbuf *sql)
+                 tabledef *now, strbuf *sql)
 {
 	switch (a->kind) {
 	case DDL_ACT_RENAME_TABLE:
@@ -370,7 +413,7 @@ run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const ta
 		target_ddl_set_key(sql, tn->schema, tn->table, tc->pk, a->nkeys, a->keys);
 		return exec(ss, "changing a target table's key", sql);
 	default:
-		return run_column_action(ss, tn, a, sql);
+		return run_column_action(ss, tn, a, now, sql);
 	}
 }
 
@@ -447,7 +490,7 @@ was_rewritten(const schema_sync *ss, uint32_t relid)
 
 static int
 run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_cols *tc,
-         sync_note *note, bool *resnapshot)
+         tabledef *now, sync_note *note, bool *resnapshot)
 {
 	strbuf sql = STRBUF_INIT;
 	int rc = TM_OK;
@@ -458,7 +501,7 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 		if (a->kind == DDL_ACT_RESNAPSHOT)
 			*resnapshot = true;
 		else
-			rc = run_table_action(ss, tn, a, tc, &sql);
+			rc = run_table_action(ss, tn, a, tc, now, &sql);
 		if (rc == TM_OK)
 			note_list(&note->actions, a->why);
 	}
@@ -466,10 +509,45 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 	return rc;
 }
 
+/* The types and collations the new definition needs, made ready on the
+ * target; each column's target type resolved (typesync.h). */
+static int
+sync_types(schema_sync *ss, tabledef *def, sync_note *note, schema_sync_result *res)
+{
+	typesync_result ts = {false, STRBUF_INIT};
+	int rc = typesync_table(ss->sink, ss->cfg.slot, def, &ts);
+
+	if (rc == TM_OK && ts.actions.len > 0)
+		note_list(&note->actions, strbuf_str(&ts.actions));
+	res->commit_after |= ts.values_added;
+	typesync_result_free(&ts);
+	return rc;
+}
+
+/* The key's order on the target after the change, recorded when it
+ * changed. */
+static int
+sync_key_order(schema_sync *ss, const catalog_table *t, const tabledef *now,
+               const target_name *tn)
+{
+	char *reason = NULL;
+	strbuf name = STRBUF_INIT;
+	int rc = typesync_key_order(ss->sink, now, tn->schema, tn->table, &reason);
+
+	strbuf_append_qualified(&name, now->schema, now->name);
+	if (rc == TM_OK && (t->key_order_same != (reason == NULL) ||
+	                    (reason != NULL && (t->key_order_reason == NULL ||
+	                                        strcmp(reason, t->key_order_reason) != 0))))
+		rc = catalog_set_key_order(ss->sink, t->table_id, strbuf_str(&name), reason);
+	strbuf_free(&name);
+	free(reason);
+	return rc;
+}
+
 /* One replicated table's change: plan, run, record. */
 static int
-sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, tm_lsn pos,
-           sync_note *note)
+sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, tm_lsn pos,
+           sync_note *note, schema_sync_result *res)
 {
 	tabledef *old = NULL;
 	target_cols tc;
@@ -482,6 +560,8 @@ sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, tm_lsn
 
 	memset(&tc, 0, sizeof tc);
 	memset(&plan, 0, sizeof plan);
+	if (rc == TM_OK)
+		rc = sync_types(ss, now->def, note, res);
 	if (rc == TM_OK)
 		rc = load_target(ss, t, &tc);
 	if (rc == TM_OK) {
@@ -504,10 +584,12 @@ sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, tm_lsn
 	}
 	if (rc == TM_OK) {
 		note_list(&note->classes, plan.summary);
-		rc = run_plan(ss, &plan, &tn, &tc, note, &resnapshot);
+		rc = run_plan(ss, &plan, &tn, &tc, now->def, note, &resnapshot);
 	}
 	if (rc == TM_OK)
 		rc = record_version(ss, t, now->def, &tn, version + 1, pos);
+	if (rc == TM_OK)
+		rc = sync_key_order(ss, t, now->def, &tn);
 	if (rc == TM_OK && resnapshot)
 		rc = request_snapshot(ss, t->table_id);
 	if (rc == TM_OK)
@@ -534,7 +616,7 @@ static int
 new_table(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *note,
           schema_sync_result *res)
 {
-	bool replicated = false, added = false;
+	bool replicated = false, added = false, values_added = false;
 	int rc = catalog_has_schema(ss->sink, ss->cfg.slot, et->def->schema, &replicated);
 
 	if (rc != TM_OK || !replicated)
@@ -545,7 +627,8 @@ new_table(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *not
 		note_list(&note->actions, "new table without a key: not replicated");
 		return TM_OK;
 	}
-	rc = catalog_add_table(ss->sink, ss->cfg.slot, et->def, pos, &added);
+	rc = catalog_add_table(ss->sink, ss->cfg.slot, et->def, pos, &added, &values_added);
+	res->commit_after |= values_added;
 	if (rc == TM_OK && added) {
 		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
 		         et->def->schema, et->def->name);
@@ -557,13 +640,42 @@ new_table(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *not
 	return rc;
 }
 
+/* The message's own types (ALTER TYPE, ALTER DOMAIN, ...): a group
+ * boundary before and after (see schema_sync.h), then followed. */
 static int
-on_ddl(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note, schema_sync_result *res)
+on_types(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_result *res)
 {
+	typesync_result ts = {false, STRBUF_INIT};
 	int rc = TM_OK;
 
+	if (e->types.n == 0)
+		return TM_OK;
+	if (ss->cfg.type_boundary != NULL)
+		rc = ss->cfg.type_boundary(ss->cfg.boundary_ctx);
+	res->commit_after = true;
+	if (rc == TM_OK)
+		rc = typesync_follow(ss->sink, ss->cfg.slot, &e->types, &ts);
+	for (int i = 0; rc == TM_OK && i < e->types.n; i++) {
+		strbuf name = STRBUF_INIT;
+
+		strbuf_appendf(&name, "type %s.%s (%s)", e->types.types[i].schema,
+		               e->types.types[i].name, e->types.types[i].kind_name);
+		note_list(&note->classes, strbuf_str(&name));
+		strbuf_free(&name);
+	}
+	if (rc == TM_OK && ts.actions.len > 0)
+		note_list(&note->actions, strbuf_str(&ts.actions));
+	typesync_result_free(&ts);
+	return rc;
+}
+
+static int
+on_ddl(schema_sync *ss, ddl_event *e, tm_lsn pos, sync_note *note, schema_sync_result *res)
+{
+	int rc = on_types(ss, e, note, res);
+
 	for (int i = 0; rc == TM_OK && i < e->ntables; i++) {
-		const ddl_event_table *et = &e->tables[i];
+		ddl_event_table *et = &e->tables[i];
 		catalog_table *t = NULL;
 
 		note_list(&note->tables, et->def->schema);
@@ -573,7 +685,7 @@ on_ddl(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note, schema_
 		if (rc == TM_OK && t == NULL)
 			rc = new_table(ss, et, pos, note, res);
 		else if (rc == TM_OK) {
-			rc = sync_table(ss, t, et, pos, note);
+			rc = sync_table(ss, t, et, pos, note, res);
 			if (rc == TM_OK)
 				result_add(res, t->table_id);
 		}

@@ -30,6 +30,8 @@ struct sink {
 	const char *queued_sql[SINK_BATCH]; /* borrowed: what each queued statement is */
 	bool queued_what[SINK_BATCH];       /* queued_sql[i] describes a query, not its SQL */
 	long nstatements;
+	bool trying;                      /* in sink_try: a statement error is kept, not logged */
+	char *try_failure;                /* owned: that error's message */
 	int nstmts;
 	sink_stmt *buckets[SINK_BUCKETS]; /* owned chains */
 };
@@ -81,6 +83,7 @@ sink_close(sink *s)
 		}
 	}
 	PQfinish(s->conn);
+	free(s->try_failure);
 	free(s);
 }
 
@@ -91,6 +94,15 @@ fail_result(sink *s, int index, PGresult *r)
 	char what[200];
 	const char *sql = index < s->queued ? s->queued_sql[index] : NULL;
 
+	if (s->trying && r != NULL && PQstatus(s->conn) == CONNECTION_OK) {
+		const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+
+		free(s->try_failure);
+		s->try_failure = strdup(msg != NULL ? msg : "failed");
+		if (s->try_failure == NULL)
+			abort();
+		return TM_EXIT_TARGET;
+	}
 	if (index < s->queued && s->queued_what[index])
 		snprintf(what, sizeof what, "%.190s", sql);
 	else
@@ -223,6 +235,28 @@ sink_script(sink *s, const char *what, const char *sql)
 	if (rc == TM_OK)
 		rc = pipeline_enter(s);
 	return rc;
+}
+
+int
+sink_try(sink *s, const char *what, const char *sql, char **failure)
+{
+	int rc = sink_command(s, "setting a savepoint", "SAVEPOINT tidemark_try", 0, NULL);
+
+	*failure = NULL;
+	if (rc != TM_OK)
+		return rc;
+	s->trying = true;
+	rc = sink_command(s, what, sql, 0, NULL);
+	s->trying = false;
+	if (s->try_failure != NULL) {
+		*failure = s->try_failure;
+		s->try_failure = NULL;
+		return sink_command(s, "rolling back to the savepoint",
+		                    "ROLLBACK TO SAVEPOINT tidemark_try", 0, NULL);
+	}
+	if (rc != TM_OK)
+		return rc;
+	return sink_command(s, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_try", 0, NULL);
 }
 
 int

@@ -36,6 +36,16 @@ int sink_query(sink *s, const char *what, const char *sql, int nparams,
 int sink_command(sink *s, const char *what, const char *sql, int nparams,
                  const char *const *params);
 
+/*
+ * Runs one statement inside the open transaction under a savepoint: when
+ * the server refuses it (a statement error, not a lost connection), the
+ * transaction goes back to the savepoint and goes on; *failure is then the
+ * server's message (new string, the caller frees it and says what it
+ * means: nothing is logged here), else NULL. Returns a status for every
+ * other failure.
+ */
+int sink_try(sink *s, const char *what, const char *sql, char **failure);
+
 int sink_begin(sink *s);
 bool sink_in_transaction(const sink *s);
 /*

@@ -34,6 +34,11 @@ tabledef_add_column(tabledef *t, int attnum, const char *name, const char *type_
 	c->target_type = xstrdup(type_sql);
 	c->type_oid = type_oid;
 	c->typmod = typmod;
+	c->type_ref = 0;
+	c->collation = NULL;
+	c->collate = false;
+	c->generated = NULL;
+	c->kept_as = NULL;
 	c->not_null = not_null;
 	c->is_key = is_key;
 	return c;
@@ -48,8 +53,12 @@ tabledef_free(tabledef *t)
 		free(t->cols[i].name);
 		free(t->cols[i].type_sql);
 		free(t->cols[i].target_type);
+		srctype_collation_free(t->cols[i].collation);
+		free(t->cols[i].generated);
+		free(t->cols[i].kept_as);
 	}
 	free(t->cols);
+	srctype_list_clear(&t->types);
 	free(t->schema);
 	free(t->name);
 	free(t);
@@ -68,7 +77,13 @@ tabledef_copy(const tabledef *t)
 		                                          col->is_key);
 
 		tabledef_set_target_type(nc, col->target_type);
+		nc->type_ref = col->type_ref;
+		nc->collation = srctype_collation_copy(col->collation);
+		nc->collate = col->collate;
+		nc->generated = xstrdup(col->generated);
+		nc->kept_as = xstrdup(col->kept_as);
 	}
+	srctype_list_copy(&c->types, &t->types);
 	return c;
 }
 
@@ -77,6 +92,19 @@ tabledef_set_target_type(tabledef_column *c, const char *target_type)
 {
 	free(c->target_type);
 	c->target_type = xstrdup(target_type ? target_type : c->type_sql);
+}
+
+void
+tabledef_set_kept_as(tabledef_column *c, const char *reason)
+{
+	free(c->kept_as);
+	c->kept_as = xstrdup(reason);
+}
+
+bool
+tabledef_column_streamed(const tabledef_column *c)
+{
+	return c->generated == NULL;
 }
 
 int
@@ -106,14 +134,49 @@ tabledef_columns_to_json(const tabledef *t)
 	for (int i = 0; i < t->ncols; i++) {
 		const tabledef_column *c = &t->cols[i];
 
-		json_array_append_new(arr, json_pack("{s:i, s:s, s:s, s:s, s:I, s:i, s:b, s:b}",
-		                                     "attnum", c->attnum, "name", c->name,
-		                                     "type", c->type_sql, "target_type",
-		                                     c->target_type, "type_oid",
-		                                     (json_int_t) c->type_oid, "typmod", (int) c->typmod,
-		                                     "not_null", c->not_null, "key", c->is_key));
+		json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:I, s:i, s:b, s:b}", "attnum", c->attnum,
+		                      "name", c->name, "type", c->type_sql, "target_type",
+		                      c->target_type, "type_oid", (json_int_t) c->type_oid, "typmod",
+		                      (int) c->typmod, "not_null", c->not_null, "key", c->is_key);
+
+		if (c->type_ref != 0)
+			json_object_set_new(o, "type_ref", json_integer(c->type_ref));
+		if (c->collation != NULL) {
+			json_object_set_new(o, "collation", srctype_collation_to_json(c->collation));
+			json_object_set_new(o, "collate", json_boolean(c->collate));
+		}
+		if (c->generated != NULL)
+			json_object_set_new(o, "generated", json_string(c->generated));
+		if (c->kept_as != NULL)
+			json_object_set_new(o, "kept_as", json_string(c->kept_as));
+		json_array_append_new(arr, o);
 	}
 	return arr;
+}
+
+/* The fields beyond the basic ones, all optional. */
+static int
+column_extras(tabledef_column *c, const json_t *o, size_t i, tm_error *err)
+{
+	const json_t *ref = json_object_get(o, "type_ref");
+	const json_t *gen = json_object_get(o, "generated");
+	const json_t *kept = json_object_get(o, "kept_as");
+	const json_t *collate = json_object_get(o, "collate");
+
+	if (json_is_integer(ref) && json_integer_value(ref) > 0 && json_integer_value(ref) <= UINT32_MAX)
+		c->type_ref = (uint32_t) json_integer_value(ref);
+	else if (ref != NULL && !json_is_null(ref))
+		return tm_error_set(err, "table definition: column %zu: \"type_ref\" is not an oid", i);
+	if (srctype_collation_from_json(json_object_get(o, "collation"), &c->collation, err) != 0)
+		return -1;
+	/* a capture message's collation is wanted on the target unless default */
+	c->collate = c->collation != NULL &&
+	             (collate != NULL ? json_is_true(collate) : !c->collation->is_default);
+	if (json_is_string(gen))
+		c->generated = xstrdup(json_string_value(gen));
+	if (json_is_string(kept))
+		c->kept_as = xstrdup(json_string_value(kept));
+	return 0;
 }
 
 /* Whether a column of t already has this attnum or this name. */
@@ -150,10 +213,23 @@ tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err)
 		if (column_repeated(t, attnum, name))
 			return tm_error_set(err, "table definition: column %zu repeats an attnum or a name",
 			                    i);
-		tabledef_set_target_type(tabledef_add_column(t, attnum, name, type, (uint32_t) oid,
-		                                             typmod, not_null, key),
-		                         target_type);
+		tabledef_column *nc = tabledef_add_column(t, attnum, name, type, (uint32_t) oid, typmod,
+		                                          not_null, key);
+
+		tabledef_set_target_type(nc, target_type);
+		if (column_extras(nc, c, i, err) != 0)
+			return -1;
 	}
+	return 0;
+}
+
+int
+tabledef_types_from_json(tabledef *t, const json_t *types, tm_error *err)
+{
+	tm_error why;
+
+	if (srctype_list_from_json(&t->types, types, &why) != 0)
+		return tm_error_set(err, "table definition: %s", why.msg);
 	return 0;
 }
 

@@ -591,10 +591,11 @@ test_columns_change_during_snapshot(void **state)
 	tm_env_free(e);
 }
 
-/* A target catalog from before the rows-read-again and capture-key
- * migrations: run brings it up to date, warns that capture messages are
- * not authenticated until setup runs again, and follows DDL; setup again
- * keeps the key. */
+/* A target catalog from before the rows-read-again, capture-key and
+ * target-types migrations: run brings it up to date (and works out the
+ * key order of the table registered before), warns that capture messages
+ * are not authenticated until setup runs again, and follows DDL; setup
+ * again keeps the key. */
 static void
 test_catalog_upgrade(void **state)
 {
@@ -604,7 +605,11 @@ test_catalog_upgrade(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE u (id int PRIMARY KEY, v int); INSERT INTO u VALUES (1, 1)");
 	tm_setup_table(e, "u");
-	pgtest_exec(e->t, "DROP TABLE tidemark.snapshot_rereads, tidemark.capture_keys;"
+	pgtest_exec(e->t, "DROP TABLE tidemark.snapshot_rereads, tidemark.capture_keys, tidemark.types;"
+	                  "DROP FUNCTION tidemark.format_type(oid, integer),"
+	                  "  tidemark.collation_definition(oid);"
+	                  "ALTER TABLE tidemark.tables DROP COLUMN key_order_same,"
+	                  "  DROP COLUMN key_order_reason;"
 	                  "DELETE FROM tidemark.migrations WHERE version >= 3");
 	run = tm_start_run(e, NULL);
 	assert_true(pgtest_proc_wait_output(run, "not authenticated for this replication", 60));
@@ -612,7 +617,10 @@ test_catalog_upgrade(void **state)
 	tm_stop_and_catch_up(e, run, 120);
 	tm_assert_equal(e, "u", "id");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.migrations"
-	                                         " WHERE version >= 3"), 2);
+	                                         " WHERE version >= 3"), 3);
+	/* the key order of a table registered before it was recorded: worked out */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                         " WHERE key_order_same"), 1);
 	tm_setup_table(e, "u");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.capture_keys"), 1);
 	pgtest_exec(e->s, "ALTER TABLE u RENAME COLUMN w TO ww; INSERT INTO u VALUES (3, 3, 'z')");
