@@ -10,7 +10,7 @@
  * known to return sets or to be volatile, aggregates, windows, subqueries
  * and parameters are refused. What the target is given is libpg_query's
  * deparse of the protobuf tree of the same text: SQL written from the
- * tree, not the text.
+ * tree, not the text; and only when it parses back to the same tree.
  */
 #include "ddl_parse_int.h"
 
@@ -150,22 +150,70 @@ check_tree(const json_t *root, tm_error *err)
 	return check_value(ddl_json_get(target, "val"), err);
 }
 
+/* The JSON tree of sql, checked when check is set; *root new. */
 static int
-parse_and_check(const char *sql, tm_error *err)
+parse_tree(const char *sql, bool check, json_t **root, tm_error *err)
 {
 	PgQueryParseResult pr = pg_query_parse(sql);
-	json_t *root = NULL;
-	int rc;
+	int rc = 0;
 
+	*root = NULL;
 	if (pr.error != NULL)
 		rc = tm_error_set(err, "it does not parse: %.200s",
 		                  pr.error->message ? pr.error->message : "syntax error");
-	else if ((root = json_loads(pr.parse_tree ? pr.parse_tree : "", 0, NULL)) == NULL)
+	else if ((*root = json_loads(pr.parse_tree ? pr.parse_tree : "", 0, NULL)) == NULL)
 		rc = tm_error_set(err, "its parse tree cannot be read (nested too deeply?)");
-	else
-		rc = check_tree(root, err);
-	json_decref(root);
+	else if (check)
+		rc = check_tree(*root, err);
 	pg_query_free_parse_result(pr);
+	return rc;
+}
+
+/* Drops every "location" (byte offsets differ between two spellings). */
+static void
+strip_locations(json_t *v)
+{
+	const char *key;
+	json_t *item;
+	void *tmp;
+	size_t i;
+
+	if (json_is_array(v))
+		json_array_foreach(v, i, item)
+			strip_locations(item);
+	else if (json_is_object(v))
+		json_object_foreach_safe(v, tmp, key, item) {
+			if (strcmp(key, "location") == 0 || strcmp(key, "stmt_len") == 0)
+				json_object_del(v, key);
+			else
+				strip_locations(item);
+		}
+}
+
+/* The rendering must parse back to the very tree of the text (libpg_query
+ * 15-4.0 writes some trees as SQL that does not parse, such as a
+ * subscripted ARRAY[...] without its brackets). */
+static int
+same_tree(json_t *tree, const char *rendered, tm_error *err)
+{
+	strbuf sql = STRBUF_INIT;
+	json_t *again = NULL;
+	tm_error why;
+	int rc;
+
+	strbuf_append(&sql, PREFIX);
+	strbuf_append(&sql, rendered);
+	rc = parse_tree(strbuf_str(&sql), false, &again, &why);
+	if (rc == 0) {
+		strip_locations(tree);
+		strip_locations(again);
+		if (!json_equal(tree, again))
+			rc = -1;
+	}
+	if (rc != 0)
+		tm_error_set(err, "libpg_query cannot write it back as the same expression");
+	json_decref(again);
+	strbuf_free(&sql);
 	return rc;
 }
 
@@ -197,7 +245,8 @@ ddl_parse_generation_expr(const char *expr, strbuf *out, tm_error *err)
 {
 	size_t len = expr != NULL ? strlen(expr) : 0;
 	size_t at = 0;
-	strbuf sql = STRBUF_INIT;
+	strbuf sql = STRBUF_INIT, rendered = STRBUF_INIT;
+	json_t *tree = NULL;
 	int rc;
 
 	if (len == 0)
@@ -210,9 +259,15 @@ ddl_parse_generation_expr(const char *expr, strbuf *out, tm_error *err)
 		return tm_error_set(err, "the expression is nested too deeply");
 	strbuf_append(&sql, PREFIX);
 	strbuf_append(&sql, expr);
-	rc = parse_and_check(strbuf_str(&sql), err);
+	rc = parse_tree(strbuf_str(&sql), true, &tree, err);
 	if (rc == 0)
-		rc = deparse(strbuf_str(&sql), out, err);
+		rc = deparse(strbuf_str(&sql), &rendered, err);
+	if (rc == 0)
+		rc = same_tree(tree, strbuf_str(&rendered), err);
+	if (rc == 0)
+		strbuf_append(out, strbuf_str(&rendered));
+	json_decref(tree);
+	strbuf_free(&rendered);
 	strbuf_free(&sql);
 	return rc;
 }

@@ -198,7 +198,7 @@ read_attr(const json_t *v, srctype_attr *a, tm_error *err)
 	    json_integer_value(attnum) > 1600 || name_at(v, "name") == NULL ||
 	    name_at(v, "type") == NULL || oid_at(v, "type_oid", &a->type_oid) != 0 ||
 	    oid_at(v, "type_ref", &a->type_ref) != 0)
-		return -1;
+		return tm_error_set(err, "no valid attnum, name or type");
 	a->attnum = (int) json_integer_value(attnum);
 	a->name = dup_at(v, "name");
 	a->type_sql = dup_at(v, "type");
@@ -218,11 +218,13 @@ read_attrs(const json_t *arr, srctype *t, tm_error *err)
 	json_array_foreach(arr, i, v) {
 		srctype_attr *a = &t->attrs[t->nattrs];
 
+		tm_error why;
+
 		/* counted first: a half-read attribute is freed with the rest */
 		t->nattrs++;
-		if (read_attr(v, a, err) != 0)
-			return tm_error_set(err, "type %s.%s: attribute %zu is not valid", t->schema,
-			                    t->name, i);
+		if (read_attr(v, a, &why) != 0)
+			return tm_error_set(err, "type %s.%s: attribute %zu is not valid: %s", t->schema,
+			                    t->name, i, why.msg);
 		for (int j = 0; j < t->nattrs - 1; j++)
 			if (t->attrs[j].attnum == a->attnum || strcmp(t->attrs[j].name, a->name) == 0)
 				return tm_error_set(err, "type %s.%s: attribute %zu repeats another", t->schema,
