@@ -128,9 +128,6 @@ catch_up_chunked(tm_env *e)
 	char *out = NULL;
 	int rc = tm_run(e, 120, &out, "run", "--until-caught-up", "--chunk-rows", "7", NULL);
 
-	if (getenv("TM_DEBUG"))
-		print_message("%s\n", out);
-
 	if (rc != 0)
 		fail_msg("run --until-caught-up exited %d:\n%s", rc, out ? out : "");
 	free(out);
@@ -179,6 +176,7 @@ test_enum_keys_in_chunks(void **state)
 	                  "INSERT INTO ek VALUES ('mid', 1000, '{zeta}', ROW('mid', 1)::pair, NULL)");
 	tm_stop_and_catch_up(e, run, 120);
 	assert_same_rows(e, "ek", NULL);
+	assert_int_equal(tm_run(e, 60, NULL, "verify", NULL), 0);
 	tm_env_free(e);
 }
 
@@ -239,6 +237,7 @@ test_collated_keys_in_chunks(void **state)
 		free(coll);
 	}
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM icu_k"), 60);
+	assert_int_equal(tm_run(e, 60, NULL, "verify", NULL), 0);
 	tm_env_free(e);
 }
 
