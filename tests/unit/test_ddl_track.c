@@ -379,6 +379,33 @@ test_event_table_without_name(void **state)
 	}
 }
 
+/* A message's own types and a table's types are read; a malformed type
+ * makes the message unreadable. */
+static void
+test_event_types(void **state)
+{
+	const char *ok = "{\"version\": 1, \"kind\": \"ddl\", \"types\": [{\"oid\": 7,"
+	                 " \"schema\": \"public\", \"name\": \"mood\", \"kind\": \"enum\","
+	                 " \"labels\": [{\"oid\": 8, \"label\": \"a\"}]}], \"tables\": [{\"relid\": 42,"
+	                 " \"schema\": \"public\", \"name\": \"t\", \"types\": [{\"oid\": 7,"
+	                 " \"schema\": \"public\", \"name\": \"mood\", \"kind\": \"enum\", \"labels\": []}],"
+	                 " \"columns\": [{\"attnum\": 1, \"name\": \"m\", \"type\": \"public.mood\","
+	                 " \"type_ref\": 7, \"generated\": null}]}]}";
+	const char *bad = "{\"version\": 1, \"kind\": \"ddl\", \"types\": [{\"oid\": 7}]}";
+	ddl_event *e = NULL;
+	tm_error err;
+
+	(void) state;
+	assert_int_equal(ddl_event_parse(ok, strlen(ok), &e, &err), 0);
+	assert_int_equal(e->types.n, 1);
+	assert_string_equal(e->types.types[0].labels[0].label, "a");
+	assert_int_equal(e->tables[0].def->types.n, 1);
+	assert_int_equal(e->tables[0].def->cols[0].type_ref, 7);
+	ddl_event_free(e);
+	assert_int_equal(ddl_event_parse(bad, strlen(bad), &e, &err), -1);
+	assert_non_null(strstr(err.msg, "type definition"));
+}
+
 static void
 test_policy_names(void **state)
 {
@@ -399,6 +426,7 @@ main(void)
 		cmocka_unit_test(test_malformed_type_fails_the_plan),
 		cmocka_unit_test(test_event_repeated_columns),
 		cmocka_unit_test(test_event_table_without_name),
+		cmocka_unit_test(test_event_types),
 		cmocka_unit_test(test_policy_names),
 	};
 
