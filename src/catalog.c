@@ -380,8 +380,11 @@ catalog_has_schema(sink *s, const char *slot, const char *schema, bool *out)
 	" array_to_json(key_columns)::text, state, array_to_json(snapshot_last_key)::text,"   \
 	" snapshot_rows, snapshot_chunks, coalesce(snapshot_estimate, -1),"                    \
 	" snapshot_requested_at IS NOT NULL, coalesce(source_relid, 0),"                    \
-	" coalesce(key_order_same, false),"                                                   \
-	" CASE WHEN key_order_same IS NULL THEN 'not known yet' ELSE key_order_reason END"
+	/* read through the row's JSON: a catalog before migration 005 has no    \
+	 * such columns (a command run before `run` has brought it up to date) */ \
+	" coalesce((to_jsonb(tables) ->> 'key_order_same')::boolean, false),"                 \
+	" CASE WHEN to_jsonb(tables) ->> 'key_order_same' IS NULL THEN 'not known yet'"        \
+	"   ELSE to_jsonb(tables) ->> 'key_order_reason' END"
 
 /* A JSON array of strings (or JSON null) into a new array of new strings. */
 static char **

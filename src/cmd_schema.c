@@ -70,7 +70,9 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 	                     "SELECT v.version, v.valid_from_lsn::text AS valid_from,"
 	                     " v.created_at::text AS recorded_at, v.columns,"
 	                     " format('%I.%I', t.target_schema, t.target_table) AS target,"
-	                     " t.key_order_same, t.key_order_reason"
+	                     /* through the row's JSON: a catalog before migration 005 lacks them */
+	                     " (to_jsonb(t) ->> 'key_order_same')::boolean AS key_order_same,"
+	                     " to_jsonb(t) ->> 'key_order_reason' AS key_order_reason"
 	                     " FROM tidemark.tables t JOIN tidemark.schema_versions v USING (table_id)"
 	                     " WHERE t.slot_name = $1 AND t.source_schema = $2 AND t.source_table = $3"
 	                     " ORDER BY v.version", 3, p, &r);

@@ -192,9 +192,11 @@ test_collated_keys_in_chunks(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE EXTENSION citext;"
 	                  "CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2');"
-	                  "CREATE TABLE icu_k (k text COLLATE ci PRIMARY KEY, v int);"
+	                  "CREATE DOMAIN ci_text AS text COLLATE ci;"
+	                  "CREATE TABLE icu_k (k text COLLATE ci PRIMARY KEY, v int, dc ci_text,"
+	                  "  c text COLLATE \"C\");"
 	                  "CREATE TABLE cit_k (k citext PRIMARY KEY, v int);"
-	                  "INSERT INTO icu_k SELECT CASE WHEN g %% 2 = 0 THEN upper(s) ELSE s END, g"
+	                  "INSERT INTO icu_k SELECT CASE WHEN g %% 2 = 0 THEN upper(s) ELSE s END, g, s, s"
 	                  "  FROM generate_series(1, 60) g, LATERAL (SELECT chr(97 + g %% 26) || g AS s) x;"
 	                  "INSERT INTO cit_k SELECT CASE WHEN g %% 3 = 0 THEN upper(s) ELSE s END, g"
 	                  "  FROM generate_series(1, 60) g, LATERAL (SELECT chr(97 + g %% 26) || g AS s) x");
@@ -229,6 +231,13 @@ test_collated_keys_in_chunks(void **state)
 	free(coll);
 	assert_value(e->t, "SELECT colliculocale FROM pg_collation WHERE collname = 'ci'",
 	             "und-u-ks-level2");
+	coll = column_collation(e->t, "icu_k", "dc");
+	assert_string_equal(coll, "ci");
+	free(coll);
+	coll = column_collation(e->t, "icu_k", "c");
+	assert_string_equal(coll, "C");
+	free(coll);
+	assert_same_value(e, "SELECT string_agg(dc, ',' ORDER BY dc) FROM icu_k");
 	assert_value(e->t, "SELECT extnamespace::regnamespace::text FROM pg_extension"
 	                   " WHERE extname = 'citext'", "public");
 	if (libc) {
