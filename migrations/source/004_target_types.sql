@@ -238,8 +238,9 @@ AS $$
      WHERE t.oid = p_type
 $$;
 
--- The "columns" of one table, by attnum: those of 003, generated columns
--- included, with "type_ref", "collation" and "generated".
+-- The "columns" of one table, by attnum: those of 003 ("key_position"
+-- included), generated columns too, with "type_ref", "collation" and
+-- "generated".
 CREATE OR REPLACE FUNCTION tidemark.capture_columns(p_relid oid)
 RETURNS json
 LANGUAGE sql STABLE
@@ -260,6 +261,8 @@ AS $$
                'collation', tidemark.collation_definition(a.attcollation),
                'not_null', a.attnotnull,
                'key', coalesce(a.attnum = ANY (k.keycols), false),
+               -- its place in the key (1, 2, ...), null for other columns
+               'key_position', array_position(k.keycols, a.attnum),
                'has_missing', a.atthasmissing,
                -- attmissingval is a one-element array of the column's type
                'missing', CASE WHEN a.atthasmissing
