@@ -28,6 +28,10 @@
 #include "typesync.h"
 
 #define FEEDBACK_INTERVAL_MS 10000
+/* While the target is slow to answer, a status update to the source this
+ * often: the source ends a stream that does not answer within its
+ * wal_sender_timeout (60 s by default). */
+#define KEEPALIVE_TICK_MS 1000
 #define ADVANCE_INTERVAL_MS 1000
 #define BACKOFF_MAX_MS 30000
 /* How long another process may hold the slot before run gives up. */
@@ -184,6 +188,20 @@ send_feedback(run_state *st, bool force)
 	if (rc == TM_OK)
 		rc = source_feedback(st->stream, apply_position(st->apply), false);
 	return rc;
+}
+
+/* While the target takes long to answer (a long DDL, a lock, a large
+ * load): a status update, so that the source keeps the stream (see
+ * sink_set_tick). The position is the last known durable one; a failure
+ * shows at the next read. */
+static void
+keepalive_tick(void *ctx)
+{
+	run_state *st = ctx;
+
+	if (st->stream != NULL && st->apply != NULL)
+		(void) source_feedback(st->stream, apply_position(st->apply), false);
+	st->last_feedback = clock_now_s();
 }
 
 /* A keepalive while nothing is in flight: every transaction before its
@@ -435,6 +453,8 @@ session_open(run_state *st)
 	so.start = apply_committed(st->apply);
 	rc = source_open(&so, &st->stream);
 	if (rc == TM_OK)
+		sink_set_tick(st->sink, keepalive_tick, st, KEEPALIVE_TICK_MS);
+	if (rc == TM_OK)
 		log_info("streaming from slot \"%s\" at %s", o->slot, lsn_format(so.start, pos));
 	return rc;
 }
@@ -443,6 +463,7 @@ static void
 session_close(run_state *st)
 {
 	source_close(st->stream);
+	st->stream = NULL; /* the sink's tick must not use it any more */
 	snapshot_free(st->snap);
 	schema_sync_free(st->schema);
 	st->schema = NULL;

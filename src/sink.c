@@ -1,9 +1,12 @@
 #include "sink.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "pgconn.h"
@@ -30,6 +33,9 @@ struct sink {
 	const char *queued_sql[SINK_BATCH]; /* borrowed: what each queued statement is */
 	bool queued_what[SINK_BATCH];       /* queued_sql[i] describes a query, not its SQL */
 	long nstatements;
+	sink_tick_fn tick;                /* called while a result is long in coming */
+	void *tick_ctx;
+	int tick_ms;
 	bool trying;                      /* in sink_try: a statement error is kept, not logged */
 	char *try_failure;                /* owned: that error's message */
 	int nstmts;
@@ -110,6 +116,44 @@ fail_result(sink *s, int index, PGresult *r)
 	return pgconn_fail(s->conn, TGT, what, r);
 }
 
+void
+sink_set_tick(sink *s, sink_tick_fn fn, void *ctx, int interval_ms)
+{
+	s->tick = fn;
+	s->tick_ctx = ctx;
+	s->tick_ms = interval_ms > 0 ? interval_ms : 1000;
+}
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+/* Waits until the next result can be read without blocking, calling the
+ * tick every tick_ms meanwhile. A failure of the connection is left for
+ * PQgetResult to report. */
+static void
+wait_result(sink *s)
+{
+	double last = now_ms();
+
+	while (s->tick != NULL && PQisBusy(s->conn)) {
+		struct pollfd p = {PQsocket(s->conn), POLLIN, 0};
+		int n = poll(&p, 1, s->tick_ms);
+
+		if ((n < 0 && errno != EINTR) || (n > 0 && PQconsumeInput(s->conn) == 0))
+			return;
+		if (now_ms() - last >= s->tick_ms) {
+			s->tick(s->tick_ctx);
+			last = now_ms();
+		}
+	}
+}
+
 /*
  * Reads every result up to the sync point. Keeps the result of the last
  * statement in *last when asked. Returns the first failure's status.
@@ -124,8 +168,11 @@ drain(sink *s, PGresult **last)
 	if (PQpipelineSync(s->conn) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a sync point", NULL);
 	for (;;) {
-		PGresult *r = PQgetResult(s->conn);
+		PGresult *r;
 		ExecStatusType st;
+
+		wait_result(s);
+		r = PQgetResult(s->conn);
 
 		if (r == NULL) {
 			/* one NULL ends each statement's results; two in a row mean the
@@ -410,6 +457,7 @@ sink_copy_end(sink *s)
 
 	if (PQputCopyEnd(s->conn, NULL) != 1)
 		rc = pgconn_fail(s->conn, TGT, "ending COPY", NULL);
+	wait_result(s);
 	while ((r = PQgetResult(s->conn)) != NULL) {
 		if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TM_OK)
 			rc = pgconn_fail(s->conn, TGT, "loading rows with COPY", r);

@@ -367,6 +367,49 @@ test_generated_columns(void **state)
 	tm_env_free(e);
 }
 
+/* ---- a long target DDL ---- */
+
+/* The target DDL of a schema change waits (here for a lock; a rewrite of a
+ * large table takes as long): the stream is answered meanwhile, so the
+ * source does not end it (wal_sender_timeout) and run goes on without a
+ * reconnection. */
+static void
+test_long_target_ddl_keeps_the_stream(void **state)
+{
+	tm_env *e = tm_env_new("longddl");
+	PGconn *lock = pgtest_connect_str(e->dst);
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "ALTER SYSTEM SET wal_sender_timeout = '2s'");
+	pgtest_exec(e->s, "SELECT pg_reload_conf();"
+	                  "CREATE TABLE w (id int PRIMARY KEY, v int); INSERT INTO w VALUES (1, 1)");
+	tm_setup_table(e, "w");
+	run = tm_start_run(e, NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM w", "1", 60));
+	pgtest_exec(lock, "BEGIN; LOCK TABLE w IN ACCESS EXCLUSIVE MODE");
+	pgtest_exec(e->s, "ALTER TABLE w ADD COLUMN g int GENERATED ALWAYS AS (v * 2) STORED;"
+	                  "INSERT INTO w VALUES (2, 2)");
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) > 0 FROM pg_stat_activity WHERE"
+	                                    " application_name = 'tidemark apply' AND wait_event_type = 'Lock'",
+	                              "t", 30));
+	/* held for three times the source's timeout */
+	tm_sleep_ms(6000);
+	pgtest_exec(lock, "COMMIT");
+	assert_true(pgtest_wait_value(e->t, "SELECT g FROM w WHERE id = 2", "4", 60));
+	/* a later change comes through the same stream */
+	pgtest_exec(e->s, "INSERT INTO w VALUES (3, 3)");
+	assert_true(pgtest_wait_value(e->t, "SELECT g FROM w WHERE id = 3", "6", 60));
+	if (strstr(pgtest_proc_output(run), "resuming from the target's position") != NULL)
+		fail_msg("the stream was lost while the target DDL waited:\n%s", pgtest_proc_output(run));
+	tm_stop_and_catch_up(e, run, 60);
+	pgtest_exec(e->s, "ALTER SYSTEM RESET wal_sender_timeout");
+	pgtest_exec(e->s, "SELECT pg_reload_conf()");
+	assert_same_rows(e, "w", NULL);
+	PQfinish(lock);
+	tm_env_free(e);
+}
+
 /* ---- what the target cannot have ---- */
 
 static void
@@ -415,6 +458,7 @@ main(void)
 		cmocka_unit_test(test_alter_type_followed),
 		cmocka_unit_test(test_generated_columns),
 		cmocka_unit_test(test_fallback_to_text_is_visible),
+		cmocka_unit_test(test_long_target_ddl_keeps_the_stream),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
