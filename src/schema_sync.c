@@ -524,6 +524,30 @@ sync_types(schema_sync *ss, tabledef *def, sync_note *note, schema_sync_result *
 	return rc;
 }
 
+/* A column the target kept as text before (made by a tidemark that kept
+ * such types as text) stays text: the new version says so, rather than
+ * name a type the target column does not have. */
+static void
+keep_fallbacks(const tabledef *old, tabledef *now)
+{
+	for (int i = 0; i < now->ncols; i++) {
+		tabledef_column *n = &now->cols[i];
+		const tabledef_column *o = NULL;
+
+		for (int j = 0; j < old->ncols && o == NULL; j++)
+			if (old->cols[j].attnum == n->attnum)
+				o = &old->cols[j];
+		if (o == NULL || n->type_ref == 0 || o->type_oid != n->type_oid ||
+		    strcmp(o->target_type, n->target_type) == 0 ||
+		    (strcmp(o->target_type, "text") != 0 && strcmp(o->target_type, "text[]") != 0))
+			continue;
+		tabledef_set_target_type(n, o->target_type);
+		tabledef_set_kept_as(n, o->kept_as != NULL ? o->kept_as
+		                                           : "kept as text: the column was made when "
+		                                             "tidemark kept such types as text");
+	}
+}
+
 /* The key's order on the target after the change, recorded when it
  * changed. */
 static int
@@ -562,6 +586,8 @@ sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, tm_lsn pos,
 	memset(&plan, 0, sizeof plan);
 	if (rc == TM_OK)
 		rc = sync_types(ss, now->def, note, res);
+	if (rc == TM_OK)
+		keep_fallbacks(old, now->def);
 	if (rc == TM_OK)
 		rc = load_target(ss, t, &tc);
 	if (rc == TM_OK) {

@@ -309,14 +309,43 @@ attrs_match(const char *json, const type_ddl_attr *attrs, int n)
 	return same;
 }
 
-/* Builds CREATE TYPE / DOMAIN for t into sql, or checks that the type the
- * target has (oid, not "") has the same definition (*same). */
+/* A composite type: CREATE TYPE for t into sql, or, when the target has a
+ * type of its name (oid, not ""), whether its attributes are t's (*same). */
 static int
-composite_or_domain(ts *x, const srctype *t, const char *oid, strbuf *sql, bool *same,
-                    const char **differs)
+composite_def(ts *x, const srctype *t, const char *oid, strbuf *sql, bool *same,
+              const char **differs)
 {
 	type_ddl_attr *attrs = xcalloc((size_t) t->nattrs + 1, sizeof(type_ddl_attr));
 	strbuf *types = xcalloc((size_t) t->nattrs + 1, sizeof(strbuf));
+	char *have = NULL;
+	tm_error err;
+	int rc = target_attrs(x, t, attrs, types, differs);
+
+	if (rc == TM_OK && oid[0] != '\0') {
+		rc = target_type_fact(x, oid, "reading a composite type on the target",
+		                      "SELECT json_agg(json_build_object('name', a.attname, 'type',"
+		                      " tidemark.format_type(a.atttypid, a.atttypmod)) ORDER BY a.attnum)"
+		                      " FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid"
+		                      " WHERE t.oid = $1::oid AND t.typtype = 'c' AND a.attnum > 0"
+		                      " AND NOT a.attisdropped", &have);
+		*same = rc == TM_OK && have != NULL && attrs_match(have, attrs, t->nattrs);
+	} else if (rc == TM_OK &&
+	           type_ddl_create_composite(sql, t->schema, t->name, attrs, t->nattrs, &err) != 0)
+		*differs = "its attribute types cannot be written";
+	for (int i = 0; i < t->nattrs; i++)
+		strbuf_free(&types[i]);
+	free(types);
+	free(attrs);
+	free(have);
+	return rc;
+}
+
+/* A domain: CREATE DOMAIN for t into sql, or whether the target's domain of
+ * its name (oid, not "") has t's base type (*same). */
+static int
+domain_def(ts *x, const srctype *t, const char *oid, strbuf *sql, bool *same,
+           const char **differs)
+{
 	strbuf base = STRBUF_INIT;
 	char *have = NULL;
 	const char *why = NULL;
@@ -324,40 +353,18 @@ composite_or_domain(ts *x, const srctype *t, const char *oid, strbuf *sql, bool 
 	tm_error err;
 	int rc;
 
-	*same = false;
-	if (t->kind == SRCTYPE_COMPOSITE) {
-		rc = target_attrs(x, t, attrs, types, differs);
-		if (rc == TM_OK && oid[0] != '\0')
-			rc = target_type_fact(x, oid, "reading a composite type on the target",
-			                      "SELECT json_agg(json_build_object('name', a.attname, 'type',"
-			                      " tidemark.format_type(a.atttypid, a.atttypmod)) ORDER BY a.attnum)"
-			                      " FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid"
-			                      " WHERE t.oid = $1::oid AND t.typtype = 'c' AND a.attnum > 0"
-			                      " AND NOT a.attisdropped", &have);
-		if (rc == TM_OK && oid[0] != '\0')
-			*same = have != NULL && attrs_match(have, attrs, t->nattrs);
-		else if (rc == TM_OK && type_ddl_create_composite(sql, t->schema, t->name, attrs,
-		                                                  t->nattrs, &err) != 0)
-			*differs = "its attribute types cannot be written";
-	} else {
-		ts_type_text(x, t->base_type, t->base_type_ref, &base, &why, &fallback);
-		rc = ts_collation(x, t->collation, &use, differs);
-		if (rc == TM_OK && oid[0] != '\0')
-			rc = target_type_fact(x, oid, "reading a domain on the target",
-			                      "SELECT tidemark.format_type(typbasetype, typtypmod) FROM pg_type"
-			                      " WHERE oid = $1::oid AND typtype = 'd'", &have);
-		if (rc == TM_OK && oid[0] != '\0')
-			*same = have != NULL && ts_same_type_text(have, strbuf_str(&base));
-		else if (rc == TM_OK &&
-		         type_ddl_create_domain(sql, t->schema, t->name, strbuf_str(&base),
-		                                use ? t->collation->schema : NULL,
-		                                use ? t->collation->name : NULL, &err) != 0)
-			*differs = "its base type cannot be written";
-	}
-	for (int i = 0; i < t->nattrs; i++)
-		strbuf_free(&types[i]);
-	free(types);
-	free(attrs);
+	ts_type_text(x, t->base_type, t->base_type_ref, &base, &why, &fallback);
+	rc = ts_collation(x, t->collation, &use, differs);
+	if (rc == TM_OK && oid[0] != '\0') {
+		rc = target_type_fact(x, oid, "reading a domain on the target",
+		                      "SELECT tidemark.format_type(typbasetype, typtypmod) FROM pg_type"
+		                      " WHERE oid = $1::oid AND typtype = 'd'", &have);
+		*same = rc == TM_OK && have != NULL && ts_same_type_text(have, strbuf_str(&base));
+	} else if (rc == TM_OK &&
+	           type_ddl_create_domain(sql, t->schema, t->name, strbuf_str(&base),
+	                                  use ? t->collation->schema : NULL,
+	                                  use ? t->collation->name : NULL, &err) != 0)
+		*differs = "its base type cannot be written";
 	strbuf_free(&base);
 	free(have);
 	return rc;
@@ -407,6 +414,7 @@ create_or_adopt(ts *x, const srctype *t)
 	int rc = ensure_schema(x, t->schema, &refused);
 
 	reason[0] = '\0';
+	oid[0] = '\0';
 	if (rc == TM_OK && refused == NULL)
 		rc = target_type_oid(x, t->schema, t->name, oid, sizeof oid);
 	if (rc == TM_OK && refused == NULL && t->kind == SRCTYPE_ENUM) {
@@ -414,8 +422,10 @@ create_or_adopt(ts *x, const srctype *t)
 			rc = adopt_enum(x, t, oid, &same);
 		else
 			type_ddl_create_enum(&sql, t->schema, t->name, t->labels, t->nlabels);
-	} else if (rc == TM_OK && refused == NULL)
-		rc = composite_or_domain(x, t, oid, &sql, &same, &differs);
+	} else if (rc == TM_OK && refused == NULL && t->kind == SRCTYPE_COMPOSITE)
+		rc = composite_def(x, t, oid, &sql, &same, &differs);
+	else if (rc == TM_OK && refused == NULL)
+		rc = domain_def(x, t, oid, &sql, &same, &differs);
 	if (rc != TM_OK) {
 		free(refused);
 		strbuf_free(&sql);
