@@ -157,12 +157,15 @@ test_enum_keys_in_chunks(void **state)
 	pgtest_exec(e->s, "CREATE TYPE mood AS ENUM ('zeta', 'alpha', 'mid');"
 	                  "CREATE TYPE pair AS (m mood, n int);"
 	                  "CREATE DOMAIN dmood AS mood CHECK (VALUE <> 'mid');"
+	                  /* a name and labels that need quoting */
+	                  "CREATE TYPE \"Odd \"\"Mood\"\"\" AS ENUM ('it''s', 'x\"y');"
 	                  "CREATE TABLE ek (m mood, n int, moods mood[], p pair, d dmood,"
-	                  "  PRIMARY KEY (m, n));"
+	                  "  odd \"Odd \"\"Mood\"\"\", PRIMARY KEY (m, n));"
 	                  "INSERT INTO ek SELECT (enum_range(NULL::mood))[1 + g %% 3], g,"
 	                  "  ARRAY[(enum_range(NULL::mood))[1 + (g + 1) %% 3], 'mid']::mood[],"
 	                  "  ROW((enum_range(NULL::mood))[1 + g %% 3], g)::pair,"
-	                  "  CASE WHEN g %% 2 = 0 THEN 'zeta' ELSE 'alpha' END::dmood"
+	                  "  CASE WHEN g %% 2 = 0 THEN 'zeta' ELSE 'alpha' END::dmood,"
+	                  "  (CASE WHEN g %% 2 = 0 THEN 'it''s' ELSE 'x\"y' END)::\"Odd \"\"Mood\"\"\""
 	                  "  FROM generate_series(1, 60) g");
 	tm_setup_table(e, "ek");
 	catch_up_chunked(e);
@@ -170,6 +173,7 @@ test_enum_keys_in_chunks(void **state)
 	assert_same_rows(e, "ek", NULL);
 	assert_same_types(e, "ek");
 	assert_same_value(e, "SELECT enum_range(NULL::mood)::text");
+	assert_same_value(e, "SELECT enum_range(NULL::\"Odd \"\"Mood\"\"\")::text");
 	assert_same_value(e, "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod),"
 	                     " ', ' ORDER BY attnum) FROM pg_attribute WHERE attrelid ="
 	                     " (SELECT typrelid FROM pg_type WHERE oid = 'pair'::regtype)");
