@@ -103,7 +103,8 @@ parse_table(const json_t *o, ddl_event_table *t, tm_error *err)
 	t->partition_root = oid_field(o, "partition_root");
 	if (t->partition_of == 0 || t->partition_root == 0 || t->partition_root == t->def->relid)
 		t->partition_of = t->partition_root = 0; /* a partition has both, and a root not itself */
-	if (tabledef_columns_from_json(t->def, cols, err) != 0)
+	if (tabledef_columns_from_json(t->def, cols, err) != 0 ||
+	    tabledef_types_from_json(t->def, json_object_get(o, "types"), err) != 0)
 		return -1;
 	return parse_columns_extra(cols, t);
 }
@@ -214,6 +215,8 @@ ddl_event_parse(const char *content, size_t len, ddl_event **out, tm_error *err)
 	}
 	if (rc == 0)
 		rc = parse_dropped(root, e, err);
+	if (rc == 0 && srctype_list_from_json(&e->types, json_object_get(root, "types"), err) != 0)
+		rc = -1;
 	json_decref(root);
 	if (rc != 0) {
 		ddl_event_free(e);
@@ -242,6 +245,7 @@ ddl_event_free(ddl_event *e)
 		free(e->dropped[i].identity);
 	}
 	free(e->dropped);
+	srctype_list_clear(&e->types);
 	free(e->command_tag);
 	free(e->statement);
 	free(e->user);

@@ -33,7 +33,7 @@ typedef struct ddl_event_column {
 } ddl_event_column;
 
 typedef struct ddl_event_table {
-	tabledef *def;       /* owned: schema, name, relid, columns */
+	tabledef *def;       /* owned: schema, name, relid, columns, the types they need */
 	char relkind;
 	char replident;
 	uint32_t partition_of;   /* a partition: its parent's relid, else 0 */
@@ -66,6 +66,8 @@ typedef struct ddl_event {
 	ddl_event_dropped *dropped;
 	uint32_t rewrite_relid;   /* kind REWRITE */
 	int rewrite_reason;
+	srctype_list types;       /* kind DDL: the types the command created or
+	                           * altered, with those they need (004) */
 	char *error;              /* the trigger's own error, NULL when none */
 } ddl_event;
 

@@ -246,6 +246,22 @@ const char *ddl_parse_stmt_class_name(ddl_parse_stmt_class cls);
 int ddl_parse_type_render(const ddl_parse_type *type, strbuf *out, tm_error *err);
 
 /*
+ * A stored generated column's expression, as the source's pg_get_expr()
+ * wrote it, written again for target DDL from libpg_query's parse tree
+ * (its protobuf deparse), never copied. Accepted: exactly one expression
+ * (parsed as SELECT <expr>) of constants, columns of the same row,
+ * operators, casts, CASE, COALESCE, NULLIF, IS [NOT] NULL, arrays, rows,
+ * COLLATE and calls of functions that are not known to return a set or to
+ * be volatile; refused: subqueries, aggregates and windows, parameters,
+ * qualified column references, anything else, and texts over
+ * DDL_PARSE_MAX_EXPR bytes. The target still refuses any expression that
+ * is not immutable. Returns 0 with the expression appended to out, or -1
+ * with err saying why it is refused (out unchanged).
+ */
+#define DDL_PARSE_MAX_EXPR (16 * 1024)
+int ddl_parse_generation_expr(const char *expr, strbuf *out, tm_error *err);
+
+/*
  * Appends a one-line description of a change, for logs and tests, e.g.
  *   ALTER_COLUMN_TYPE public.orders.total type="pg_catalog"."numeric"(12,2) using=no
  * Names that are not plain lower-case identifiers are shown quoted, control

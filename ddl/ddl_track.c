@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cast.h"
+#include "ddl_parse.h"
 #include "ident.h"
 #include "sqltype.h"
 
@@ -55,6 +56,24 @@ add_action(planner *pl, ddl_action_kind kind, const char *column, const char *na
 	a->column = xstrdup(column);
 	a->name = xstrdup(name);
 	return a;
+}
+
+/* The collation the target column is to have: NULL for the default. */
+static const srctype_collation *
+wanted_collation(const tabledef_column *c)
+{
+	return c->collate && c->collation != NULL && !c->collation->is_default ? c->collation : NULL;
+}
+
+static void
+set_collation(ddl_action *a, const tabledef_column *c)
+{
+	const srctype_collation *coll = wanted_collation(c);
+
+	if (coll != NULL) {
+		a->coll_schema = xstrdup(coll->schema);
+		a->coll_name = xstrdup(coll->name);
+	}
 }
 
 static void
@@ -206,6 +225,9 @@ plan_renames(planner *pl)
 
 			if (o == NULL || strcmp(o->name, now->cols[i].name) == 0)
 				continue;
+			/* a generated column the target could not have: nothing to rename */
+			if (o->generated != NULL && target_type(pl, o->name) == NULL)
+				continue;
 			if (step == 1)
 				make_room(pl, now->cols[i].name);
 			snprintf(tmp, sizeof tmp, "tidemark renaming %d", o->attnum);
@@ -293,6 +315,104 @@ plan_not_null(planner *pl, const tabledef_column *o, const tabledef_column *n)
 	note(pl, n->not_null ? "set not null" : "drop not null");
 }
 
+/* The same type under another name: ALTER TYPE ... RENAME TO or SET
+ * SCHEMA on the source, followed by the target's type itself. */
+static bool
+type_renamed(const tabledef_column *o, const tabledef_column *n)
+{
+	return n->type_ref != 0 && o->type_oid == n->type_oid && o->typmod == n->typmod;
+}
+
+/* Adds a generated column, when its expression is one tidemark writes. */
+static void
+plan_add_generated(planner *pl, const tabledef_column *n)
+{
+	strbuf expr = STRBUF_INIT;
+	tm_error why;
+	ddl_action *a;
+
+	if (n->kept_as != NULL || ddl_parse_generation_expr(n->generated, &expr, &why) != 0) {
+		strbuf_free(&expr);
+		return; /* left out: the caller records why */
+	}
+	a = add_action(pl, DDL_ACT_ADD_GENERATED, n->name, NULL);
+	a->type = xstrdup(n->target_type);
+	a->value = strbuf_steal(&expr);
+	set_collation(a, n);
+	set_why(a, "add generated column %s of type %s", n->name, n->target_type);
+}
+
+/* A column generated before or after the change (named as after the
+ * renames): dropped and added again when its type or expression changed,
+ * made ordinary by DROP EXPRESSION. */
+static void
+plan_generated(planner *pl, const tabledef_column *o, const tabledef_column *n)
+{
+	bool on_target = target_type(pl, o->name) != NULL;
+	ddl_action *a;
+
+	if (o->generated != NULL && n->generated == NULL) {
+		note(pl, "drop expression");
+		if (on_target) {
+			set_why(add_action(pl, DDL_ACT_DROP_EXPRESSION, n->name, NULL),
+			        "column %s is no longer generated%s", n->name, NULL);
+			return;
+		}
+		a = add_action(pl, DDL_ACT_ADD_COLUMN, n->name, NULL);
+		a->type = xstrdup(n->target_type);
+		set_collation(a, n);
+		set_why(a, "add column %s, no longer generated, of type %s", n->name, n->target_type);
+		set_why(add_action(pl, DDL_ACT_RESNAPSHOT, n->name, NULL),
+		        "column %s had no values on the target%s; the table is copied again", n->name,
+		        NULL);
+		return;
+	}
+	if (on_target && o->generated != NULL && strcmp(o->generated, n->generated) == 0 &&
+	    strcmp(o->type_sql, n->type_sql) == 0)
+		return;
+	note(pl, "generated column");
+	if (on_target)
+		set_why(add_action(pl, DDL_ACT_DROP_COLUMN, n->name, NULL),
+		        "generated column %s changes: dropped to be added again%s", n->name, NULL);
+	plan_add_generated(pl, n);
+}
+
+/* A collation to follow: the column's changed (when the old version knew
+ * it), or a type change that the default collation of the new type would
+ * otherwise decide. type: the column's type on the target after the plan. */
+static void
+plan_collation(planner *pl, const tabledef_column *o, const tabledef_column *n, const char *type,
+               bool retyped)
+{
+	const srctype_collation *oc = wanted_collation(o), *nc = wanted_collation(n);
+	bool changed = o->collation != NULL &&
+	               !(oc == NULL ? nc == NULL
+	                            : nc != NULL && strcmp(oc->schema, nc->schema) == 0 &&
+	                                  strcmp(oc->name, nc->name) == 0);
+	ddl_action *a;
+
+	if (type == NULL || n->collation == NULL || !(changed || (retyped && nc != NULL)))
+		return;
+	note(pl, "collation");
+	a = add_action(pl, DDL_ACT_SET_COLLATION, n->name, NULL);
+	a->type = xstrdup(type);
+	set_collation(a, n);
+	set_why(a, "column %s takes collation %s", n->name, nc != NULL ? nc->name : "default");
+}
+
+/* The type the plan last gave column name, or NULL when it changes none. */
+static const char *
+planned_type(const planner *pl, const char *name)
+{
+	const char *type = NULL;
+
+	for (int i = 0; i < pl->plan->n; i++)
+		if (pl->plan->actions[i].kind == DDL_ACT_ALTER_TYPE &&
+		    strcmp(pl->plan->actions[i].column, name) == 0)
+			type = pl->plan->actions[i].type;
+	return type;
+}
+
 static int
 plan_changed_columns(planner *pl)
 {
@@ -300,16 +420,25 @@ plan_changed_columns(planner *pl)
 
 	for (int i = 0; i < now->ncols; i++) {
 		const tabledef_column *o = by_attnum(old, now->cols[i].attnum);
+		const tabledef_column *n = &now->cols[i];
 		tabledef_column renamed;
+		const char *retyped;
 
 		if (o == NULL)
 			continue;
+		if (o->generated != NULL || n->generated != NULL) {
+			plan_generated(pl, o, n);
+			continue;
+		}
 		renamed = *o;
-		renamed.name = now->cols[i].name;
-		if (strcmp(o->type_sql, now->cols[i].type_sql) != 0 &&
-		    plan_type(pl, o, &now->cols[i]) != 0)
+		renamed.name = n->name;
+		if (strcmp(o->type_sql, n->type_sql) != 0 && !type_renamed(o, n) &&
+		    plan_type(pl, o, n) != 0)
 			return -1;
-		plan_not_null(pl, &renamed, &now->cols[i]);
+		plan_not_null(pl, &renamed, n);
+		retyped = planned_type(pl, n->name);
+		plan_collation(pl, o, n, retyped ? retyped : target_type(pl, o->name),
+		               retyped != NULL);
 	}
 	return 0;
 }
@@ -325,6 +454,13 @@ plan_dropped(planner *pl)
 		if (by_attnum(now, o->attnum) != NULL)
 			continue;
 		note(pl, "drop column");
+		if (o->generated != NULL) {
+			/* computed by the target from other columns: nothing of its own */
+			if (target_type(pl, o->name) != NULL)
+				set_why(add_action(pl, DDL_ACT_DROP_COLUMN, current_name(pl, o->name), NULL),
+				        "generated column %s was dropped on the source%s", o->name, NULL);
+			continue;
+		}
 		set_why(add_action(pl, pl->in->drop_columns ? DDL_ACT_DROP_COLUMN : DDL_ACT_KEEP_COLUMN,
 		                   current_name(pl, o->name), NULL),
 		        pl->in->drop_columns ? "column %s was dropped on the source%s"
@@ -349,8 +485,13 @@ plan_added(planner *pl)
 			continue;
 		note(pl, "add column");
 		make_room(pl, n->name);
+		if (n->generated != NULL) {
+			plan_add_generated(pl, n);
+			continue;
+		}
 		a = add_action(pl, DDL_ACT_ADD_COLUMN, n->name, NULL);
 		a->type = xstrdup(n->target_type);
+		set_collation(a, n);
 		if (pl->in->now->cols[i].has_missing)
 			a->value = xstrdup(pl->in->now->cols[i].missing);
 		set_why(a, "add column %s of type %s", n->name, n->target_type);
@@ -440,6 +581,8 @@ ddl_plan_free(ddl_plan *p)
 		free(a->type);
 		free(a->from_type);
 		free(a->value);
+		free(a->coll_schema);
+		free(a->coll_name);
 		for (int k = 0; k < a->nkeys; k++)
 			free(a->keys[k]);
 		free(a->keys);

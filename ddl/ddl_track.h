@@ -17,6 +17,17 @@
  * When the source rewrote the table (its existing values may have changed
  * in a way no row change shows) and the change was not an exact widening,
  * the plan asks for the table to be copied again.
+ *
+ * Types and collations: a column whose type keeps its oid but not its name
+ * (ALTER TYPE ... RENAME TO / SET SCHEMA) did not change: the target's type
+ * follows the source's (typesync.h). A column's collation change is
+ * followed (ALTER COLUMN ... TYPE ... COLLATE). Generated columns (never
+ * sent by the stream, computed by the target): added with their
+ * expression (re-rendered by ddl_parse_generation_expr; one that is
+ * refused is left out, and the caller says why), dropped with the source
+ * whatever drop_columns says (they hold nothing of their own), dropped and
+ * added again when their expression or type changes, and made ordinary
+ * columns by DROP EXPRESSION.
  */
 #ifndef TIDEMARK_DDL_TRACK_H
 #define TIDEMARK_DDL_TRACK_H
@@ -66,6 +77,11 @@ typedef enum ddl_action_kind {
 	DDL_ACT_DROP_NOT_NULL,
 	DDL_ACT_SET_KEY,         /* keys */
 	DDL_ACT_RESNAPSHOT,      /* copy the table again */
+	DDL_ACT_ADD_GENERATED,   /* column of type, GENERATED ALWAYS AS (value) STORED;
+	                          * value as ddl_parse_generation_expr wrote it */
+	DDL_ACT_DROP_EXPRESSION, /* column: no longer generated, keeps its values */
+	DDL_ACT_SET_COLLATION,   /* column of type: COLLATE coll_schema.coll_name
+	                          * (NULL: the default) */
 } ddl_action_kind;
 
 typedef struct ddl_action {
@@ -74,7 +90,9 @@ typedef struct ddl_action {
 	char *name;
 	char *type;
 	char *from_type;
-	char *value;             /* ADD_COLUMN: NULL means NULL */
+	char *value;             /* ADD_COLUMN: NULL means NULL; ADD_GENERATED: the expression */
+	char *coll_schema;       /* ADD_COLUMN, ADD_GENERATED, SET_COLLATION: the collation */
+	char *coll_name;         /* of the column, NULL for the default */
 	int nkeys;
 	char **keys;
 	char *why;               /* for the audit log: what and why */

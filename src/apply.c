@@ -68,6 +68,8 @@ struct apply {
 	tm_lsn stop_before;         /* stop at the transaction committed here (0: never) */
 	pg_timestamp commit_time;   /* of the source transaction being applied */
 	bool skipping;              /* this source tx is already applied */
+	bool tx_wrote;              /* this source tx has sent something to the target */
+	bool commit_after_tx;       /* the group ends with this source tx (apply_type_boundary) */
 	bool group_open;
 	int group_txs;
 	long group_changes;
@@ -363,14 +365,19 @@ type_of(PGresult *r, const char *name)
 static void
 cross_check(const apply_rel *r, PGresult *version)
 {
-	bool same = PQntuples(version) == r->ncols;
+	int streamed = 0;
+	bool same = true;
 
+	/* generated columns (third column) are never sent by the stream */
+	for (int i = 0; i < PQntuples(version); i++)
+		streamed += PQgetisnull(version, i, 2);
+	same = streamed == r->ncols;
 	for (int i = 0; same && i < r->ncols; i++)
 		same = type_of(version, r->colnames[i]) != NULL;
 	if (!same && PQntuples(version) > 0)
 		log_warn("the stream describes %s.%s with %d columns that differ from its schema version "
 		         "in force (%d columns): a schema change was not captured; rows follow the "
-		         "stream's description", r->nspname, r->relname, r->ncols, PQntuples(version));
+		         "stream's description", r->nspname, r->relname, r->ncols, streamed);
 }
 
 /*
@@ -390,13 +397,14 @@ load_checks(apply *a, apply_rel *r)
 
 	snprintf(id, sizeof id, "%d", r->table->table_id);
 	rc = sink_query(a->sink, "reading the source types in force",
-	                "SELECT c->>'name', c->>'type' FROM tidemark.schema_versions v,"
+	                "SELECT c->>'name', c->>'type', c->>'generated'"
+	                " FROM tidemark.schema_versions v,"
 	                " jsonb_array_elements(v.columns) c WHERE v.table_id = $1::int"
 	                " AND v.version = (SELECT max(version) FROM tidemark.schema_versions"
 	                "   WHERE table_id = $1::int)", 1, p1, &src);
 	if (rc == TM_OK)
 		rc = sink_query(a->sink, "reading the target types",
-		                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute"
+		                "SELECT attname, tidemark.format_type(atttypid, atttypmod) FROM pg_attribute"
 		                " WHERE attrelid = format('%I.%I', $1::text, $2::text)::regclass"
 		                " AND attnum > 0 AND NOT attisdropped", 2, p2, &tgt);
 	r->src_types = calloc((size_t) r->ncols + 1, sizeof(sqltype));
@@ -488,7 +496,7 @@ static int
 register_new_table(apply *a, const apply_rel *r, catalog_table **out, bool *explained)
 {
 	tabledef *def = NULL;
-	bool replicated = false, excluded = false, added = false;
+	bool replicated = false, excluded = false, added = false, values_added = false;
 	int rc = catalog_load_table(a->sink, a->cfg.slot, r->nspname, r->relname, out);
 
 	*explained = false;
@@ -506,7 +514,9 @@ register_new_table(apply *a, const apply_rel *r, catalog_table **out, bool *expl
 	rc = a->cfg.resolve(a->cfg.resolve_ctx, r->nspname, r->relname, &def);
 	*explained = rc == TM_OK && def == NULL;
 	if (rc == TM_OK && def != NULL)
-		rc = catalog_add_table(a->sink, a->cfg.slot, def, a->group_end, &added);
+		rc = catalog_add_table(a->sink, a->cfg.slot, def, a->group_end, &added, &values_added);
+	/* values added to an enum: later source transactions may use them */
+	a->commit_after_tx |= values_added;
 	if (rc == TM_OK && def != NULL) {
 		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
 		         r->nspname, r->relname);
@@ -822,6 +832,7 @@ change_rel(apply *a, uint32_t relid, int *rc)
 static void
 count_change(apply *a)
 {
+	a->tx_wrote = true;
 	a->group_changes++;
 	a->pending.changes++;
 }
@@ -999,6 +1010,7 @@ group_commit(apply *a)
 	memset(&a->pending, 0, sizeof a->pending);
 	a->group_txs = 0;
 	a->group_changes = 0;
+	a->commit_after_tx = false;
 	if (a->marker_in_group)
 		a->marker_reached = true;
 	return TM_OK;
@@ -1015,6 +1027,7 @@ apply_begin(apply *a, const pgoutput_msg *m)
 		return rc == TM_OK ? TM_EXIT_POLICY : rc;
 	}
 	a->in_source_tx = true;
+	a->tx_wrote = false;
 	a->xid = m->u.begin.xid;
 	a->final_lsn = m->u.begin.final_lsn;
 	a->commit_time = m->u.begin.commit_time;
@@ -1033,7 +1046,8 @@ static bool
 group_full(const apply *a)
 {
 	return a->group_txs >= a->cfg.group_max_txs || a->group_changes >= a->cfg.group_max_changes ||
-	       elapsed_ms(&a->group_started) >= a->cfg.group_max_ms || a->marker_in_group;
+	       elapsed_ms(&a->group_started) >= a->cfg.group_max_ms || a->marker_in_group ||
+	       a->commit_after_tx;
 }
 
 static int
@@ -1064,9 +1078,43 @@ apply_logical_message(apply *a, const pgoutput_msg *m)
 			a->marker_in_group = true;
 		return TM_OK;
 	}
-	if (strncmp(m->u.message.prefix, "tidemark.", 9) == 0 && a->cfg.hooks.on_message != NULL)
-		return a->cfg.hooks.on_message(a->cfg.hooks.message_ctx, m, a->commit_time);
+	if (strncmp(m->u.message.prefix, "tidemark.", 9) == 0 && a->cfg.hooks.on_message != NULL) {
+		int rc = a->cfg.hooks.on_message(a->cfg.hooks.message_ctx, m, a->commit_time);
+
+		a->tx_wrote = true;
+		return rc;
+	}
 	return TM_OK;
+}
+
+void
+apply_commit_after(apply *a)
+{
+	if (a->in_source_tx && !a->skipping)
+		a->commit_after_tx = true;
+}
+
+int
+apply_type_boundary(apply *a)
+{
+	int rc = TM_OK;
+
+	if (!a->in_source_tx || a->skipping)
+		return TM_OK;
+	a->commit_after_tx = true;
+	if (a->tx_wrote || !a->group_open || a->group_txs == 0)
+		return TM_OK;
+	/* nothing of this source transaction is in the group yet: the group
+	 * ends with the previous one, and this one starts its own */
+	rc = group_commit(a);
+	a->commit_after_tx = true;
+	if (rc == TM_OK)
+		rc = sink_begin(a->sink);
+	if (rc == TM_OK) {
+		a->group_open = true;
+		clock_gettime(CLOCK_MONOTONIC, &a->group_started);
+	}
+	return rc;
 }
 
 int

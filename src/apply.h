@@ -119,6 +119,23 @@ void apply_stop_before(apply *a, tm_lsn commit_lsn);
 /* The commit position of the source transaction being applied. */
 tm_lsn apply_current_commit_lsn(const apply *a);
 
+/*
+ * The source transaction being applied changes types on the target (a
+ * capture message of ALTER TYPE, ALTER DOMAIN, ...; or ALTER TYPE ... ADD
+ * VALUE ran for a table): a value that ALTER TYPE ... ADD VALUE adds to an
+ * enum cannot be used in the target transaction that added it (SQLSTATE
+ * 55P04), so that target transaction must commit before the rows of later
+ * source transactions. The group therefore ends with this source
+ * transaction; and when this transaction has sent nothing to the target
+ * yet (the message comes first), the group's earlier transactions are
+ * committed now and this one gets a target transaction of its own. Called
+ * from an on_message hook, before the message changes anything.
+ */
+int apply_type_boundary(apply *a);
+/* The group ends with the source transaction being applied (the second
+ * half of apply_type_boundary, for a change found to need it once made). */
+void apply_commit_after(apply *a);
+
 /* Forgets the statements built for a table (its target definition changed). */
 void apply_forget_statements(apply *a, int table_id);
 

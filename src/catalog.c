@@ -9,8 +9,10 @@
 #include "ident.h"
 #include "log.h"
 #include "pgconn.h"
+#include "ddl_parse.h"
 #include "strbuf.h"
 #include "target_ddl.h"
+#include "typesync.h"
 
 int
 catalog_ensure_progress(sink *s, const char *slot)
@@ -60,22 +62,62 @@ catalog_save_progress(sink *s, const char *slot, tm_lsn applied, pg_timestamp co
 	return sink_send(s, sink_stmt_get(s, sql, 3), p, NULL);
 }
 
+/* One generated column, under a savepoint: left out (with its reason in
+ * kept_as) when the target refuses it. */
 static int
-create_target_table(sink *s, const tabledef *def)
+add_generated(sink *s, tabledef *def, tabledef_column *c)
+{
+	strbuf sql = STRBUF_INIT, expr = STRBUF_INIT;
+	char *refused = NULL;
+	tm_error err;
+	int rc = TM_OK;
+
+	if (c->kept_as == NULL && ddl_parse_generation_expr(c->generated, &expr, &err) == 0 &&
+	    target_ddl_add_generated(&sql, def->schema, def->name, c->name, c->target_type,
+	                             c->collate ? c->collation->schema : NULL,
+	                             c->collate ? c->collation->name : NULL, strbuf_str(&expr),
+	                             &err) == 0)
+		rc = sink_try(s, "adding a generated column", strbuf_str(&sql), &refused);
+	if (rc == TM_OK && refused != NULL) {
+		strbuf why = STRBUF_INIT;
+
+		strbuf_appendf(&why, "generated column left out: the target refused it: %s", refused);
+		log_warn("target: table %s.%s, column %s: %s", def->schema, def->name, c->name,
+		         strbuf_str(&why));
+		tabledef_set_kept_as(c, strbuf_str(&why));
+		strbuf_free(&why);
+	}
+	free(refused);
+	strbuf_free(&sql);
+	strbuf_free(&expr);
+	return rc;
+}
+
+/* The target table, when it is new: every column but the generated ones,
+ * then those, one by one. */
+static int
+create_target_table(sink *s, tabledef *def)
 {
 	strbuf sql = STRBUF_INIT;
 	tm_error err;
+	bool exists = false;
 	int rc;
 
 	target_ddl_create_schema(&sql, def->schema);
 	rc = sink_command(s, "creating the target schema", sql.data, 0, NULL);
 	strbuf_reset(&sql);
-	if (rc == TM_OK && target_ddl_create_table(&sql, def->schema, def->name, def, &err) != 0) {
+	if (rc == TM_OK)
+		rc = catalog_target_has(s, def->schema, def->name, &exists);
+	if (rc == TM_OK && !exists &&
+	    target_ddl_create_table(&sql, def->schema, def->name, def, &err) != 0) {
 		log_error("target: cannot create table %s.%s: %s", def->schema, def->name, err.msg);
 		rc = TM_EXIT_TARGET;
 	}
-	if (rc == TM_OK)
+	if (rc == TM_OK && !exists)
 		rc = sink_command(s, "creating the target table", sql.data, 0, NULL);
+	for (int i = 0; rc == TM_OK && !exists && i < def->ncols; i++)
+		if (def->cols[i].generated != NULL)
+			rc = add_generated(s, def, &def->cols[i]);
 	strbuf_free(&sql);
 	return rc;
 }
@@ -187,16 +229,91 @@ retire_dropped(sink *s, const char *slot, const tabledef *def)
 	return rc;
 }
 
-int
-catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from, bool *added)
+/* The table_id of a registered source table, 0 when none. */
+static int
+table_id_of(sink *s, const char *slot, const tabledef *def, int *id)
 {
-	int rc = retire_dropped(s, slot, def);
+	const char *p[] = {slot, def->schema, def->name};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "finding a table's id",
+	                    "SELECT table_id FROM tidemark.tables WHERE slot_name = $1"
+	                    " AND source_schema = $2 AND source_table = $3 AND state <> 'dropped'",
+	                    3, p, &r);
+
+	*id = rc == TM_OK && PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 0)) : 0;
+	PQclear(r);
+	return rc;
+}
+
+int
+catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from, bool *added,
+                  bool *values_added)
+{
+	tabledef *t = tabledef_copy(def);
+	typesync_result ts = {false, STRBUF_INIT};
+	char *reason = NULL;
+	int id = 0;
+	int rc = retire_dropped(s, slot, t);
 
 	if (rc == TM_OK)
-		rc = create_target_table(s, def);
-
+		rc = typesync_table(s, slot, t, &ts);
 	if (rc == TM_OK)
-		rc = insert_table_row(s, slot, def, valid_from, added);
+		rc = create_target_table(s, t);
+	if (rc == TM_OK)
+		rc = insert_table_row(s, slot, t, valid_from, added);
+	if (rc == TM_OK && *added)
+		rc = typesync_key_order(s, t, t->schema, t->name, &reason);
+	if (rc == TM_OK && *added)
+		rc = table_id_of(s, slot, t, &id);
+	if (rc == TM_OK && *added) {
+		strbuf name = STRBUF_INIT;
+
+		strbuf_append_qualified(&name, t->schema, t->name);
+		rc = catalog_set_key_order(s, id, strbuf_str(&name), reason);
+		strbuf_free(&name);
+	}
+	if (values_added != NULL)
+		*values_added = ts.values_added;
+	free(reason);
+	typesync_result_free(&ts);
+	tabledef_free(t);
+	return rc;
+}
+
+int
+catalog_set_key_order(sink *s, int table_id, const char *table, const char *reason)
+{
+	char id[16];
+	const char *p[] = {id, reason};
+
+	snprintf(id, sizeof id, "%d", table_id);
+	if (reason != NULL)
+		log_warn("target: %s does not sort its key as the source does (%s): which rows a key "
+		         "range holds is not judged by the target's order", table, reason);
+	return sink_command(s, "recording the key's order",
+	                    "UPDATE tidemark.tables SET key_order_same = $2::text IS NULL,"
+	                    " key_order_reason = $2 WHERE table_id = $1::int", 2, p);
+}
+
+int
+catalog_key_order_unknown(sink *s, const char *slot, int **ids, int *n)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "reading the tables whose key order is not known",
+	                    "SELECT table_id FROM tidemark.tables WHERE slot_name = $1"
+	                    " AND state <> 'dropped' AND key_order_same IS NULL ORDER BY table_id",
+	                    1, p, &r);
+
+	*n = 0;
+	*ids = NULL;
+	if (rc == TM_OK) {
+		*n = PQntuples(r);
+		*ids = xcalloc((size_t) *n + 1, sizeof(int));
+		for (int i = 0; i < *n; i++)
+			(*ids)[i] = atoi(PQgetvalue(r, i, 0));
+	}
+	PQclear(r);
 	return rc;
 }
 
@@ -277,7 +394,12 @@ catalog_exclude_table(sink *s, const char *slot, const char *schema, const char 
 	"table_id, source_schema, source_table, target_schema, target_table,"                 \
 	" array_to_json(key_columns)::text, state, array_to_json(snapshot_last_key)::text,"   \
 	" snapshot_rows, snapshot_chunks, coalesce(snapshot_estimate, -1),"                    \
-	" snapshot_requested_at IS NOT NULL, coalesce(source_relid, 0)"
+	" snapshot_requested_at IS NOT NULL, coalesce(source_relid, 0),"                    \
+	/* read through the row's JSON: a catalog before migration 005 has no    \
+	 * such columns (a command run before `run` has brought it up to date) */ \
+	" coalesce((to_jsonb(tables) ->> 'key_order_same')::boolean, false),"                 \
+	" CASE WHEN to_jsonb(tables) ->> 'key_order_same' IS NULL THEN 'not known yet'"        \
+	"   ELSE to_jsonb(tables) ->> 'key_order_reason' END"
 
 /* A JSON array of strings (or JSON null) into a new array of new strings. */
 static char **
@@ -320,6 +442,8 @@ table_from_row(PGresult *r, int row, catalog_table *t)
 	t->snapshot_estimate = atoll(PQgetvalue(r, row, 10));
 	t->snapshot_requested = strcmp(PQgetvalue(r, row, 11), "t") == 0;
 	t->source_relid = (uint32_t) strtoul(PQgetvalue(r, row, 12), NULL, 10);
+	t->key_order_same = strcmp(PQgetvalue(r, row, 13), "t") == 0;
+	t->key_order_reason = PQgetisnull(r, row, 14) ? NULL : xstrdup(PQgetvalue(r, row, 14));
 }
 
 int
@@ -404,6 +528,7 @@ table_clear(catalog_table *t)
 	free(t->target_table);
 	free_strings(t->key_columns, t->nkeys);
 	free_strings(t->snapshot_last_key, t->nlast_key);
+	free(t->key_order_reason);
 }
 
 void

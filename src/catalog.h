@@ -33,6 +33,14 @@ typedef struct catalog_table {
 	int snapshot_chunks;
 	long long snapshot_estimate;
 	bool snapshot_requested;
+	/* Does the target order the key as the source does (tidemark.tables.
+	 * key_order_same, migrations/target/005_target_types.sql)? true only
+	 * when known to: every key column has the source's very type and a
+	 * collation that sorts alike. When false, no decision about which rows
+	 * a key range holds may rest on the target's ordering. */
+	bool key_order_same;
+	char *key_order_reason;  /* why not (NULL when the same; "not known yet"
+	                          * before run has worked it out) */
 } catalog_table;
 
 /* Creates the progress row of a slot if missing. */
@@ -44,11 +52,24 @@ int catalog_read_progress(sink *s, const char *slot, tm_lsn *applied);
 /* Queues the position update (inside the caller's transaction). */
 int catalog_save_progress(sink *s, const char *slot, tm_lsn applied, pg_timestamp commit_time);
 
-/* Registers a table: target schema and table created if missing, catalog
- * row and first schema version (valid from valid_from). *added tells
- * whether it was new. Runs in the caller's transaction, if any. */
+/* Registers a table: the types and collations its columns need (see
+ * typesync.h), target schema and table created if missing (generated
+ * columns with their expression, each under a savepoint: one the target
+ * refuses is left out, with its reason in the schema version), catalog row
+ * with the key order (catalog_set_key_order) and first schema version
+ * (valid from valid_from). *added tells whether it was new;
+ * *values_added (may be NULL) whether ALTER TYPE ... ADD VALUE ran (see
+ * apply_type_boundary). Runs in the caller's transaction, if any. */
 int catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from,
-                      bool *added);
+                      bool *added, bool *values_added);
+
+/* Records whether table_id's key sorts alike on the target (reason NULL)
+ * or why not, and logs a warning when it does not. */
+int catalog_set_key_order(sink *s, int table_id, const char *table, const char *reason);
+
+/* The tables of the slot whose key order is not known yet (registered
+ * before migration 005): *ids new array of table ids. */
+int catalog_key_order_unknown(sink *s, const char *slot, int **ids, int *n);
 
 int catalog_add_schema(sink *s, const char *slot, const char *schema);
 

@@ -24,8 +24,14 @@
 #include "snapshot.h"
 #include "source.h"
 #include "source_query.h"
+#include "strbuf.h"
+#include "typesync.h"
 
 #define FEEDBACK_INTERVAL_MS 10000
+/* While the target is slow to answer, a status update to the source this
+ * often: the source ends a stream that does not answer within its
+ * wal_sender_timeout (60 s by default). */
+#define KEEPALIVE_TICK_MS 1000
 #define ADVANCE_INTERVAL_MS 1000
 #define BACKOFF_MAX_MS 30000
 /* How long another process may hold the slot before run gives up. */
@@ -126,6 +132,8 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 	schema_sync_result res;
 	int rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
 
+	if (rc == TM_OK && res.commit_after)
+		apply_commit_after(st->apply);
 	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table))
 		return rc;
 	snapshot_poll_soon(st->snap);
@@ -137,6 +145,13 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 		snapshot_restart(st->snap, res.changed[i]);
 	}
 	return rc;
+}
+
+/* A message that changes types, before it changes anything. */
+static int
+type_boundary(void *ctx)
+{
+	return apply_type_boundary(((run_state *) ctx)->apply);
 }
 
 static int
@@ -198,6 +213,20 @@ send_feedback(run_state *st, bool force)
 	if (rc == TM_OK)
 		rc = source_feedback(st->stream, apply_position(st->apply), false);
 	return rc;
+}
+
+/* While the target takes long to answer (a long DDL, a lock, a large
+ * load): a status update, so that the source keeps the stream (see
+ * sink_set_tick). The position is the last known durable one; a failure
+ * shows at the next read. */
+static void
+keepalive_tick(void *ctx)
+{
+	run_state *st = ctx;
+
+	if (st->stream != NULL && st->apply != NULL)
+		(void) source_feedback(st->stream, apply_position(st->apply), false);
+	st->last_feedback = clock_now_s();
 }
 
 /* A keepalive while nothing is in flight: every transaction before its
@@ -341,6 +370,54 @@ catalog_upgrade(run_state *st)
 	return rc;
 }
 
+/* One table registered before the key order was recorded: worked out from
+ * the source's definition and the target table. A table the source no
+ * longer has is left for later. */
+static int
+key_order_of(run_state *st, const catalog_table *t)
+{
+	tabledef *def = NULL;
+	char *reason = NULL;
+	strbuf name = STRBUF_INIT;
+	int rc = source_query_table_def(st->control, t->source_schema, t->source_table, &def);
+
+	if (rc == TM_EXIT_CONFIG)
+		return TM_OK;
+	if (rc == TM_OK)
+		rc = typesync_key_order(st->sink, def, t->target_schema, t->target_table, &reason);
+	strbuf_append_qualified(&name, t->source_schema, t->source_table);
+	if (rc == TM_OK)
+		rc = catalog_set_key_order(st->sink, t->table_id, strbuf_str(&name), reason);
+	strbuf_free(&name);
+	free(reason);
+	tabledef_free(def);
+	return rc;
+}
+
+/* The key order of the tables registered before it was recorded (see
+ * migrations/target/005_target_types.sql), once per run. */
+static int
+key_order_refresh(run_state *st)
+{
+	catalog_table *tables = NULL;
+	int *ids = NULL, nids = 0, n = 0, version = 0;
+	int rc = catalog_version(st->sink, &version);
+
+	if (rc != TM_OK || version < 5)
+		return rc; /* no catalog yet: the session says to run setup */
+	rc = catalog_key_order_unknown(st->sink, st->opts->slot, &ids, &nids);
+
+	if (rc == TM_OK && nids > 0)
+		rc = catalog_load_tables(st->sink, st->opts->slot, &tables, &n);
+	for (int i = 0; rc == TM_OK && i < n; i++)
+		for (int j = 0; rc == TM_OK && j < nids; j++)
+			if (tables[i].table_id == ids[j])
+				rc = key_order_of(st, &tables[i]);
+	catalog_tables_free(tables, n);
+	free(ids);
+	return rc;
+}
+
 /* The --until-caught-up marker, written once into the source's WAL: once
  * it is applied, everything the source had written before it is on the
  * target, and the run ends when no snapshot is pending either. */
@@ -371,7 +448,8 @@ session_open(run_state *st)
 	                      .progress_interval = o->progress_interval};
 	schema_sync_config ssc = {o->slot, st->policy, o->ntable_policies, o->table_policies,
 	                          o->drop_columns, o->drop_tables,
-	                          {st, source_table_def, source_partitions, source_table_name}};
+	                          {st, source_table_def, source_partitions, source_table_name},
+	                          type_boundary, st};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
@@ -385,6 +463,8 @@ session_open(run_state *st)
 		rc = sink_open(o->target, "apply", &st->sink);
 	if (rc == TM_OK)
 		rc = catalog_upgrade(st);
+	if (rc == TM_OK)
+		rc = key_order_refresh(st);
 	if (rc == TM_OK)
 		rc = snapshot_new(&sc, st->sink, &st->snap);
 	if (rc == TM_OK)
@@ -406,6 +486,8 @@ session_open(run_state *st)
 	so.start = apply_committed(st->apply);
 	rc = source_open(&so, &st->stream);
 	if (rc == TM_OK)
+		sink_set_tick(st->sink, keepalive_tick, st, KEEPALIVE_TICK_MS);
+	if (rc == TM_OK)
 		log_info("streaming from slot \"%s\" at %s", o->slot, lsn_format(so.start, pos));
 	return rc;
 }
@@ -414,6 +496,7 @@ static void
 session_close(run_state *st)
 {
 	source_close(st->stream);
+	st->stream = NULL; /* the sink's tick must not use it any more */
 	snapshot_free(st->snap);
 	schema_sync_free(st->schema);
 	st->schema = NULL;

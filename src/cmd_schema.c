@@ -4,12 +4,32 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
 #include "ident.h"
 #include "log.h"
 #include "pgconn.h"
 #include "report.h"
+
+/* " collate X", " generated always as (...) stored", and on a line of its
+ * own how the target column differs: "on the target: T; why" */
+static void
+print_target(json_t *c)
+{
+	const char *type = report_str(c, "type"), *target = report_str(c, "target_type");
+	json_t *coll = json_object_get(c, "collation");
+
+	if (json_is_object(coll) && !json_is_true(json_object_get(coll, "default")))
+		printf(" collate %s.%s", report_str(coll, "schema"), report_str(coll, "name"));
+	if (json_is_string(json_object_get(c, "generated")))
+		printf(" generated always as (%s) stored", report_str(c, "generated"));
+	if ((json_is_string(json_object_get(c, "target_type")) && strcmp(type, target) != 0) ||
+	    json_is_string(json_object_get(c, "kept_as")))
+		printf("\n%37s on the target: %s%s%s", "", target,
+		       json_is_string(json_object_get(c, "kept_as")) ? "; " : "",
+		       json_is_string(json_object_get(c, "kept_as")) ? report_str(c, "kept_as") : "");
+}
 
 static void
 print_version(json_t *v)
@@ -20,11 +40,24 @@ print_version(json_t *v)
 	printf("version %lld, from %s (recorded %s)\n",
 	       (long long) json_integer_value(json_object_get(v, "version")),
 	       report_str(v, "valid_from"), report_str(v, "recorded_at"));
-	json_array_foreach(json_object_get(v, "columns"), i, c)
-		printf("  %3lld  %-30s %s%s%s\n", (long long) json_integer_value(json_object_get(c, "attnum")),
+	json_array_foreach(json_object_get(v, "columns"), i, c) {
+		printf("  %3lld  %-30s %s%s%s", (long long) json_integer_value(json_object_get(c, "attnum")),
 		       report_str(c, "name"), report_str(c, "type"),
 		       json_is_true(json_object_get(c, "not_null")) ? " not null" : "",
 		       json_is_true(json_object_get(c, "key")) ? " key" : "");
+		print_target(c);
+		printf("\n");
+	}
+}
+
+/* {"same": true|false|null, "reason": ...} from the first row */
+static json_t *
+key_order_json(PGresult *r)
+{
+	return json_pack("{s:o, s:o}", "same",
+	                 PQgetisnull(r, 0, 5) ? json_null()
+	                                      : json_boolean(strcmp(PQgetvalue(r, 0, 5), "t") == 0),
+	                 "reason", PQgetisnull(r, 0, 6) ? json_null() : json_string(PQgetvalue(r, 0, 6)));
 }
 
 static int
@@ -36,7 +69,10 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 	int rc = pgconn_exec(conn, PGCONN_TARGET, "reading schema versions",
 	                     "SELECT v.version, v.valid_from_lsn::text AS valid_from,"
 	                     " v.created_at::text AS recorded_at, v.columns,"
-	                     " format('%I.%I', t.target_schema, t.target_table) AS target"
+	                     " format('%I.%I', t.target_schema, t.target_table) AS target,"
+	                     /* through the row's JSON: a catalog before migration 005 lacks them */
+	                     " (to_jsonb(t) ->> 'key_order_same')::boolean AS key_order_same,"
+	                     " to_jsonb(t) ->> 'key_order_reason' AS key_order_reason"
 	                     " FROM tidemark.tables t JOIN tidemark.schema_versions v USING (table_id)"
 	                     " WHERE t.slot_name = $1 AND t.source_schema = $2 AND t.source_table = $3"
 	                     " ORDER BY v.version", 3, p, &r);
@@ -48,7 +84,8 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 		PQclear(r);
 		return TM_EXIT_CONFIG;
 	}
-	doc = json_pack("{s:s, s:s, s:o}", "table", name, "schema", schema, "versions", report_rows(r));
+	doc = json_pack("{s:s, s:s, s:o, s:o}", "table", name, "schema", schema, "key_order",
+	                key_order_json(r), "versions", report_rows(r));
 	if (o->json)
 		report_print_json(doc);
 	else {
@@ -56,6 +93,11 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 		json_t *v;
 
 		printf("%s.%s (on the target: %s)\n", schema, name, PQgetvalue(r, 0, 4));
+		printf("key order on the target: %s%s\n",
+		       PQgetisnull(r, 0, 5) ? "not known yet"
+		       : strcmp(PQgetvalue(r, 0, 5), "t") == 0 ? "the same as the source's"
+		                                              : "differs: ",
+		       PQgetisnull(r, 0, 6) ? "" : PQgetvalue(r, 0, 6));
 		json_array_foreach(json_object_get(doc, "versions"), i, v)
 			print_version(v);
 	}

@@ -365,7 +365,7 @@ prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
 
 		rc = sink_begin(s);
 		if (rc == TM_OK)
-			rc = catalog_add_table(s, o->slot, t->defs[i], valid_from, &added);
+			rc = catalog_add_table(s, o->slot, t->defs[i], valid_from, &added, NULL);
 		if (rc == TM_OK)
 			rc = record_partitions(s, o->slot, t->defs[i], &t->trees[i], added);
 		if (rc == TM_OK)

@@ -14,6 +14,7 @@
 #include "pgconn.h"
 #include "schema_sync_int.h"
 #include "target_ddl.h"
+#include "typesync.h"
 
 /* ---- configuration ---- */
 
@@ -200,7 +201,8 @@ load_target(schema_sync *ss, const catalog_table *t, target_cols *tc)
 
 	memset(tc, 0, sizeof *tc);
 	rc = sink_query(ss->sink, "reading the target table's columns",
-	                    "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+	                    "SELECT a.attname, tidemark.format_type(a.atttypid, a.atttypmod)"
+	                    " FROM pg_attribute a"
 	                    " WHERE a.attrelid = format('%I.%I', $1::text, $2::text)::regclass"
 	                " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", 2, p, &tc->res);
 	if (rc == TM_OK)
@@ -241,19 +243,21 @@ exec(schema_sync *ss, const char *what, strbuf *sql)
 }
 
 /* A statement that may fail without failing the transaction (a NOT NULL
- * the target's rows cannot take): under a savepoint. */
+ * the target's rows cannot take, a generated column the target refuses):
+ * under a savepoint. *refused (may be NULL: then freed here) gets the
+ * target's message when it failed. */
 static int
-exec_tolerant(schema_sync *ss, const char *what, strbuf *sql)
+exec_tolerant(schema_sync *ss, const char *what, strbuf *sql, char **refused)
 {
-	int rc = sink_command(ss->sink, "setting a savepoint", "SAVEPOINT tidemark_ddl", 0, NULL);
+	char *failure = NULL;
+	int rc = sink_try(ss->sink, what, strbuf_str(sql), &failure);
 
-	if (rc == TM_OK && sink_command(ss->sink, what, strbuf_str(sql), 0, NULL) != TM_OK) {
-		log_warn("target: %s failed (above); replication goes on without it", what);
-		rc = sink_command(ss->sink, "rolling back to the savepoint",
-		                  "ROLLBACK TO SAVEPOINT tidemark_ddl", 0, NULL);
-	} else if (rc == TM_OK)
-		rc = sink_command(ss->sink, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_ddl",
-		                  0, NULL);
+	if (rc == TM_OK && failure != NULL)
+		log_warn("target: %s failed: %s; replication goes on without it", what, failure);
+	if (refused != NULL)
+		*refused = failure;
+	else
+		free(failure);
 	strbuf_reset(sql);
 	return rc;
 }
@@ -265,8 +269,37 @@ rename_to(char **field, const char *value)
 	*field = strdup(value);
 }
 
+/* A generated column, under a savepoint: one the target refuses is left
+ * out, and the new version says why (kept_as). */
 static int
-run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, strbuf *sql)
+add_generated(schema_sync *ss, const target_name *tn, const ddl_action *a, tabledef *now,
+              strbuf *sql)
+{
+	tabledef_column *c = (tabledef_column *) tabledef_find(now, a->column);
+	char *refused = NULL;
+	tm_error err;
+	int rc;
+
+	if (target_ddl_add_generated(sql, tn->schema, tn->table, a->column, a->type, a->coll_schema,
+	                             a->coll_name, a->value, &err) != 0) {
+		log_error("target: cannot %s: %s", a->why, err.msg);
+		return TM_EXIT_TARGET;
+	}
+	rc = exec_tolerant(ss, "adding a generated target column", sql, &refused);
+	if (rc == TM_OK && refused != NULL && c != NULL) {
+		strbuf why = STRBUF_INIT;
+
+		strbuf_appendf(&why, "generated column left out: the target refused it: %s", refused);
+		tabledef_set_kept_as(c, strbuf_str(&why));
+		strbuf_free(&why);
+	}
+	free(refused);
+	return rc;
+}
+
+static int
+run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, tabledef *now,
+                  strbuf *sql)
 {
 	tm_error err;
 
@@ -283,15 +316,25 @@ run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, strbuf 
 		return exec(ss, "dropping NOT NULL on a target column", sql);
 	case DDL_ACT_SET_NOT_NULL:
 		target_ddl_not_null(sql, tn->schema, tn->table, a->column, true);
-		return exec_tolerant(ss, "setting NOT NULL on a target column", sql);
+		return exec_tolerant(ss, "setting NOT NULL on a target column", sql, NULL);
 	case DDL_ACT_ALTER_TYPE:
 		if (target_ddl_alter_type(sql, tn->schema, tn->table, a->column, a->from_type, a->type,
 		                          &err) != 0)
 			break;
 		return exec(ss, "changing a target column's type", sql);
+	case DDL_ACT_ADD_GENERATED:
+		return add_generated(ss, tn, a, now, sql);
+	case DDL_ACT_DROP_EXPRESSION:
+		target_ddl_drop_expression(sql, tn->schema, tn->table, a->column);
+		return exec(ss, "making a generated target column an ordinary one", sql);
+	case DDL_ACT_SET_COLLATION:
+		if (target_ddl_set_collation(sql, tn->schema, tn->table, a->column, a->type,
+		                             a->coll_schema, a->coll_name, &err) != 0)
+			break;
+		return exec(ss, "changing a target column's collation", sql);
 	case DDL_ACT_ADD_COLUMN:
-		if (target_ddl_add_column(sql, tn->schema, tn->table, a->column, a->type, a->value,
-		                          &err) != 0)
+		if (target_ddl_add_column(sql, tn->schema, tn->table, a->column, a->type, a->coll_schema,
+		                          a->coll_name, a->value, &err) != 0)
 			break;
 		if (exec(ss, "adding a target column", sql) != TM_OK)
 			return TM_EXIT_TARGET;
@@ -309,7 +352,7 @@ run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, strbuf 
 
 static int
 run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const target_cols *tc,
-                 strbuf *sql)
+                 tabledef *now, strbuf *sql)
 {
 	switch (a->kind) {
 	case DDL_ACT_RENAME_TABLE:
@@ -327,7 +370,7 @@ run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const ta
 		target_ddl_set_key(sql, tn->schema, tn->table, tc->pk, a->nkeys, a->keys);
 		return exec(ss, "changing a target table's key", sql);
 	default:
-		return run_column_action(ss, tn, a, sql);
+		return run_column_action(ss, tn, a, now, sql);
 	}
 }
 
@@ -404,7 +447,7 @@ schema_sync_was_rewritten(const schema_sync *ss, uint32_t relid)
 
 static int
 run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_cols *tc,
-         sync_note *note, bool *resnapshot)
+         tabledef *now, sync_note *note, bool *resnapshot)
 {
 	strbuf sql = STRBUF_INIT;
 	int rc = TM_OK;
@@ -415,7 +458,7 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 		if (a->kind == DDL_ACT_RESNAPSHOT)
 			*resnapshot = true;
 		else
-			rc = run_table_action(ss, tn, a, tc, &sql);
+			rc = run_table_action(ss, tn, a, tc, now, &sql);
 		if (rc == TM_OK)
 			schema_sync_note_list(&note->actions, a->why);
 	}
@@ -423,10 +466,69 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 	return rc;
 }
 
+/* The types and collations the new definition needs, made ready on the
+ * target; each column's target type resolved (typesync.h). */
+static int
+sync_types(schema_sync *ss, tabledef *def, sync_note *note, schema_sync_result *res)
+{
+	typesync_result ts = {false, STRBUF_INIT};
+	int rc = typesync_table(ss->sink, ss->cfg.slot, def, &ts);
+
+	if (rc == TM_OK && ts.actions.len > 0)
+		schema_sync_note_list(&note->actions, strbuf_str(&ts.actions));
+	res->commit_after |= ts.values_added;
+	typesync_result_free(&ts);
+	return rc;
+}
+
+/* A column the target kept as text before (made by a tidemark that kept
+ * such types as text) stays text: the new version says so, rather than
+ * name a type the target column does not have. */
+static void
+keep_fallbacks(const tabledef *old, tabledef *now)
+{
+	for (int i = 0; i < now->ncols; i++) {
+		tabledef_column *n = &now->cols[i];
+		const tabledef_column *o = NULL;
+
+		for (int j = 0; j < old->ncols && o == NULL; j++)
+			if (old->cols[j].attnum == n->attnum)
+				o = &old->cols[j];
+		if (o == NULL || n->type_ref == 0 || o->type_oid != n->type_oid ||
+		    strcmp(o->target_type, n->target_type) == 0 ||
+		    (strcmp(o->target_type, "text") != 0 && strcmp(o->target_type, "text[]") != 0))
+			continue;
+		tabledef_set_target_type(n, o->target_type);
+		tabledef_set_kept_as(n, o->kept_as != NULL ? o->kept_as
+		                                           : "kept as text: the column was made when "
+		                                             "tidemark kept such types as text");
+	}
+}
+
+/* The key's order on the target after the change, recorded when it
+ * changed. */
+static int
+sync_key_order(schema_sync *ss, const catalog_table *t, const tabledef *now,
+               const target_name *tn)
+{
+	char *reason = NULL;
+	strbuf name = STRBUF_INIT;
+	int rc = typesync_key_order(ss->sink, now, tn->schema, tn->table, &reason);
+
+	strbuf_append_qualified(&name, now->schema, now->name);
+	if (rc == TM_OK && (t->key_order_same != (reason == NULL) ||
+	                    (reason != NULL && (t->key_order_reason == NULL ||
+	                                        strcmp(reason, t->key_order_reason) != 0))))
+		rc = catalog_set_key_order(ss->sink, t->table_id, strbuf_str(&name), reason);
+	strbuf_free(&name);
+	free(reason);
+	return rc;
+}
+
 /* One replicated table's change: plan, run, record. */
 static int
-sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, bool rewritten,
-           tm_lsn pos, sync_note *note)
+sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewritten,
+           tm_lsn pos, sync_note *note, schema_sync_result *res)
 {
 	tabledef *old = NULL;
 	target_cols tc;
@@ -439,6 +541,10 @@ sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, bool r
 
 	memset(&tc, 0, sizeof tc);
 	memset(&plan, 0, sizeof plan);
+	if (rc == TM_OK)
+		rc = sync_types(ss, now->def, note, res);
+	if (rc == TM_OK)
+		keep_fallbacks(old, now->def);
 	if (rc == TM_OK)
 		rc = load_target(ss, t, &tc);
 	if (rc == TM_OK) {
@@ -461,10 +567,12 @@ sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, bool r
 	}
 	if (rc == TM_OK) {
 		schema_sync_note_list(&note->classes, plan.summary);
-		rc = run_plan(ss, &plan, &tn, &tc, note, &resnapshot);
+		rc = run_plan(ss, &plan, &tn, &tc, now->def, note, &resnapshot);
 	}
 	if (rc == TM_OK)
 		rc = record_version(ss, t, now->def, &tn, version + 1, pos);
+	if (rc == TM_OK)
+		rc = sync_key_order(ss, t, now->def, &tn);
 	if (rc == TM_OK && resnapshot)
 		rc = schema_sync_request_snapshot(ss, t->table_id);
 	if (rc == TM_OK)
@@ -498,6 +606,7 @@ int
 schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_note *note,
                       schema_sync_result *res, bool *added)
 {
+	bool values_added = false;
 	int rc;
 
 	*added = false;
@@ -510,7 +619,9 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 		schema_sync_note_list(&note->actions, "new table without a key: not replicated");
 		return TM_OK;
 	}
-	rc = catalog_add_table(ss->sink, ss->cfg.slot, def, pos, added);
+	rc = catalog_add_table(ss->sink, ss->cfg.slot, def, pos, added, &values_added);
+	/* values added to an enum: later source transactions may use them */
+	res->commit_after |= values_added;
 	if (rc == TM_OK && *added) {
 		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
 		         def->schema, def->name);
@@ -540,7 +651,7 @@ new_table(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *not
 
 /* One table of a ddl message that is not a partition of a replicated root. */
 static int
-on_ddl_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_lsn pos,
+on_ddl_table(schema_sync *ss, const ddl_event *e, ddl_event_table *et, tm_lsn pos,
              sync_note *note, schema_sync_result *res)
 {
 	catalog_table *t = NULL;
@@ -556,7 +667,7 @@ on_ddl_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_
 		ddl_event_table now = *et;
 
 		now.cols = ddl_partition_root_columns(e, et);
-		rc = sync_table(ss, t, &now, rewritten, pos, note);
+		rc = sync_table(ss, t, &now, rewritten, pos, note, res);
 		free(now.cols);
 		if (rc == TM_OK)
 			schema_sync_result_add(res, t->table_id);
@@ -565,17 +676,49 @@ on_ddl_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_
 	return rc;
 }
 
+/* The message's own types (ALTER TYPE, ALTER DOMAIN, ...): a group
+ * boundary before and after (see schema_sync.h), then followed. */
 static int
-on_ddl(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note, schema_sync_result *res)
+on_types(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_result *res)
+{
+	typesync_result ts = {false, STRBUF_INIT};
+	int rc = TM_OK;
+
+	if (e->types.n == 0)
+		return TM_OK;
+	if (ss->cfg.type_boundary != NULL)
+		rc = ss->cfg.type_boundary(ss->cfg.boundary_ctx);
+	res->commit_after = true;
+	if (rc == TM_OK)
+		rc = typesync_follow(ss->sink, ss->cfg.slot, &e->types, &ts);
+	for (int i = 0; rc == TM_OK && i < e->types.n; i++) {
+		strbuf name = STRBUF_INIT;
+
+		strbuf_appendf(&name, "type %s.%s (%s)", e->types.types[i].schema,
+		               e->types.types[i].name, e->types.types[i].kind_name);
+		schema_sync_note_list(&note->classes, strbuf_str(&name));
+		strbuf_free(&name);
+	}
+	if (rc == TM_OK && ts.actions.len > 0)
+		schema_sync_note_list(&note->actions, strbuf_str(&ts.actions));
+	typesync_result_free(&ts);
+	return rc;
+}
+
+static int
+on_ddl(schema_sync *ss, ddl_event *e, tm_lsn pos, sync_note *note, schema_sync_result *res)
 {
 	ddl_part_root *roots = NULL;
 	int nroots = 0;
-	int rc = schema_sync_part_roots(ss, e, &roots, &nroots);
+	int rc = on_types(ss, e, note, res);
+
+	if (rc == TM_OK)
+		rc = schema_sync_part_roots(ss, e, &roots, &nroots);
 
 	if (rc == TM_OK)
 		rc = schema_sync_part_follow(ss, e, roots, nroots, pos, note, res);
 	for (int i = 0; rc == TM_OK && i < e->ntables; i++) {
-		const ddl_event_table *et = &e->tables[i];
+		ddl_event_table *et = &e->tables[i];
 		bool done = false;
 
 		if (et->partition_root != 0 &&

@@ -20,6 +20,14 @@
  * Rows before the DDL's position were applied under the old schema, rows
  * after it under the new one, because the target changes at that very
  * position of the stream, in the same transaction.
+ *
+ * Types (typesync.h): the types a table needs are made ready before its
+ * change is planned; a message's own types (ALTER TYPE, ALTER DOMAIN, ...)
+ * are followed first. Such a message is a group boundary: before it
+ * (cfg.type_boundary), and after its source transaction
+ * (result.commit_after), so that rows using a value ALTER TYPE ... ADD
+ * VALUE added are written in a later target transaction (PostgreSQL
+ * refuses them in the one that added it, SQLSTATE 55P04).
  */
 #ifndef TIDEMARK_SCHEMA_SYNC_H
 #define TIDEMARK_SCHEMA_SYNC_H
@@ -55,6 +63,10 @@ typedef struct schema_sync_config {
 	bool drop_columns;             /* drop source-dropped columns on the target */
 	bool drop_tables;              /* drop source-dropped tables on the target */
 	schema_sync_source source;
+	/* Called before a message that changes types changes anything on the
+	 * target (may be NULL): see apply_type_boundary. */
+	int (*type_boundary)(void *ctx);
+	void *boundary_ctx;
 } schema_sync_config;
 
 /* Checks the per-table policies; *out new (schema_sync_free). */
@@ -67,6 +79,9 @@ typedef struct schema_sync_result {
 	int nchanged;
 	int changed[64];               /* table ids (the first 64) */
 	bool any_new_table;
+	bool commit_after;             /* the target transaction must commit right
+	                                * after this source transaction (types
+	                                * changed: see apply_type_boundary) */
 } schema_sync_result;
 
 /*

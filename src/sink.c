@@ -1,9 +1,12 @@
 #include "sink.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "pgconn.h"
@@ -30,6 +33,11 @@ struct sink {
 	const char *queued_sql[SINK_BATCH]; /* borrowed: what each queued statement is */
 	bool queued_what[SINK_BATCH];       /* queued_sql[i] describes a query, not its SQL */
 	long nstatements;
+	sink_tick_fn tick;                /* called while a result is long in coming */
+	void *tick_ctx;
+	int tick_ms;
+	bool trying;                      /* in sink_try: a statement error is kept, not logged */
+	char *try_failure;                /* owned: that error's message */
 	int nstmts;
 	sink_stmt *buckets[SINK_BUCKETS]; /* owned chains */
 };
@@ -81,6 +89,7 @@ sink_close(sink *s)
 		}
 	}
 	PQfinish(s->conn);
+	free(s->try_failure);
 	free(s);
 }
 
@@ -91,11 +100,58 @@ fail_result(sink *s, int index, PGresult *r)
 	char what[200];
 	const char *sql = index < s->queued ? s->queued_sql[index] : NULL;
 
+	if (s->trying && r != NULL && PQstatus(s->conn) == CONNECTION_OK) {
+		const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+
+		free(s->try_failure);
+		s->try_failure = strdup(msg != NULL ? msg : "failed");
+		if (s->try_failure == NULL)
+			abort();
+		return TM_EXIT_TARGET;
+	}
 	if (index < s->queued && s->queued_what[index])
 		snprintf(what, sizeof what, "%.190s", sql);
 	else
 		snprintf(what, sizeof what, "applying \"%.150s\"", sql ? sql : "(statement)");
 	return pgconn_fail(s->conn, TGT, what, r);
+}
+
+void
+sink_set_tick(sink *s, sink_tick_fn fn, void *ctx, int interval_ms)
+{
+	s->tick = fn;
+	s->tick_ctx = ctx;
+	s->tick_ms = interval_ms > 0 ? interval_ms : 1000;
+}
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+/* Waits until the next result can be read without blocking, calling the
+ * tick every tick_ms meanwhile. A failure of the connection is left for
+ * PQgetResult to report. */
+static void
+wait_result(sink *s)
+{
+	double last = now_ms();
+
+	while (s->tick != NULL && PQisBusy(s->conn)) {
+		struct pollfd p = {PQsocket(s->conn), POLLIN, 0};
+		int n = poll(&p, 1, s->tick_ms);
+
+		if ((n < 0 && errno != EINTR) || (n > 0 && PQconsumeInput(s->conn) == 0))
+			return;
+		if (now_ms() - last >= s->tick_ms) {
+			s->tick(s->tick_ctx);
+			last = now_ms();
+		}
+	}
 }
 
 /*
@@ -112,8 +168,11 @@ drain(sink *s, PGresult **last)
 	if (PQpipelineSync(s->conn) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a sync point", NULL);
 	for (;;) {
-		PGresult *r = PQgetResult(s->conn);
+		PGresult *r;
 		ExecStatusType st;
+
+		wait_result(s);
+		r = PQgetResult(s->conn);
 
 		if (r == NULL) {
 			/* one NULL ends each statement's results; two in a row mean the
@@ -223,6 +282,28 @@ sink_script(sink *s, const char *what, const char *sql)
 	if (rc == TM_OK)
 		rc = pipeline_enter(s);
 	return rc;
+}
+
+int
+sink_try(sink *s, const char *what, const char *sql, char **failure)
+{
+	int rc = sink_command(s, "setting a savepoint", "SAVEPOINT tidemark_try", 0, NULL);
+
+	*failure = NULL;
+	if (rc != TM_OK)
+		return rc;
+	s->trying = true;
+	rc = sink_command(s, what, sql, 0, NULL);
+	s->trying = false;
+	if (s->try_failure != NULL) {
+		*failure = s->try_failure;
+		s->try_failure = NULL;
+		return sink_command(s, "rolling back to the savepoint",
+		                    "ROLLBACK TO SAVEPOINT tidemark_try", 0, NULL);
+	}
+	if (rc != TM_OK)
+		return rc;
+	return sink_command(s, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_try", 0, NULL);
 }
 
 int
@@ -376,6 +457,7 @@ sink_copy_end(sink *s)
 
 	if (PQputCopyEnd(s->conn, NULL) != 1)
 		rc = pgconn_fail(s->conn, TGT, "ending COPY", NULL);
+	wait_result(s);
 	while ((r = PQgetResult(s->conn)) != NULL) {
 		if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TM_OK)
 			rc = pgconn_fail(s->conn, TGT, "loading rows with COPY", r);

@@ -23,6 +23,16 @@ typedef struct sink sink;
 typedef struct sink_stmt sink_stmt; /* a prepared statement, owned by its sink */
 
 int sink_open(const char *conninfo, const char *role, sink **out);
+
+/*
+ * While the target takes long to answer (a DDL that rewrites a large table,
+ * a wait for a lock, a large load), fn(ctx) is called every interval_ms,
+ * from the waiting thread: `run` answers the source's keepalives with it,
+ * so that the source does not end the stream (wal_sender_timeout) while
+ * the apply waits for the target. fn must not use the sink. NULL: none.
+ */
+typedef void (*sink_tick_fn)(void *ctx);
+void sink_set_tick(sink *s, sink_tick_fn fn, void *ctx, int interval_ms);
 void sink_close(sink *s);
 
 /* Multi-statement SQL without parameters, outside any transaction (setup,
@@ -35,6 +45,16 @@ int sink_query(sink *s, const char *what, const char *sql, int nparams,
                const char *const *params, PGresult **res);
 int sink_command(sink *s, const char *what, const char *sql, int nparams,
                  const char *const *params);
+
+/*
+ * Runs one statement inside the open transaction under a savepoint: when
+ * the server refuses it (a statement error, not a lost connection), the
+ * transaction goes back to the savepoint and goes on; *failure is then the
+ * server's message (new string, the caller frees it and says what it
+ * means: nothing is logged here), else NULL. Returns a status for every
+ * other failure.
+ */
+int sink_try(sink *s, const char *what, const char *sql, char **failure);
 
 int sink_begin(sink *s);
 bool sink_in_transaction(const sink *s);

@@ -134,7 +134,7 @@ target_types(snapshot *s, const snap_table *t, snap_job *job)
 	PGresult *r = NULL;
 
 	if (sink_query(s->sink, "reading the target's column types",
-	               "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute"
+	               "SELECT attname, tidemark.format_type(atttypid, atttypmod) FROM pg_attribute"
 	               " WHERE attrelid = format('%I.%I', $1::text, $2::text)::regclass"
 	               " AND attnum > 0 AND NOT attisdropped ORDER BY attnum", 2, p, &r) != TM_OK)
 		return;

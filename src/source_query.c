@@ -136,7 +136,8 @@ table_def_parse(const char *text, tabledef **out)
 		rc = TM_EXIT_INTERNAL;
 	} else {
 		*out = tabledef_new(schema, name, (uint32_t) relid);
-		if (tabledef_columns_from_json(*out, cols, &err) != 0) {
+		if (tabledef_columns_from_json(*out, cols, &err) != 0 ||
+		    tabledef_types_from_json(*out, json_object_get(t, "types"), &err) != 0) {
 			log_error("source: %s.%s: %s", schema, name, err.msg);
 			tabledef_free(*out);
 			*out = NULL;

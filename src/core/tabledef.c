@@ -49,8 +49,12 @@ tabledef_free(tabledef *t)
 		free(t->cols[i].name);
 		free(t->cols[i].type_sql);
 		free(t->cols[i].target_type);
+		srctype_collation_free(t->cols[i].collation);
+		free(t->cols[i].generated);
+		free(t->cols[i].kept_as);
 	}
 	free(t->cols);
+	srctype_list_clear(&t->types);
 	free(t->schema);
 	free(t->name);
 	free(t);
@@ -70,7 +74,13 @@ tabledef_copy(const tabledef *t)
 
 		nc->key_pos = col->key_pos;
 		tabledef_set_target_type(nc, col->target_type);
+		nc->type_ref = col->type_ref;
+		nc->collation = srctype_collation_copy(col->collation);
+		nc->collate = col->collate;
+		nc->generated = xstrdup(col->generated);
+		nc->kept_as = xstrdup(col->kept_as);
 	}
+	srctype_list_copy(&c->types, &t->types);
 	return c;
 }
 
@@ -79,6 +89,19 @@ tabledef_set_target_type(tabledef_column *c, const char *target_type)
 {
 	free(c->target_type);
 	c->target_type = xstrdup(target_type ? target_type : c->type_sql);
+}
+
+void
+tabledef_set_kept_as(tabledef_column *c, const char *reason)
+{
+	free(c->kept_as);
+	c->kept_as = xstrdup(reason);
+}
+
+bool
+tabledef_column_streamed(const tabledef_column *c)
+{
+	return c->generated == NULL;
 }
 
 int
@@ -137,9 +160,44 @@ tabledef_columns_to_json(const tabledef *t)
 
 		if (c->key_pos > 0)
 			json_object_set_new(o, "key_position", json_integer(c->key_pos));
+		if (c->type_ref != 0)
+			json_object_set_new(o, "type_ref", json_integer(c->type_ref));
+		if (c->collation != NULL) {
+			json_object_set_new(o, "collation", srctype_collation_to_json(c->collation));
+			json_object_set_new(o, "collate", json_boolean(c->collate));
+		}
+		if (c->generated != NULL)
+			json_object_set_new(o, "generated", json_string(c->generated));
+		if (c->kept_as != NULL)
+			json_object_set_new(o, "kept_as", json_string(c->kept_as));
 		json_array_append_new(arr, o);
 	}
 	return arr;
+}
+
+/* The fields beyond the basic ones, all optional. */
+static int
+column_extras(tabledef_column *c, const json_t *o, size_t i, tm_error *err)
+{
+	const json_t *ref = json_object_get(o, "type_ref");
+	const json_t *gen = json_object_get(o, "generated");
+	const json_t *kept = json_object_get(o, "kept_as");
+	const json_t *collate = json_object_get(o, "collate");
+
+	if (json_is_integer(ref) && json_integer_value(ref) > 0 && json_integer_value(ref) <= UINT32_MAX)
+		c->type_ref = (uint32_t) json_integer_value(ref);
+	else if (ref != NULL && !json_is_null(ref))
+		return tm_error_set(err, "table definition: column %zu: \"type_ref\" is not an oid", i);
+	if (srctype_collation_from_json(json_object_get(o, "collation"), &c->collation, err) != 0)
+		return -1;
+	/* a capture message's collation is wanted on the target unless default */
+	c->collate = c->collation != NULL &&
+	             (collate != NULL ? json_is_true(collate) : !c->collation->is_default);
+	if (json_is_string(gen))
+		c->generated = xstrdup(json_string_value(gen));
+	if (json_is_string(kept))
+		c->kept_as = xstrdup(json_string_value(kept));
+	return 0;
 }
 
 /* Whether a column of t already has this attnum or this name. */
@@ -185,7 +243,19 @@ tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err)
 		col = tabledef_add_column(t, attnum, name, type, (uint32_t) oid, typmod, not_null, key);
 		col->key_pos = key_pos;
 		tabledef_set_target_type(col, target_type);
+		if (column_extras(col, c, i, err) != 0)
+			return -1;
 	}
+	return 0;
+}
+
+int
+tabledef_types_from_json(tabledef *t, const json_t *types, tm_error *err)
+{
+	tm_error why;
+
+	if (srctype_list_from_json(&t->types, types, &why) != 0)
+		return tm_error_set(err, "table definition: %s", why.msg);
 	return 0;
 }
 

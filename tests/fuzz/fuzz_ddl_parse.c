@@ -13,7 +13,10 @@
  *     and the unparsable flag agree with the changes;
  *   - a change's description is one line, with no control character;
  *   - a type's canonical spelling is what ddl_parse_type_render writes, and
- *     read again as a column's type it is the same type.
+ *     read again as a column's type it is the same type;
+ *   - the same text as a generated column's expression
+ *     (ddl_parse_generation_expr): when accepted, its rendering is accepted
+ *     again and rendered the same, with no NUL.
  */
 #include "fuzz_common.h"
 
@@ -60,6 +63,22 @@ check_changes(const ddl_parse_result *res)
 	}
 }
 
+static void
+check_generation_expr(const char *sql)
+{
+	strbuf once = STRBUF_INIT, twice = STRBUF_INIT;
+	tm_error err;
+
+	if (ddl_parse_generation_expr(sql, &once, &err) == 0) {
+		FUZZ_REQUIRE(ddl_parse_generation_expr(strbuf_str(&once), &twice, &err) == 0 &&
+		             strcmp(strbuf_str(&once), strbuf_str(&twice)) == 0,
+		             "an accepted expression's rendering renders the same");
+		FUZZ_REQUIRE(strlen(strbuf_str(&once)) == once.len, "a rendering has no NUL");
+	}
+	strbuf_free(&once);
+	strbuf_free(&twice);
+}
+
 static void *
 parse_and_check(void *arg)
 {
@@ -67,6 +86,7 @@ parse_and_check(void *arg)
 	ddl_parse_result res;
 	tm_error err;
 
+	check_generation_expr(sql);
 	if (ddl_parse_text(sql, &res, &err) == 0) {
 		const char *broken = ddl_check_invariants(sql, &res);
 

@@ -515,9 +515,62 @@ test_indirect_changes(void **state)
 	assert_string_equal(str(m, "command_tag"), "ALTER TYPE");
 	assert_string_equal(str(table_column(msg_table(m, "feelings"), "m"), "type"),
 	                    "public.humour");
-	assert_string_equal(str(table_column(msg_table(m, "feelings"), "m"), "target_type"), "text");
+	assert_string_equal(str(table_column(msg_table(m, "feelings"), "m"), "target_type"),
+	                    "public.humour");
+	/* the type itself, under its new name and its old oid */
+	assert_string_equal(str(find_named(json_object_get(m, "types"), "humour"), "kind"), "enum");
+	assert_int_equal(num(find_named(json_object_get(m, "types"), "humour"), "oid"),
+	                 num(table_column(msg_table(m, "feelings"), "m"), "type_oid"));
 	m = msg_at(cap, 2);
 	assert_string_equal(str(msg_table(m, "inside"), "schema"), "new_ns");
+	capture_end(cap);
+}
+
+/* Types (migrations/source/004_target_types.sql): a command on a type
+ * sends its definition, also when no table uses it; a table's definition
+ * carries the types its columns need, their collations and generated
+ * columns. */
+static void
+test_type_messages(void **state)
+{
+	capture *cap;
+	json_t *m, *types, *mood, *t;
+
+	(void) state;
+	cap = capture_start("types", "CREATE TYPE mood AS ENUM ('low', 'high');"
+	                    "CREATE TYPE pair AS (m mood, note text COLLATE \"C\");"
+	                    "CREATE TABLE uses (id int PRIMARY KEY, p pair,"
+	                    "  twice int GENERATED ALWAYS AS (id * 2) STORED)");
+	pgtest_exec(cap->conn, "CREATE TYPE lonely AS ENUM ('a')");
+	pgtest_exec(cap->conn, "ALTER TYPE mood ADD VALUE 'mid' BEFORE 'high'");
+	pgtest_exec(cap->conn, "ALTER TYPE pair ADD ATTRIBUTE extra int");
+	capture_read(cap);
+	assert_int_equal(json_array_size(cap->msgs), 3);
+	m = msg_at(cap, 0);
+	assert_envelope(m, "ddl");
+	assert_int_equal(json_array_size(json_object_get(m, "tables")), 0);
+	assert_string_equal(str(find_named(json_object_get(m, "types"), "lonely"), "kind"), "enum");
+	m = msg_at(cap, 1);
+	assert_string_equal(str(m, "command_tag"), "ALTER TYPE");
+	mood = find_named(json_object_get(m, "types"), "mood");
+	types = json_object_get(mood, "labels");
+	assert_int_equal(json_array_size(types), 3);
+	assert_string_equal(str(json_array_get(types, 1), "label"), "mid");
+	/* ALTER TYPE ... ATTRIBUTE: the type, with the mood it needs, and its table */
+	m = msg_at(cap, 2);
+	types = json_object_get(m, "types");
+	assert_int_equal(json_array_size(types), 2);
+	assert_int_equal(json_array_size(json_object_get(find_named(types, "pair"), "attributes")), 3);
+	assert_int_equal(json_integer_value(json_array_get(
+	                     json_object_get(find_named(types, "pair"), "depends"), 0)),
+	                 num(find_named(types, "mood"), "oid"));
+	assert_string_equal(str(json_object_get(json_array_get(json_object_get(
+	                        find_named(types, "pair"), "attributes"), 1), "collation"), "name"), "C");
+	t = msg_table(m, "uses");
+	assert_int_equal(json_array_size(json_object_get(t, "types")), 2);
+	assert_string_equal(str(table_column(t, "twice"), "generated"), "(id * 2)");
+	assert_false(flag(table_column(t, "twice"), "default"));
+	assert_string_equal(str(table_column(t, "p"), "target_type"), "public.pair");
 	capture_end(cap);
 }
 
@@ -759,7 +812,8 @@ test_partitioned_table(void **state)
 	capture_end(cap);
 }
 
-/* Temporary tables, tidemark's own schema, and DDL on other objects send
+/* Temporary tables, tidemark's own schema, and DDL on other objects than
+ * tables and types (the types an extension creates included) send
  * nothing, and none of it fails. */
 static void
 test_not_captured(void **state)
@@ -775,7 +829,7 @@ test_not_captured(void **state)
 	pgtest_exec(cap->conn, "CREATE FUNCTION one() RETURNS int LANGUAGE sql AS 'SELECT 1'");
 	pgtest_exec(cap->conn, "CREATE MATERIALIZED VIEW mv AS SELECT 1 AS a;"
 	                       " CREATE INDEX ON mv (a); CREATE VIEW v AS SELECT 1 AS a;"
-	                       " CREATE SEQUENCE sq; CREATE TYPE pair AS (a int, b int)");
+	                       " CREATE SEQUENCE sq");
 	pgtest_exec(cap->conn, "COMMENT ON TABLE dummy IS 'a comment'");
 	pgtest_exec(cap->conn, "DROP MATERIALIZED VIEW mv; DROP VIEW v; DROP FUNCTION one();"
 	                       " DROP EXTENSION hstore");
@@ -926,6 +980,7 @@ main(void)
 		cmocka_unit_test(test_create_and_drop_table),
 		cmocka_unit_test(test_key_changes),
 		cmocka_unit_test(test_indirect_changes),
+		cmocka_unit_test(test_type_messages),
 		cmocka_unit_test(test_do_block_and_function),
 		cmocka_unit_test(test_multi_statement_order),
 		cmocka_unit_test(test_transactions_and_seq),

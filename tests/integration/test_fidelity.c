@@ -500,14 +500,19 @@ lines_free(char **lines, int n)
 	free(lines);
 }
 
-/* The source's columns and their types; the target must have the same. */
+/* The source's columns and their types; the target must have the same
+ * (enums, domains, citext and collations included: a column's type and
+ * text are exact). */
 static void
 assert_types(fidelity *f, const fid_table *t, strbuf *cols)
 {
 	static const char *const sql =
-		"SELECT string_agg(quote_ident(attname) || ' ' || format_type(atttypid, atttypmod),"
-		" ', ' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'fid.%s'::regclass"
-		" AND attnum > 0 AND NOT attisdropped";
+		"SELECT string_agg(quote_ident(a.attname) || ' ' || format_type(a.atttypid, a.atttypmod)"
+		"   || CASE WHEN a.attcollation <> t.typcollation THEN ' COLLATE ' || quote_ident(c.collname)"
+		"      ELSE '' END, ', ' ORDER BY a.attnum)"
+		" FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid"
+		" LEFT JOIN pg_collation c ON c.oid = a.attcollation"
+		" WHERE a.attrelid = 'fid.%s'::regclass AND a.attnum > 0 AND NOT a.attisdropped";
 	char *src = pgtest_query_value(f->e->s, sql, t->name);
 	char *dst = pgtest_query_value(f->e->t, sql, t->name);
 	char *names = pgtest_query_value(f->e->s, "SELECT string_agg(quote_ident(attname), ', '"
@@ -518,7 +523,7 @@ assert_types(fidelity *f, const fid_table *t, strbuf *cols)
 	assert_non_null(src);
 	if (dst == NULL)
 		fail_msg("fid.%s is missing on the target", t->name);
-	if (getenv("FIDELITY_TYPES") != NULL && strcmp(src, dst) != 0)
+	if (strcmp(src, dst) != 0)
 		fail_msg("fid.%s: the target's columns are (%s), the source's (%s)", t->name, dst, src);
 	strbuf_append(cols, names);
 	free(src);

@@ -591,10 +591,11 @@ test_columns_change_during_snapshot(void **state)
 	tm_env_free(e);
 }
 
-/* A target catalog from before the rows-read-again and capture-key
- * migrations: run brings it up to date, warns that capture messages are
- * not authenticated until setup runs again, and follows DDL; setup again
- * keeps the key. */
+/* A target catalog from before the rows-read-again, capture-key and
+ * target-types migrations: run brings it up to date (and works out the
+ * key order of the table registered before), warns that capture messages
+ * are not authenticated until setup runs again, and follows DDL; setup
+ * again keeps the key. */
 static void
 test_catalog_upgrade(void **state)
 {
@@ -607,8 +608,12 @@ test_catalog_upgrade(void **state)
 	tm_setup_table(e, "u");
 	later = pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.migrations WHERE version >= 3");
 	pgtest_exec(e->t, "DROP TABLE tidemark.snapshot_rereads, tidemark.capture_keys,"
-	                  " tidemark.partitions, tidemark.excluded_tables;"
-	                  " DELETE FROM tidemark.migrations WHERE version >= 3");
+	                  " tidemark.partitions, tidemark.excluded_tables, tidemark.types;"
+	                  "DROP FUNCTION tidemark.format_type(oid, integer),"
+	                  "  tidemark.collation_definition(oid);"
+	                  "ALTER TABLE tidemark.tables DROP COLUMN key_order_same,"
+	                  "  DROP COLUMN key_order_reason;"
+	                  "DELETE FROM tidemark.migrations WHERE version >= 3");
 	run = tm_start_run(e, NULL);
 	assert_true(pgtest_proc_wait_output(run, "not authenticated for this replication", 60));
 	pgtest_exec(e->s, "ALTER TABLE u ADD COLUMN w text DEFAULT 'x'; INSERT INTO u VALUES (2, 2, 'y')");
@@ -616,6 +621,9 @@ test_catalog_upgrade(void **state)
 	tm_assert_equal(e, "u", "id");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.migrations"
 	                                         " WHERE version >= 3"), later);
+	/* the key order of a table registered before it was recorded: worked out */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                         " WHERE key_order_same"), 1);
 	tm_setup_table(e, "u");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.capture_keys"), 1);
 	pgtest_exec(e->s, "ALTER TABLE u RENAME COLUMN w TO ww; INSERT INTO u VALUES (3, 3, 'z')");

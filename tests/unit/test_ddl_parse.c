@@ -591,11 +591,80 @@ test_names(void **state)
 	assert_string_equal(ddl_parse_stmt_class_name(DDL_PARSE_STMT_OPAQUE), "opaque");
 }
 
+/* Generated columns' expressions: written again from the parse tree, or
+ * refused with a reason. */
+static void
+test_generation_expr(void **state)
+{
+	static const char *const accepted[][2] = {
+		{"(qty * 3)", "qty * 3"},
+		{"(lower(name) || '!'::text)", "lower(name) || '!'::text"},
+		{"CASE WHEN (qty > 0) THEN 'pos'::text ELSE NULL::text END",
+		 "CASE WHEN qty > 0 THEN 'pos'::text ELSE NULL::text END"},
+		{"public.dbl(qty)", "public.dbl(qty)"},
+		{"COALESCE(a, (b)::integer, 0)", "COALESCE(a, b::int, 0)"},
+		{"((p).m)::text", "(p).m::text"},
+		{"(name COLLATE \"C\")", "name COLLATE \"C\""},
+		{"'it''s'::text", "'it''s'::text"},
+	};
+	static const char *const refused[][2] = {
+		{"(SELECT 1)", "SubLink"},
+		{"1 FROM pg_authid", "not exactly one expression"},
+		{"1, 2", "not exactly one expression"},
+		{"1; DROP TABLE t", "not exactly one expression"},
+		{"random()", "volatile"},
+		{"generate_series(1, a)", "returns a set"},
+		{"count(*)", "aggregate"},
+		{"sum(a) OVER ()", "aggregate or window"},
+		{"t.a", "other than a column"},
+		{"$1", "ParamRef"},
+		{"1 AS x", "not exactly one expression"},
+		{"", "empty"},
+		{"(1 +", "does not parse"},
+		/* libpg_query 15-4.0 writes this as ARRAY[a, b][1], which does not parse */
+		{"(ARRAY[a, b])[1]", "cannot write it back"},
+	};
+	strbuf out = STRBUF_INIT;
+	tm_error err;
+
+	(void) state;
+	for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+		strbuf_reset(&out);
+		if (ddl_parse_generation_expr(accepted[i][0], &out, &err) != 0)
+			fail_msg("%s: refused: %s", accepted[i][0], err.msg);
+		assert_string_equal(strbuf_str(&out), accepted[i][1]);
+	}
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		strbuf_reset(&out);
+		if (ddl_parse_generation_expr(refused[i][0], &out, &err) == 0)
+			fail_msg("%s: accepted as %s", refused[i][0], strbuf_str(&out));
+		if (strstr(err.msg, refused[i][1]) == NULL)
+			fail_msg("%s: \"%s\" does not say \"%s\"", refused[i][0], err.msg, refused[i][1]);
+		assert_int_equal(out.len, 0);
+	}
+	{
+		char *deep = malloc(DDL_PARSE_MAX_EXPR + 2);
+
+		memset(deep, '(', DDL_PARSE_MAX_EXPR + 1);
+		deep[DDL_PARSE_MAX_EXPR + 1] = '\0';
+		assert_int_equal(ddl_parse_generation_expr(deep, &out, &err), -1);
+		assert_non_null(strstr(err.msg, "longer than"));
+		memset(deep, '(', 3000);
+		deep[3000] = '\0';
+		assert_int_equal(ddl_parse_generation_expr(deep, &out, &err), -1);
+		free(deep);
+	}
+	assert_int_equal(ddl_parse_generation_expr("'\xff'", &out, &err), -1);
+	assert_non_null(strstr(err.msg, "UTF-8"));
+	strbuf_free(&out);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_corpus),
+		cmocka_unit_test(test_generation_expr),
 		cmocka_unit_test(test_type_spellings),
 		cmocka_unit_test(test_type_structure),
 		cmocka_unit_test(test_type_render),

@@ -60,15 +60,15 @@ split_parts(char *s, char **parts, int max)
 	return n;
 }
 
-/* "attnum|name|type|flags[|missing=v][|default]" */
+/* "attnum|name|type|flags[|missing=v][|default][|gen=EXPR][|oid=N][|ref=N][|coll=S.N]" */
 static void
 add_column(tabledef *t, ddl_event_column *extra, char *spec)
 {
-	char *f[6] = {0};
+	char *f[8] = {0};
 	int n = 0;
 	tabledef_column *c;
 
-	for (char *p = spec; p != NULL && n < 6; n++) {
+	for (char *p = spec; p != NULL && n < 8; n++) {
 		char *bar = strchr(p, '|');
 
 		if (bar != NULL)
@@ -80,12 +80,26 @@ add_column(tabledef *t, ddl_event_column *extra, char *spec)
 	c = tabledef_add_column(t, atoi(f[0]), f[1], f[2], 0, -1,
 	                        f[3] && strstr(f[3], "notnull") != NULL,
 	                        f[3] && strstr(f[3], "key") != NULL);
-	(void) c;
-	for (int i = 4; extra != NULL && i < n; i++) {
-		if (strncmp(f[i], "missing=", 8) == 0) {
+	for (int i = 4; i < n; i++) {
+		if (strncmp(f[i], "gen=", 4) == 0)
+			c->generated = strdup(f[i] + 4);
+		else if (strncmp(f[i], "ref=", 4) == 0)
+			c->type_ref = (uint32_t) atol(f[i] + 4);
+		else if (strncmp(f[i], "oid=", 4) == 0)
+			c->type_oid = (uint32_t) atol(f[i] + 4);
+		else if (strncmp(f[i], "coll=", 5) == 0) {
+			char *dot = strchr(f[i] + 5, '.');
+
+			c->collation = calloc(1, sizeof(srctype_collation));
+			*dot = '\0';
+			c->collation->schema = strdup(f[i] + 5);
+			c->collation->name = strdup(dot + 1);
+			c->collation->provider = 'i';
+			c->collate = true;
+		} else if (extra != NULL && strncmp(f[i], "missing=", 8) == 0) {
 			extra->has_missing = true;
 			extra->missing = strdup(f[i] + 8);
-		} else if (strcmp(f[i], "default") == 0)
+		} else if (extra != NULL && strcmp(f[i], "default") == 0)
 			extra->has_default = true;
 	}
 }
@@ -136,6 +150,7 @@ describe(const ddl_action *a, strbuf *out)
 	static const char *const names[] = {
 		"rename_table", "set_schema", "rename_column", "alter_type", "drop_column", "keep_column",
 		"add_column", "set_not_null", "drop_not_null", "set_key", "resnapshot",
+		"add_generated", "drop_expression", "set_collation",
 	};
 
 	strbuf_append(out, names[a->kind]);
@@ -152,6 +167,15 @@ describe(const ddl_action *a, strbuf *out)
 		break;
 	case DDL_ACT_ADD_COLUMN:
 		strbuf_appendf(out, " %s %s = %s", a->column, a->type, a->value ? a->value : "NULL");
+		if (a->coll_name != NULL)
+			strbuf_appendf(out, " collate %s.%s", a->coll_schema, a->coll_name);
+		break;
+	case DDL_ACT_ADD_GENERATED:
+		strbuf_appendf(out, " %s %s AS %s", a->column, a->type, a->value);
+		break;
+	case DDL_ACT_SET_COLLATION:
+		strbuf_appendf(out, " %s %s %s", a->column, a->type,
+		               a->coll_name ? a->coll_name : "default");
 		break;
 	case DDL_ACT_SET_KEY:
 		strbuf_appendc(out, ' ');
@@ -355,6 +379,33 @@ test_event_table_without_name(void **state)
 	}
 }
 
+/* A message's own types and a table's types are read; a malformed type
+ * makes the message unreadable. */
+static void
+test_event_types(void **state)
+{
+	const char *ok = "{\"version\": 1, \"kind\": \"ddl\", \"types\": [{\"oid\": 7,"
+	                 " \"schema\": \"public\", \"name\": \"mood\", \"kind\": \"enum\","
+	                 " \"labels\": [{\"oid\": 8, \"label\": \"a\"}]}], \"tables\": [{\"relid\": 42,"
+	                 " \"schema\": \"public\", \"name\": \"t\", \"types\": [{\"oid\": 7,"
+	                 " \"schema\": \"public\", \"name\": \"mood\", \"kind\": \"enum\", \"labels\": []}],"
+	                 " \"columns\": [{\"attnum\": 1, \"name\": \"m\", \"type\": \"public.mood\","
+	                 " \"type_ref\": 7, \"generated\": null}]}]}";
+	const char *bad = "{\"version\": 1, \"kind\": \"ddl\", \"types\": [{\"oid\": 7}]}";
+	ddl_event *e = NULL;
+	tm_error err;
+
+	(void) state;
+	assert_int_equal(ddl_event_parse(ok, strlen(ok), &e, &err), 0);
+	assert_int_equal(e->types.n, 1);
+	assert_string_equal(e->types.types[0].labels[0].label, "a");
+	assert_int_equal(e->tables[0].def->types.n, 1);
+	assert_int_equal(e->tables[0].def->cols[0].type_ref, 7);
+	ddl_event_free(e);
+	assert_int_equal(ddl_event_parse(bad, strlen(bad), &e, &err), -1);
+	assert_non_null(strstr(err.msg, "type definition"));
+}
+
 static void
 test_policy_names(void **state)
 {
@@ -375,6 +426,7 @@ main(void)
 		cmocka_unit_test(test_malformed_type_fails_the_plan),
 		cmocka_unit_test(test_event_repeated_columns),
 		cmocka_unit_test(test_event_table_without_name),
+		cmocka_unit_test(test_event_types),
 		cmocka_unit_test(test_policy_names),
 	};
 

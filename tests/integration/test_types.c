@@ -1,0 +1,486 @@
+/*
+ * Integration tests of the source's types, collations and generated
+ * columns on the target: enum keys (with arrays of the enum, a composite
+ * type holding it and a domain over it) copied in several chunks, ICU,
+ * libc and citext keys, ALTER TYPE / ALTER DOMAIN followed (with rows
+ * using a value added by ALTER TYPE ... ADD VALUE in the very next source
+ * transaction), generated columns (at setup, added later, their expression
+ * changed, DROP EXPRESSION, one the target refuses), and the fallback to
+ * text when the target cannot have a type, visible in `tidemark schema`
+ * and in the key order flag.
+ *
+ * Rows are compared by plain SQL on both sides: every row's text, sorted
+ * byte-wise, so that neither side's ordering decides what is compared.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tm_fixture.h"
+
+/* ---- comparing ---- */
+
+/* Every row of table (or of the given columns) as text, sorted byte-wise. */
+static char *
+rows_text(PGconn *c, const char *table, const char *cols)
+{
+	return pgtest_query_value(c,
+	                          "SELECT coalesce(string_agg(r::text, E'\\n' ORDER BY r::text COLLATE \"C\"),"
+	                          " '(none)') FROM (SELECT %s FROM %s) r", cols ? cols : "*", table);
+}
+
+static void
+assert_same_rows(tm_env *e, const char *table, const char *cols)
+{
+	char *src = rows_text(e->s, table, cols), *dst = rows_text(e->t, table, cols);
+
+	if (strcmp(src, dst) != 0)
+		fail_msg("%s differs:\n--- source\n%s\n--- target\n%s", table, src, dst);
+	free(src);
+	free(dst);
+}
+
+/* The same query gives the same single value on both sides. */
+static void
+assert_same_value(tm_env *e, const char *sql)
+{
+	char *src = pgtest_query_value(e->s, "%s", sql), *dst = pgtest_query_value(e->t, "%s", sql);
+
+	if ((src == NULL) != (dst == NULL) || (src != NULL && strcmp(src, dst) != 0))
+		fail_msg("%s: source %s, target %s", sql, src ? src : "NULL", dst ? dst : "NULL");
+	free(src);
+	free(dst);
+}
+
+static void
+assert_value(PGconn *c, const char *sql, const char *expected)
+{
+	char *v = pgtest_query_value(c, "%s", sql);
+
+	if ((v == NULL) != (expected == NULL) || (v != NULL && strcmp(v, expected) != 0))
+		fail_msg("%s: %s, expected %s", sql, v ? v : "NULL", expected ? expected : "NULL");
+	free(v);
+}
+
+/* Every column of table has the same format_type() on both sides. */
+static void
+assert_same_types(tm_env *e, const char *table)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof sql,
+	         "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', '"
+	         " ORDER BY attname) FROM pg_attribute WHERE attrelid = '%s'::regclass"
+	         " AND attnum > 0 AND NOT attisdropped", table);
+	assert_same_value(e, sql);
+}
+
+static void
+assert_key_order(tm_env *e, const char *table, const char *same)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof sql, "SELECT key_order_same::text FROM tidemark.tables"
+	                          " WHERE source_table = '%s'", table);
+	assert_value(e->t, sql, same);
+}
+
+/* The target column's format_type() (unqualified where visible). */
+static void
+assert_target_type(tm_env *e, const char *table, const char *column, const char *expected)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof sql, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+	                          " WHERE attrelid = '%s'::regclass AND attname = '%s'", table, column);
+	assert_value(e->t, sql, expected);
+}
+
+static char *
+column_collation(PGconn *c, const char *table, const char *column)
+{
+	return pgtest_query_value(c, "SELECT co.collname FROM pg_attribute a JOIN pg_collation co"
+	                             " ON co.oid = a.attcollation WHERE a.attrelid = '%s'::regclass"
+	                             " AND a.attname = '%s'", table, column);
+}
+
+static void
+setup_tables(tm_env *e, ...)
+{
+	const char *argv[16];
+	char *out = NULL;
+	int n = 0, rc;
+	va_list ap;
+
+	va_start(ap, e);
+	for (const char *t; n < 14 && (t = va_arg(ap, const char *)) != NULL;) {
+		argv[n++] = "--table";
+		argv[n++] = t;
+	}
+	va_end(ap);
+	argv[n] = NULL;
+	rc = tm_run(e, 60, &out, "setup", argv[0], argv[1], argv[2], argv[3], argv[4], argv[5],
+	            argv[6], argv[7], NULL);
+	if (rc != 0)
+		fail_msg("setup exited %d:\n%s", rc, out);
+	free(out);
+}
+
+static void
+catch_up_chunked(tm_env *e)
+{
+	char *out = NULL;
+	int rc = tm_run(e, 120, &out, "run", "--until-caught-up", "--chunk-rows", "7", NULL);
+
+	if (rc != 0)
+		fail_msg("run --until-caught-up exited %d:\n%s", rc, out ? out : "");
+	free(out);
+}
+
+/* ---- enum keys ---- */
+
+static void
+test_enum_keys_in_chunks(void **state)
+{
+	tm_env *e = tm_env_new("enumkeys");
+	pgtest_proc *run;
+
+	(void) state;
+	/* labels out of alphabetical order: the target must sort as the source */
+	pgtest_exec(e->s, "CREATE TYPE mood AS ENUM ('zeta', 'alpha', 'mid');"
+	                  "CREATE TYPE pair AS (m mood, n int);"
+	                  "CREATE DOMAIN dmood AS mood CHECK (VALUE <> 'mid');"
+	                  /* a name and labels that need quoting */
+	                  "CREATE TYPE \"Odd \"\"Mood\"\"\" AS ENUM ('it''s', 'x\"y');"
+	                  "CREATE TABLE ek (m mood, n int, moods mood[], p pair, d dmood,"
+	                  "  odd \"Odd \"\"Mood\"\"\", PRIMARY KEY (m, n));"
+	                  "INSERT INTO ek SELECT (enum_range(NULL::mood))[1 + g %% 3], g,"
+	                  "  ARRAY[(enum_range(NULL::mood))[1 + (g + 1) %% 3], 'mid']::mood[],"
+	                  "  ROW((enum_range(NULL::mood))[1 + g %% 3], g)::pair,"
+	                  "  CASE WHEN g %% 2 = 0 THEN 'zeta' ELSE 'alpha' END::dmood,"
+	                  "  (CASE WHEN g %% 2 = 0 THEN 'it''s' ELSE 'x\"y' END)::\"Odd \"\"Mood\"\"\""
+	                  "  FROM generate_series(1, 60) g");
+	tm_setup_table(e, "ek");
+	catch_up_chunked(e);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM ek"), 60);
+	assert_same_rows(e, "ek", NULL);
+	assert_same_types(e, "ek");
+	assert_same_value(e, "SELECT enum_range(NULL::mood)::text");
+	assert_same_value(e, "SELECT enum_range(NULL::\"Odd \"\"Mood\"\"\")::text");
+	assert_same_value(e, "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod),"
+	                     " ', ' ORDER BY attnum) FROM pg_attribute WHERE attrelid ="
+	                     " (SELECT typrelid FROM pg_type WHERE oid = 'pair'::regtype)");
+	assert_same_value(e, "SELECT format_type(typbasetype, typtypmod) FROM pg_type"
+	                     " WHERE oid = 'dmood'::regtype");
+	/* the domain's CHECK stays on the source: the target takes what the source took */
+	assert_value(e->t, "SELECT count(*) FROM pg_constraint WHERE contypid = 'dmood'::regtype", "0");
+	assert_key_order(e, "ek", "true");
+	/* the target sorts the key as the source does */
+	assert_same_value(e, "SELECT string_agg(m || ':' || n, ',' ORDER BY m, n) FROM ek");
+
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "UPDATE ek SET n = n + 100, d = 'zeta' WHERE m = 'alpha';"
+	                  "DELETE FROM ek WHERE m = 'zeta' AND n < 30;"
+	                  "INSERT INTO ek VALUES ('mid', 1000, '{zeta}', ROW('mid', 1)::pair, NULL)");
+	tm_stop_and_catch_up(e, run, 120);
+	assert_same_rows(e, "ek", NULL);
+	assert_int_equal(tm_run(e, 60, NULL, "verify", NULL), 0);
+	tm_env_free(e);
+}
+
+/* ---- collated keys ---- */
+
+static void
+test_collated_keys_in_chunks(void **state)
+{
+	tm_env *e = tm_env_new("collkeys");
+	char *err, *coll;
+	bool libc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE EXTENSION citext;"
+	                  "CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2');"
+	                  "CREATE DOMAIN ci_text AS text COLLATE ci;"
+	                  "CREATE TABLE icu_k (k text COLLATE ci PRIMARY KEY, v int, dc ci_text,"
+	                  "  c text COLLATE \"C\");"
+	                  "CREATE TABLE cit_k (k citext PRIMARY KEY, v int);"
+	                  "INSERT INTO icu_k SELECT CASE WHEN g %% 2 = 0 THEN upper(s) ELSE s END, g, s, s"
+	                  "  FROM generate_series(1, 60) g, LATERAL (SELECT chr(97 + g %% 26) || g AS s) x;"
+	                  "INSERT INTO cit_k SELECT CASE WHEN g %% 3 = 0 THEN upper(s) ELSE s END, g"
+	                  "  FROM generate_series(1, 60) g, LATERAL (SELECT chr(97 + g %% 26) || g AS s) x");
+	/* a user's libc collation, when the machine has a UTF-8 locale besides C */
+	err = pgtest_exec_error(e->s, "CREATE COLLATION lc (provider = libc, locale = 'C.utf8');"
+	                              "CREATE TABLE libc_k (k text COLLATE lc PRIMARY KEY, v int);"
+	                              "INSERT INTO libc_k SELECT chr(65 + g %% 58) || g, g"
+	                              "  FROM generate_series(1, 60) g");
+	libc = err == NULL;
+	if (!libc)
+		print_message("libc collation part skipped: this machine has no C.utf8 locale (%s)\n", err);
+	free(err);
+	if (libc)
+		setup_tables(e, "icu_k", "cit_k", "libc_k", NULL);
+	else
+		setup_tables(e, "icu_k", "cit_k", NULL);
+	catch_up_chunked(e);
+	for (int i = 0; i < (libc ? 3 : 2); i++) {
+		const char *t = (const char *[]) {"icu_k", "cit_k", "libc_k"}[i];
+		char sql[128];
+
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", t);
+		assert_same_value(e, sql);
+		assert_same_rows(e, t, NULL);
+		assert_same_types(e, t);
+		assert_key_order(e, t, "true");
+		snprintf(sql, sizeof sql, "SELECT string_agg(k, ',' ORDER BY k) FROM %s", t);
+		assert_same_value(e, sql);
+	}
+	coll = column_collation(e->t, "icu_k", "k");
+	assert_string_equal(coll, "ci");
+	free(coll);
+	assert_value(e->t, "SELECT colliculocale FROM pg_collation WHERE collname = 'ci'",
+	             "und-u-ks-level2");
+	coll = column_collation(e->t, "icu_k", "dc");
+	assert_string_equal(coll, "ci");
+	free(coll);
+	coll = column_collation(e->t, "icu_k", "c");
+	assert_string_equal(coll, "C");
+	free(coll);
+	assert_same_value(e, "SELECT string_agg(dc, ',' ORDER BY dc) FROM icu_k");
+	assert_value(e->t, "SELECT extnamespace::regnamespace::text FROM pg_extension"
+	                   " WHERE extname = 'citext'", "public");
+	if (libc) {
+		coll = column_collation(e->t, "libc_k", "k");
+		assert_string_equal(coll, "lc");
+		free(coll);
+	}
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM icu_k"), 60);
+	assert_int_equal(tm_run(e, 60, NULL, "verify", NULL), 0);
+	tm_env_free(e);
+}
+
+/* ---- ALTER TYPE, ALTER DOMAIN ---- */
+
+static void
+test_alter_type_followed(void **state)
+{
+	tm_env *e = tm_env_new("altertype");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TYPE mood AS ENUM ('a', 'c');"
+	                  "CREATE TYPE addr AS (street text, zip int);"
+	                  "CREATE DOMAIN code AS text CHECK (length(VALUE) < 10);"
+	                  "CREATE TABLE t (id int PRIMARY KEY, m mood, ad addr, c code);"
+	                  "INSERT INTO t SELECT g, 'a', ROW('s' || g, g)::addr, 'k' || g"
+	                  "  FROM generate_series(1, 10) g");
+	tm_setup_table(e, "t");
+	tm_catch_up(e, 60);
+	/* a backlog read in one go: many source transactions per target one */
+	pgtest_exec(e->s, "INSERT INTO t VALUES (100, 'c', NULL, NULL)");
+	pgtest_exec(e->s, "ALTER TYPE mood ADD VALUE 'b' BEFORE 'c'");
+	pgtest_exec(e->s, "INSERT INTO t VALUES (101, 'b', NULL, 'new')");
+	pgtest_exec(e->s, "UPDATE t SET m = 'b' WHERE id <= 3");
+	pgtest_exec(e->s, "ALTER TYPE mood RENAME VALUE 'a' TO 'aa'");
+	pgtest_exec(e->s, "ALTER TYPE addr ADD ATTRIBUTE city text");
+	pgtest_exec(e->s, "UPDATE t SET ad = ROW('main', 1, 'paris')::addr WHERE id = 1");
+	pgtest_exec(e->s, "ALTER TYPE addr RENAME ATTRIBUTE street TO road");
+	pgtest_exec(e->s, "ALTER TYPE addr DROP ATTRIBUTE zip");
+	pgtest_exec(e->s, "UPDATE t SET ad = ROW('side', 'rome')::addr WHERE id = 2");
+	pgtest_exec(e->s, "ALTER DOMAIN code ADD CONSTRAINT no_x CHECK (VALUE <> 'x')");
+	pgtest_exec(e->s, "ALTER TYPE mood RENAME TO feeling");
+	pgtest_exec(e->s, "CREATE SCHEMA other; ALTER TYPE feeling SET SCHEMA other");
+	pgtest_exec(e->s, "CREATE TYPE size AS ENUM ('s', 'm', 'l'); ALTER TABLE t ADD COLUMN sz size");
+	pgtest_exec(e->s, "UPDATE t SET sz = 'm' WHERE id < 5");
+	tm_catch_up(e, 60);
+	assert_same_rows(e, "t", NULL);
+	assert_same_types(e, "t");
+	assert_same_value(e, "SELECT enum_range(NULL::other.feeling)::text");
+	assert_value(e->t, "SELECT to_regtype('public.mood')::text", NULL);
+	assert_same_value(e, "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod),"
+	                     " ', ' ORDER BY attnum) FROM pg_attribute WHERE attrelid ="
+	                     " (SELECT typrelid FROM pg_type WHERE oid = 'addr'::regtype)"
+	                     " AND NOT attisdropped");
+	assert_same_value(e, "SELECT enum_range(NULL::size)::text");
+	assert_value(e->t, "SELECT count(*) FROM pg_constraint WHERE contypid = 'code'::regtype", "0");
+	assert_true(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.ddl_log"
+	                                    " WHERE command_tag = 'ALTER TYPE'") >= 7);
+	assert_true(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.ddl_log"
+	                                    " WHERE command_tag = 'ALTER DOMAIN'") == 1);
+	assert_true(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.ddl_log"
+	                                    " WHERE target_action LIKE '%%added value ''b''%%'") == 1);
+
+	/* live: the value added, then used by the very next transaction */
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "BEGIN; ALTER TYPE other.feeling ADD VALUE 'd'; COMMIT;"
+	                  "BEGIN; INSERT INTO t VALUES (102, 'd', NULL, 'live', 'l'); COMMIT;"
+	                  "BEGIN; ALTER TYPE size ADD VALUE 'xl' AFTER 'l'; COMMIT;"
+	                  "BEGIN; UPDATE t SET sz = 'xl' WHERE id = 102; COMMIT");
+	assert_true(pgtest_wait_value(e->t, "SELECT sz::text FROM t WHERE id = 102", "xl", 60));
+	tm_stop_and_catch_up(e, run, 60);
+	assert_same_rows(e, "t", NULL);
+	assert_same_value(e, "SELECT enum_range(NULL::other.feeling)::text");
+	assert_same_value(e, "SELECT enum_range(NULL::size)::text");
+	tm_env_free(e);
+}
+
+/* ---- generated columns ---- */
+
+static void
+test_generated_columns(void **state)
+{
+	tm_env *e = tm_env_new("generated");
+	const char *cols = "id, qty, name, total, tag, big";
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE FUNCTION dbl(int) RETURNS int IMMUTABLE LANGUAGE sql"
+	                  "  AS 'SELECT $1 * 2';"
+	                  "CREATE TABLE g (id int PRIMARY KEY, qty int, name text,"
+	                  "  total int GENERATED ALWAYS AS (qty * 3) STORED,"
+	                  "  tag text GENERATED ALWAYS AS (lower(name) || '!') STORED,"
+	                  "  d int GENERATED ALWAYS AS (dbl(qty)) STORED);"
+	                  "INSERT INTO g (id, qty, name) SELECT g, g, 'N' || g FROM generate_series(1, 50) g");
+	tm_setup_table(e, "g");
+	catch_up_chunked(e);
+	assert_value(e->t, "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute"
+	                   " WHERE attrelid = 'g'::regclass AND attgenerated = 's'", "total,tag");
+	assert_same_value(e, "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef"
+	                     " WHERE adrelid = 'g'::regclass AND adnum = 4");
+	/* the target has no dbl(): that column is left out, and says why */
+	assert_value(e->t, "SELECT count(*) FROM pg_attribute WHERE attrelid = 'g'::regclass"
+	                   " AND attname = 'd'", "0");
+	assert_int_equal(tm_run(e, 60, &out, "schema", "public.g", NULL), 0);
+	assert_non_null(strstr(out, "generated column left out: the target refused it"));
+	free(out);
+	assert_same_rows(e, "g", "id, qty, name, total, tag");
+
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "ALTER TABLE g ADD COLUMN big bigint GENERATED ALWAYS AS (qty * 1000) STORED");
+	pgtest_exec(e->s, "UPDATE g SET qty = qty + 1 WHERE id %% 2 = 0;"
+	                  "INSERT INTO g (id, qty, name) VALUES (100, 7, 'Hundred')");
+	/* an expression changed (PostgreSQL 15: dropped and added again) */
+	pgtest_exec(e->s, "ALTER TABLE g DROP COLUMN total,"
+	                  "  ADD COLUMN total int GENERATED ALWAYS AS (qty * 4) STORED");
+	pgtest_exec(e->s, "UPDATE g SET name = 'Renamed' WHERE id = 3");
+	pgtest_exec(e->s, "ALTER TABLE g ALTER COLUMN tag DROP EXPRESSION");
+	pgtest_exec(e->s, "UPDATE g SET tag = 'manual' WHERE id = 1");
+	tm_stop_and_catch_up(e, run, 120);
+	assert_same_rows(e, "g", cols);
+	assert_value(e->t, "SELECT string_agg(attname, ',' ORDER BY attname) FROM pg_attribute"
+	                   " WHERE attrelid = 'g'::regclass AND attgenerated = 's'", "big,total");
+	assert_value(e->t, "SELECT total FROM g WHERE id = 100", "28");
+	assert_int_equal(tm_run(e, 60, &out, "verify", NULL), 0);
+	free(out);
+	tm_env_free(e);
+}
+
+/* ---- a long target DDL ---- */
+
+/* The target DDL of a schema change waits (here for a lock; a rewrite of a
+ * large table takes as long): the stream is answered meanwhile, so the
+ * source does not end it (wal_sender_timeout) and run goes on without a
+ * reconnection. */
+static void
+test_long_target_ddl_keeps_the_stream(void **state)
+{
+	tm_env *e = tm_env_new("longddl");
+	PGconn *lock = pgtest_connect_str(e->dst);
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "ALTER SYSTEM SET wal_sender_timeout = '2s'");
+	pgtest_exec(e->s, "SELECT pg_reload_conf();"
+	                  "CREATE TABLE w (id int PRIMARY KEY, v int); INSERT INTO w VALUES (1, 1)");
+	tm_setup_table(e, "w");
+	run = tm_start_run(e, NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM w", "1", 60));
+	pgtest_exec(lock, "BEGIN; LOCK TABLE w IN ACCESS EXCLUSIVE MODE");
+	pgtest_exec(e->s, "ALTER TABLE w ADD COLUMN g int GENERATED ALWAYS AS (v * 2) STORED;"
+	                  "INSERT INTO w VALUES (2, 2)");
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) > 0 FROM pg_stat_activity WHERE"
+	                                    " application_name = 'tidemark apply' AND wait_event_type = 'Lock'",
+	                              "t", 30));
+	/* held for three times the source's timeout */
+	tm_sleep_ms(6000);
+	pgtest_exec(lock, "COMMIT");
+	assert_true(pgtest_wait_value(e->t, "SELECT g FROM w WHERE id = 2", "4", 60));
+	/* a later change comes through the same stream */
+	pgtest_exec(e->s, "INSERT INTO w VALUES (3, 3)");
+	assert_true(pgtest_wait_value(e->t, "SELECT g FROM w WHERE id = 3", "6", 60));
+	if (strstr(pgtest_proc_output(run), "resuming from the target's position") != NULL)
+		fail_msg("the stream was lost while the target DDL waited:\n%s", pgtest_proc_output(run));
+	tm_stop_and_catch_up(e, run, 60);
+	pgtest_exec(e->s, "ALTER SYSTEM RESET wal_sender_timeout");
+	pgtest_exec(e->s, "SELECT pg_reload_conf()");
+	assert_same_rows(e, "w", NULL);
+	PQfinish(lock);
+	tm_env_free(e);
+}
+
+/* ---- what the target cannot have ---- */
+
+static void
+test_fallback_to_text_is_visible(void **state)
+{
+	tm_env *e = tm_env_new("fallback");
+	char *out = NULL;
+	int rc;
+
+	(void) state;
+	/* the target has a type of the name with other values */
+	pgtest_exec(e->t, "CREATE TYPE mood AS ENUM ('x', 'y')");
+	pgtest_exec(e->s, "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');"
+	                  "CREATE TYPE floatrange AS RANGE (subtype = float8);"
+	                  "CREATE TABLE f (m mood, n int, r floatrange, PRIMARY KEY (m, n));"
+	                  "INSERT INTO f SELECT (enum_range(NULL::mood))[1 + g %% 3], g,"
+	                  "  floatrange(g, g + 0.5) FROM generate_series(1, 30) g");
+	rc = tm_run(e, 60, &out, "setup", "--table", "f", NULL);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "column m (source type public.mood): kept as text"));
+	assert_non_null(strstr(out, "column r (source type public.floatrange): kept as text"));
+	assert_non_null(strstr(out, "does not sort its key as the source does"));
+	free(out);
+	tm_catch_up(e, 60);
+	assert_target_type(e, "f", "m", "text");
+	assert_target_type(e, "f", "r", "text");
+	assert_key_order(e, "f", "false");
+	assert_true(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables WHERE"
+	                                    " key_order_reason LIKE 'key column m: kept as text%%'") == 1);
+	assert_same_rows(e, "f", "m::text, n, r::text");
+	assert_int_equal(tm_run(e, 60, &out, "schema", "public.f", NULL), 0);
+	assert_non_null(strstr(out, "on the target: text; kept as text: the target has a type public.mood"));
+	assert_non_null(strstr(out, "key order on the target: differs"));
+	free(out);
+	/* the target could have the type now; the column it made stays text, and says so */
+	pgtest_exec(e->t, "DROP TYPE mood");
+	pgtest_exec(e->s, "ALTER TABLE f ADD COLUMN extra mood");
+	tm_catch_up(e, 60);
+	assert_target_type(e, "f", "extra", "mood");
+	assert_value(e->t, "SELECT v.columns -> 0 ->> 'target_type' FROM tidemark.schema_versions v"
+	                   " ORDER BY version DESC LIMIT 1", "text");
+	assert_key_order(e, "f", "false");
+	tm_env_free(e);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_enum_keys_in_chunks),
+		cmocka_unit_test(test_collated_keys_in_chunks),
+		cmocka_unit_test(test_alter_type_followed),
+		cmocka_unit_test(test_generated_columns),
+		cmocka_unit_test(test_fallback_to_text_is_visible),
+		cmocka_unit_test(test_long_target_ddl_keeps_the_stream),
+	};
+
+	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
+}
