@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "cast.h"
+#include "codec.h"
 #include "dml_sql.h"
 #include "log.h"
 #include "pgconn.h"
@@ -36,6 +37,10 @@ typedef struct apply_rel {
 	char **colnames;        /* owned */
 	int nkeys;
 	int *key_idx;           /* owned: key columns, indexes into colnames */
+	char **key_types;       /* owned: each key column's type on the target, as
+	                         * "schema"."name" (NULL: not known), for the key's
+	                         * parameters: a composite or a domain over an enum
+	                         * is not found from an untyped one */
 	catalog_table *table;   /* borrowed from apply.tables; NULL: not replicated */
 	bool unmatched;         /* no registered table yet: looked at again at the first
 	                         * change (a partition never has one, see attach_table) */
@@ -260,6 +265,10 @@ rel_clear(apply_rel *r)
 		free(r->colnames[i]);
 	free(r->colnames);
 	free(r->key_idx);
+	for (int k = 0; r->key_types != NULL && k < r->nkeys; k++)
+		free(r->key_types[k]);
+	free(r->key_types);
+	r->key_types = NULL;
 	free(r->src_types);
 	free(r->check);
 	free(r->checked);
@@ -380,6 +389,22 @@ cross_check(const apply_rel *r, PGresult *version)
 		         "stream's description", r->nspname, r->relname, r->ncols, streamed);
 }
 
+/* Each key column's base type on the target (codec.h), from the target's
+ * columns (name, type text, base type schema, base type name). */
+static void
+load_key_types(apply_rel *r, PGresult *tgt)
+{
+	r->key_types = xcalloc((size_t) r->nkeys + 1, sizeof(char *));
+	for (int k = 0; k < r->nkeys; k++)
+		for (int i = 0; i < PQntuples(tgt); i++)
+			if (strcmp(PQgetvalue(tgt, i, 0), r->colnames[r->key_idx[k]]) == 0) {
+				strbuf type = STRBUF_INIT;
+
+				strbuf_append_qualified(&type, PQgetvalue(tgt, i, 2), PQgetvalue(tgt, i, 3));
+				r->key_types[k] = strbuf_steal(&type);
+			}
+}
+
 /*
  * For each column: the source type in force (the table's latest schema
  * version) and the target column's type. Where a source value may not fit
@@ -404,16 +429,19 @@ load_checks(apply *a, apply_rel *r)
 	                "   WHERE table_id = $1::int)", 1, p1, &src);
 	if (rc == TM_OK)
 		rc = sink_query(a->sink, "reading the target types",
-		                "SELECT attname, tidemark.format_type(atttypid, atttypmod) FROM pg_attribute"
-		                " WHERE attrelid = format('%I.%I', $1::text, $2::text)::regclass"
-		                " AND attnum > 0 AND NOT attisdropped", 2, p2, &tgt);
+		                "SELECT a.attname, tidemark.format_type(a.atttypid, a.atttypmod),"
+		                CODEC_KEY_TYPE_COLUMNS " FROM pg_attribute a"
+		                " WHERE a.attrelid = format('%I.%I', $1::text, $2::text)::regclass"
+		                " AND a.attnum > 0 AND NOT a.attisdropped", 2, p2, &tgt);
 	r->src_types = calloc((size_t) r->ncols + 1, sizeof(sqltype));
 	r->check = calloc((size_t) r->ncols + 1, sizeof(sqltype));
 	r->checked = calloc((size_t) r->ncols + 1, sizeof(bool));
 	if (r->src_types == NULL || r->check == NULL || r->checked == NULL)
 		abort();
-	if (rc == TM_OK)
+	if (rc == TM_OK) {
 		cross_check(r, src);
+		load_key_types(r, tgt);
+	}
 	for (int i = 0; rc == TM_OK && i < r->ncols; i++) {
 		const char *st = type_of(src, r->colnames[i]), *tt = type_of(tgt, r->colnames[i]);
 
@@ -612,7 +640,8 @@ static dml_sql_table
 rel_sql_table(const apply_rel *r)
 {
 	dml_sql_table t = {r->table->target_schema, r->table->target_table, r->ncols,
-	                   (const char *const *) r->colnames, r->nkeys, r->key_idx};
+	                   (const char *const *) r->colnames, r->nkeys, r->key_idx,
+	                   (const char *const *) r->key_types};
 
 	return t;
 }

@@ -4,8 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "log.h"
 #include "pgconn.h"
+
+/* The base type key column k and its values are compared in (codec.h). */
+static const char *
+key_type(const snap_load_chunk *c, int k)
+{
+	return c->key_types != NULL ? c->key_types[k] : NULL;
+}
 
 /* WHERE (k1, k2) > ($1, $2) AND (k1, k2) <= ($3, $4), either side optional.
  * alias: a table alias to qualify the key columns with, or NULL. */
@@ -23,14 +31,13 @@ append_range(strbuf *sql, const snap_load_chunk *c, const char *alias, const cha
 		for (int k = 0; k < c->nkeys; k++) {
 			if (k > 0)
 				strbuf_append(sql, ", ");
-			if (alias != NULL)
-				strbuf_appendf(sql, "%s.", alias);
-			strbuf_append_ident(sql, c->key_columns[k]);
+			codec_append_key_operand(sql, alias, c->key_columns[k], key_type(c, k));
 		}
 		strbuf_append(sql, side == 0 ? ") > (" : ") <= (");
 		for (int k = 0; k < c->nkeys; k++) {
 			params[n] = key[k];
-			strbuf_appendf(sql, "%s$%d", k > 0 ? ", " : "", ++n);
+			strbuf_append(sql, k > 0 ? ", " : "");
+			codec_append_key_param(sql, ++n, key_type(c, k));
 		}
 		strbuf_appendc(sql, ')');
 	}
@@ -283,10 +290,9 @@ append_in(strbuf *sql, const snap_load_chunk *c, const char *what, bool in)
 	for (int k = 0; k < c->nkeys; k++) {
 		if (k > 0)
 			strbuf_append(sql, " AND ");
-		strbuf_append(sql, "s.");
-		strbuf_append_ident(sql, c->key_columns[k]);
-		strbuf_append(sql, " = t.");
-		strbuf_append_ident(sql, c->key_columns[k]);
+		codec_append_key_operand(sql, "s", c->key_columns[k], key_type(c, k));
+		strbuf_append(sql, " = ");
+		codec_append_key_operand(sql, "t", c->key_columns[k], key_type(c, k));
 	}
 	strbuf_appendc(sql, ')');
 }
@@ -381,8 +387,14 @@ apply_overlay(sink *s, const snap_load_chunk *c, const snap_overlay *o)
 			strbuf_append(&sql, " WHERE ");
 		else if (i > 0)
 			strbuf_append(&sql, set ? ", " : " AND ");
-		strbuf_append_ident(&sql, set ? o->names[i] : c->key_columns[i - o->n]);
-		strbuf_appendf(&sql, " = $%d", ++np);
+		if (set) {
+			strbuf_append_ident(&sql, o->names[i]);
+			strbuf_appendf(&sql, " = $%d", ++np);
+		} else {
+			codec_append_key_operand(&sql, NULL, c->key_columns[i - o->n], key_type(c, i - o->n));
+			strbuf_append(&sql, " = ");
+			codec_append_key_param(&sql, ++np, key_type(c, i - o->n));
+		}
 		offsets[i] = v ? vals.len : (size_t) -1;
 		if (v != NULL) {
 			strbuf_appendn(&vals, v, vl);

@@ -45,6 +45,8 @@ typedef struct snap_load_chunk {
 	bool upsert_only;             /* rows read again by key (no range): upserted through
 	                               * the staging table, nothing deleted */
 	bool by_keys;                 /* no decision by a key range on the target (above) */
+	char *const *key_types;       /* per key column, the base type (codec.h) a key column
+	                               * and its values are compared in; may be NULL */
 } snap_load_chunk;
 
 /* Returns a status; *fast tells which path was taken. */

@@ -61,6 +61,7 @@ typedef struct table_cursor {
 	snap_job job;            /* owned copy */
 	int ncols;
 	char **colnames;         /* owned */
+	char **coltypes;         /* owned: each column's base type (codec.h) */
 	int *key_idx;            /* owned */
 	char **next_after;       /* owned: key of the last row read */
 	long long estimate;
@@ -159,6 +160,7 @@ cursor_clear(table_cursor *c)
 {
 	snap_keys_free(c->next_after, c->job.nkeys);
 	snap_keys_free(c->colnames, c->ncols);
+	snap_keys_free(c->coltypes, c->ncols);
 	free(c->key_idx);
 	snap_job_clear(&c->job);
 	memset(c, 0, sizeof *c);
@@ -263,8 +265,9 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 	                     "   WHERE c.oid = a.attrelid),"
 	                     " (SELECT CASE WHEN c.reltuples > 0 THEN (pg_total_relation_size(a.attrelid)"
 	                     "   / c.reltuples)::bigint END FROM pg_class c WHERE c.oid = a.attrelid),"
-	                     " format_type(a.atttypid, a.atttypmod), a.atttypid < 16384"
-	                     " FROM pg_attribute a WHERE a.attrelid = (SELECT c.oid FROM pg_class c"
+	                     " format_type(a.atttypid, a.atttypmod), a.atttypid < 16384,"
+	                     CODEC_KEY_TYPE_COLUMNS " FROM pg_attribute a"
+	                     " WHERE a.attrelid = (SELECT c.oid FROM pg_class c"
 	                     "   JOIN pg_namespace n ON n.oid = c.relnamespace"
 	                     "   WHERE n.nspname = $1 AND c.relname = $2)"
 	                     " AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''"
@@ -274,13 +277,16 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 		return rc;
 	*gone = PQntuples(r) == 0;
 	c->ncols = PQntuples(r);
-	c->colnames = calloc((size_t) c->ncols + 1, sizeof(char *));
-	c->key_idx = calloc((size_t) c->job.nkeys + 1, sizeof(int));
-	if (c->colnames == NULL || c->key_idx == NULL)
-		abort();
+	c->colnames = xcalloc((size_t) c->ncols + 1, sizeof(char *));
+	c->coltypes = xcalloc((size_t) c->ncols + 1, sizeof(char *));
+	c->key_idx = xcalloc((size_t) c->job.nkeys + 1, sizeof(int));
 	c->format = SNAP_CHUNK_BINARY;
 	for (int i = 0; i < c->ncols; i++) {
+		strbuf type = STRBUF_INIT;
+
 		c->colnames[i] = xstrdup(PQgetvalue(r, i, 0));
+		strbuf_append_qualified(&type, PQgetvalue(r, i, 5), PQgetvalue(r, i, 6));
+		c->coltypes[i] = strbuf_steal(&type);
 		if (strcmp(PQgetvalue(r, i, 4), "t") != 0 ||
 		    !same_target_type(&c->job, c->colnames[i], PQgetvalue(r, i, 3)))
 			c->format = SNAP_CHUNK_TEXT;
@@ -324,18 +330,18 @@ append_key_cols(strbuf *sql, const table_cursor *c)
 	}
 }
 
-/* (lit, lit, ...): key values as escaped literals, typed by the column
- * they are compared with. */
+/* (lit::type, ...): key values as escaped literals cast to their column's
+ * base type, as the column is (codec.h). */
 static void
-append_key_literals(PGconn *conn, strbuf *sql, char *const *values, int nkeys)
+append_key_literals(PGconn *conn, const table_cursor *c, strbuf *sql, char *const *values)
 {
 	strbuf_appendc(sql, '(');
-	for (int k = 0; k < nkeys; k++) {
+	for (int k = 0; k < c->job.nkeys; k++) {
 		char *lit = PQescapeLiteral(conn, values[k], strlen(values[k]));
 
 		if (lit == NULL)
 			abort();
-		strbuf_appendf(sql, "%s%s", k > 0 ? ", " : "", lit);
+		strbuf_appendf(sql, "%s%s::%s", k > 0 ? ", " : "", lit, c->coltypes[c->key_idx[k]]);
 		PQfreemem(lit);
 	}
 	strbuf_appendc(sql, ')');
@@ -350,17 +356,20 @@ append_chunk_where(PGconn *conn, const table_cursor *c, strbuf *sql)
 	if (c->next_after == NULL && c->job.reread_keys == NULL)
 		return;
 	strbuf_append(sql, " WHERE (");
-	append_key_cols(sql, c);
+	for (int k = 0; k < nkeys; k++) {
+		strbuf_append(sql, k > 0 ? ", " : "");
+		codec_append_key_operand(sql, NULL, c->job.key_columns[k], c->coltypes[c->key_idx[k]]);
+	}
 	if (c->job.reread_keys == NULL) {
 		strbuf_append(sql, ") > ");
-		append_key_literals(conn, sql, c->next_after, nkeys);
+		append_key_literals(conn, c, sql, c->next_after);
 		return;
 	}
 	strbuf_append(sql, ") IN (");
 	for (int i = 0; i < c->job.nreread; i++) {
 		if (i > 0)
 			strbuf_append(sql, ", ");
-		append_key_literals(conn, sql, c->job.reread_keys + (size_t) i * (size_t) nkeys, nkeys);
+		append_key_literals(conn, c, sql, c->job.reread_keys + (size_t) i * (size_t) nkeys);
 	}
 	strbuf_appendc(sql, ')');
 }
@@ -662,13 +671,14 @@ same_columns(const table_cursor *a, const table_cursor *b)
 	if (a->ncols != b->ncols)
 		return false;
 	for (int i = 0; i < a->ncols; i++)
-		if (strcmp(a->colnames[i], b->colnames[i]) != 0)
+		if (strcmp(a->colnames[i], b->colnames[i]) != 0 ||
+		    strcmp(a->coltypes[i], b->coltypes[i]) != 0)
 			return false;
 	return true;
 }
 
 /* Reads the chunk. A failure with the connection intact may mean the
- * table changed under the read (a column renamed or dropped: its columns
+ * table changed under the read (a column renamed, dropped or retyped: its columns
  * are read again and the chunk once more, as long as they keep changing,
  * up to READ_ATTEMPTS, after which the session is retried; the apply
  * thread throws away a chunk read under the old definition) or was

@@ -32,6 +32,7 @@ typedef struct snap_table {
 	char *target_table;
 	int nkeys;
 	char **key_columns;
+	char **key_types;        /* owned: the key columns' types on the target (may be NULL) */
 	char **applied_key;      /* the last key applied on the target */
 	char *request;           /* snapshot_requested_at as text, "" if none */
 	long generation;
@@ -91,6 +92,7 @@ table_free(snap_table *t)
 	free(t->target_schema);
 	free(t->target_table);
 	snap_keys_free(t->key_columns, t->nkeys);
+	snap_keys_free(t->key_types, t->nkeys);
 	snap_keys_free(t->applied_key, t->nkeys);
 	free(t->request);
 	snap_keys_free(t->check_cols, t->nchecks);
@@ -124,20 +126,39 @@ target_order(snapshot *s, const snap_table *t, snap_job *job)
 	PQclear(r);
 }
 
+/* Each key column's base type on the target (codec.h), for the key
+ * comparisons of the load's statements (snap_load.h). */
+static void
+target_key_types(snap_table *t, PGresult *r)
+{
+	snap_keys_free(t->key_types, t->nkeys);
+	t->key_types = xcalloc((size_t) t->nkeys + 1, sizeof(char *));
+	for (int k = 0; k < t->nkeys; k++)
+		for (int i = 0; i < PQntuples(r) && t->key_types[k] == NULL; i++)
+			if (strcmp(PQgetvalue(r, i, 0), t->key_columns[k]) == 0) {
+				strbuf type = STRBUF_INIT;
+
+				strbuf_append_qualified(&type, PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
+				t->key_types[k] = strbuf_steal(&type);
+			}
+}
+
 /* The target table's columns and types, for the reader's choice of the
  * binary row format, and how it orders the key. On failure the job simply
  * goes without (text rows, rows matched by key). */
 static void
-target_types(snapshot *s, const snap_table *t, snap_job *job)
+target_types(snapshot *s, snap_table *t, snap_job *job)
 {
 	const char *p[] = {t->target_schema, t->target_table};
 	PGresult *r = NULL;
 
 	if (sink_query(s->sink, "reading the target's column types",
-	               "SELECT attname, tidemark.format_type(atttypid, atttypmod) FROM pg_attribute"
-	               " WHERE attrelid = format('%I.%I', $1::text, $2::text)::regclass"
-	               " AND attnum > 0 AND NOT attisdropped ORDER BY attnum", 2, p, &r) != TM_OK)
+	               "SELECT a.attname, tidemark.format_type(a.atttypid, a.atttypmod),"
+	               CODEC_KEY_TYPE_COLUMNS " FROM pg_attribute a"
+	               " WHERE a.attrelid = format('%I.%I', $1::text, $2::text)::regclass"
+	               " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", 2, p, &r) != TM_OK)
 		return;
+	target_key_types(t, r);
 	job->ntarget = PQntuples(r);
 	job->target_names = calloc((size_t) job->ntarget + 1, sizeof(char *));
 	job->target_types = calloc((size_t) job->ntarget + 1, sizeof(char *));
@@ -984,7 +1005,8 @@ load_rows(snapshot *s, snap_table *t, const snap_result *res, snap_window *w, bo
 		                      .nrows = *n, .overlays = overlays, .noverlays = noverlays,
 		                      .window = w, .prev_key = res->prev_key,
 		                      .last_key = res->final ? NULL : res->last_key,
-		                      .upsert_only = upsert_only, .by_keys = res->by_keys};
+		                      .upsert_only = upsert_only, .by_keys = res->by_keys,
+		                      .key_types = (char *const *) t->key_types};
 		double t0 = clock_now_s();
 
 		rc = snap_load(s->sink, &lc, fast);

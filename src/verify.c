@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "log.h"
 #include "source_query.h"
 #include "verify_int.h"
@@ -211,6 +212,33 @@ table_new(PGconn *source, PGconn *target, const catalog_table *ct, long chunk_ro
 	return vt;
 }
 
+/* Each key column's base type on one side (codec.h). */
+static int
+key_types(PGconn *conn, pgconn_side side, const verify_table *vt, char ***out)
+{
+	const char *p[] = {side == PGCONN_SOURCE ? vt->source_schema : vt->target_schema,
+	                   side == PGCONN_SOURCE ? vt->source_name : vt->target_name};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, side, vt->what,
+	                     "SELECT a.attname," CODEC_KEY_TYPE_COLUMNS
+	                     " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+	                     " JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                     " WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0"
+	                     " AND NOT a.attisdropped", 2, p, &r);
+
+	*out = xcalloc((size_t) vt->nkeys + 1, sizeof(char *));
+	for (int k = 0; rc == TM_OK && k < vt->nkeys; k++)
+		for (int i = 0; i < PQntuples(r) && (*out)[k] == NULL; i++)
+			if (strcmp(PQgetvalue(r, i, 0), vt->keys[k]) == 0) {
+				strbuf type = STRBUF_INIT;
+
+				strbuf_append_qualified(&type, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
+				(*out)[k] = strbuf_steal(&type);
+			}
+	PQclear(r);
+	return rc;
+}
+
 int
 verify_table_open(PGconn *source, PGconn *target, const catalog_table *ct, long chunk_rows,
                   verify_table **out)
@@ -228,6 +256,10 @@ verify_table_open(PGconn *source, PGconn *target, const catalog_table *ct, long 
 		match_columns(vt, def, tcols);
 		rc = match_keys(vt, ct);
 	}
+	if (rc == TM_OK)
+		rc = key_types(source, PGCONN_SOURCE, vt, &vt->source_key_types);
+	if (rc == TM_OK)
+		rc = key_types(target, PGCONN_TARGET, vt, &vt->target_key_types);
 	if (rc == TM_OK)
 		rc = display_names(vt);
 	if (rc == TM_OK)
@@ -257,6 +289,8 @@ verify_table_free(verify_table *vt)
 	free_strings(vt->skipped_display, vt->nskipped);
 	free(vt->skipped_on_target);
 	free_strings(vt->keys, vt->nkeys);
+	free_strings(vt->source_key_types, vt->nkeys);
+	free_strings(vt->target_key_types, vt->nkeys);
 	free(vt->key_idx);
 	free(vt->key_display); /* its strings are col_display's */
 	free(vt->source_schema);

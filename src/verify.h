@@ -77,6 +77,8 @@ typedef struct verify_table {
 	int nkeys;
 	char **keys;              /* the key columns (catalog order) */
 	int *key_idx;             /* their indexes among cols */
+	char **source_key_types;  /* each key column's base type on each side (codec.h: */
+	char **target_key_types;  /* what its values are compared in); entries may be NULL */
 	char **key_display;
 	int ncols;
 	verify_sql_column *cols;  /* the compared columns, source order */

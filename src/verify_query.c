@@ -54,7 +54,9 @@ verify_side_table(const verify_table *vt, bool source)
 	verify_sql_table t = {source ? vt->source_schema : vt->target_schema,
 	                      source ? vt->source_name : vt->target_name,
 	                      vt->nkeys, (const char *const *) vt->keys, vt->key_idx,
-	                      vt->ncols, vt->cols, source && !vt->source_partitioned};
+	                      vt->ncols, vt->cols, source && !vt->source_partitioned,
+	                      (const char *const *) (source ? vt->source_key_types
+	                                                    : vt->target_key_types)};
 
 	return t;
 }

@@ -18,6 +18,24 @@ codec_append_value_text(strbuf *sql, const char *expr)
 	strbuf_appendf(sql, "CASE WHEN (%s) IS NULL THEN NULL ELSE concat(%s) END", expr, expr);
 }
 
+void
+codec_append_key_operand(strbuf *sql, const char *alias, const char *column, const char *type)
+{
+	if (alias != NULL)
+		strbuf_appendf(sql, "%s.", alias);
+	strbuf_append_ident(sql, column);
+	if (type != NULL)
+		strbuf_appendf(sql, "::%s", type);
+}
+
+void
+codec_append_key_param(strbuf *sql, int n, const char *type)
+{
+	strbuf_appendf(sql, "$%d", n);
+	if (type != NULL)
+		strbuf_appendf(sql, "::%s", type);
+}
+
 /* ---- keys ---- */
 
 void

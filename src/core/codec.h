@@ -37,6 +37,32 @@ void codec_append_key_text(strbuf *sql, const char *alias, const char *column);
 void codec_append_value_text(strbuf *sql, const char *expr);
 
 /*
+ * Comparing keys in SQL. A key value travels as text (a literal or an
+ * untyped parameter), which the server types by the column it meets; that
+ * fails for a composite key (an anonymous record) and for a domain over an
+ * enum (such a domain has no operators of its own). So a key column and
+ * the value compared with it are both cast to the column's base type (the
+ * type itself, or a domain's base type), given as SQL built with quoted
+ * identifiers ("schema"."name", no typmod): a cast that changes nothing,
+ * which the planner looks through, so the key's index still serves.
+ * CODEC_KEY_TYPE_COLUMNS is a query fragment that yields, for a column
+ * a of pg_attribute, the base type's schema and name as "key_type_schema"
+ * and "key_type_name".
+ */
+#define CODEC_KEY_TYPE_COLUMNS                                                                \
+	" (SELECT bn.nspname FROM pg_type kt JOIN pg_type bt ON bt.oid = CASE WHEN kt.typtype"     \
+	" = 'd' THEN kt.typbasetype ELSE kt.oid END JOIN pg_namespace bn ON bn.oid ="             \
+	" bt.typnamespace WHERE kt.oid = a.atttypid) AS key_type_schema,"                         \
+	" (SELECT bt.typname FROM pg_type kt JOIN pg_type bt ON bt.oid = CASE WHEN kt.typtype"     \
+	" = 'd' THEN kt.typbasetype ELSE kt.oid END WHERE kt.oid = a.atttypid) AS key_type_name"
+
+/* alias."column"::type (type may be NULL: no cast; alias may be NULL). */
+void codec_append_key_operand(strbuf *sql, const char *alias, const char *column,
+                              const char *type);
+/* $n::type (type may be NULL). */
+void codec_append_key_param(strbuf *sql, int n, const char *type);
+
+/*
  * Keys. A row's key is its key columns' texts, encoded as one byte string
  * so that two keys are equal exactly when their bytes are: for each value,
  * its length (4 bytes, host order) then its bytes. Never stored or sent:

@@ -1,5 +1,7 @@
 #include "dml_sql.h"
 
+#include "codec.h"
+
 static bool
 is_key(const dml_sql_table *t, int col)
 {
@@ -27,8 +29,11 @@ append_key_match(strbuf *sql, const dml_sql_table *t, int first)
 	for (int k = 0; k < t->nkeys; k++) {
 		if (k > 0)
 			strbuf_append(sql, " AND ");
-		strbuf_append_ident(sql, t->cols[t->key_idx[k]]);
-		strbuf_appendf(sql, " = $%d", first + k);
+		const char *type = t->key_types != NULL ? t->key_types[k] : NULL;
+
+		codec_append_key_operand(sql, NULL, t->cols[t->key_idx[k]], type);
+		strbuf_append(sql, " = ");
+		codec_append_key_param(sql, first + k, type);
 	}
 }
 

@@ -19,6 +19,9 @@ typedef struct dml_sql_table {
 	const char *const *cols;  /* borrowed names */
 	int nkeys;
 	const int *key_idx;       /* indexes into cols */
+	const char *const *key_types; /* per key column, the base type a key column and its
+	                           * parameter are cast to where they are compared
+	                           * (codec.h); NULL, or a NULL entry: none */
 } dml_sql_table;
 
 /* INSERT INTO t (c1..cn) VALUES ($1..$n)

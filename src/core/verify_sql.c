@@ -122,15 +122,40 @@ append_key_texts(strbuf *sql, const verify_sql_table *t)
 	}
 }
 
+static const char *
+key_type(const verify_sql_table *t, int k)
+{
+	return t->key_types != NULL ? t->key_types[k] : NULL;
+}
+
+/* The key columns as compared with values (codec.h). */
+static void
+append_key_operands(strbuf *sql, const verify_sql_table *t)
+{
+	for (int i = 0; i < t->nkeys; i++) {
+		strbuf_append(sql, i > 0 ? ", " : "");
+		codec_append_key_operand(sql, NULL, t->keys[i], key_type(t, i));
+	}
+}
+
+/* ($first, ...) as key values */
+static void
+append_key_params(strbuf *sql, const verify_sql_table *t, int first)
+{
+	for (int i = 0; i < t->nkeys; i++) {
+		strbuf_append(sql, i > 0 ? ", " : "");
+		codec_append_key_param(sql, first + i, key_type(t, i));
+	}
+}
+
 /* (keys) op ($first, ...): a row comparison, or a plain one for one key. */
 static void
 append_key_compare(strbuf *sql, const verify_sql_table *t, const char *op, int first)
 {
 	strbuf_append(sql, t->nkeys > 1 ? "(" : "");
-	append_keys(sql, t, "");
+	append_key_operands(sql, t);
 	strbuf_appendf(sql, "%s %s %s", t->nkeys > 1 ? ")" : "", op, t->nkeys > 1 ? "(" : "");
-	for (int i = 0; i < t->nkeys; i++)
-		strbuf_appendf(sql, "%s$%d", i > 0 ? ", " : "", first + i);
+	append_key_params(sql, t, first);
 	strbuf_append(sql, t->nkeys > 1 ? ")" : "");
 }
 
@@ -279,12 +304,11 @@ verify_sql_lookup(strbuf *sql, const verify_sql_table *t, unsigned flags, int nr
 	append_row_columns(sql, t, flags);
 	append_from_where(sql, t, 0);
 	strbuf_append(sql, " WHERE (");
-	append_keys(sql, t, "");
+	append_key_operands(sql, t);
 	strbuf_append(sql, ") IN (");
 	for (int r = 0; r < nrows; r++) {
 		strbuf_append(sql, r > 0 ? ", (" : "(");
-		for (int i = 0; i < t->nkeys; i++)
-			strbuf_appendf(sql, "%s$%d", i > 0 ? ", " : "", r * t->nkeys + i + 1);
+		append_key_params(sql, t, r * t->nkeys + 1);
 		strbuf_appendc(sql, ')');
 	}
 	strbuf_appendc(sql, ')');

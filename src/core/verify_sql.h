@@ -68,6 +68,8 @@ typedef struct verify_sql_table {
 	const verify_sql_column *cols;
 	bool only;            /* FROM ONLY: the table's own rows, not its inheritance
 	                       * children's (never for a partitioned table) */
+	const char *const *key_types; /* per key, the base type its column and values are
+	                       * compared in (codec.h); NULL, or a NULL entry: none */
 } verify_sql_table;
 
 /* Flags of the builders below. */

@@ -77,6 +77,9 @@ static const key_type key_types[] = {
 	{"bytea", "k bytea", "k", "decode(md5(n::text), 'hex')"},
 	{"enum", "m fid.mood, k integer", "m, k", "(enum_range(NULL::fid.mood))[1 + n % 4], n"},
 	{"domain", "k fid.posint", "k", "n"},
+	{"domain_enum", "m fid.kmood, k integer", "m, k",
+	 "(enum_range(NULL::fid.mood))[1 + n % 4]::fid.kmood, n"},
+	{"composite_type", "k fid.pair", "k", "ROW(n % 7, 'p' || n)::fid.pair"},
 	{"citext", "k public.citext", "k", "(ARRAY['Abc', 'bcd', 'CDE'])[1 + n % 3] || n"},
 	{"mixed", "a text COLLATE \"de-x-icu\", b timestamptz, c uuid", "a, b, c",
 	 "(ARRAY['x', 'Y', 'ä'])[1 + n % 3], timestamptz '2020-02-29 12:00:00+00' + (n % 5) * interval"
@@ -250,7 +253,9 @@ build_source(fidelity *f)
 
 	pgtest_exec(s, "CREATE EXTENSION citext; CREATE SCHEMA fid;"
 	               "CREATE TYPE fid.mood AS ENUM ('sad', 'ok', 'happy', 'zen');"
-	               "CREATE DOMAIN fid.posint AS integer CHECK (VALUE > 0)");
+	               "CREATE DOMAIN fid.posint AS integer CHECK (VALUE > 0);"
+	               "CREATE DOMAIN fid.kmood AS fid.mood;"
+	               "CREATE TYPE fid.pair AS (a integer, b text)");
 	for (size_t i = 0; i < NKEY_TYPES; i++)
 		add_table(f, &key_types[i], KIND_ORDINARY);
 	for (int kind = KIND_USING_INDEX; kind < NKINDS; kind++)
@@ -598,7 +603,8 @@ test_every_key_type_and_kind_under_the_race(void **state)
 	tm_stop_and_catch_up(f.e, run, 300);
 	for (int i = 0; i < f.ntables; i++)
 		assert_table_equal(&f, &f.tables[i]);
-	rc = tm_run(f.e, 300, &out, "verify", NULL);
+	/* pages of 7 rows: verify bounds its ranges by keys of every type */
+	rc = tm_run(f.e, 300, &out, "verify", "--chunk-rows", "7", NULL);
 	if (rc != 0)
 		fail_msg("verify exited %d:\n%s", rc, out);
 	free(out);

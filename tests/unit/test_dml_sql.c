@@ -16,7 +16,7 @@
  * by ("order id", "x""; DROP TABLE y; --") */
 static const char *const cols[] = {"order id", "x\"; DROP TABLE y; --", "note"};
 static const int keys[] = {0, 1};
-static const dml_sql_table table = {"public", "Line Items", 3, cols, 2, keys};
+static const dml_sql_table table = {"public", "Line Items", 3, cols, 2, keys, NULL};
 
 #define QT "\"public\".\"Line Items\""
 #define K1 "\"order id\""
@@ -35,7 +35,7 @@ test_upsert(void **state)
 {
 	strbuf sql = STRBUF_INIT;
 	static const int all[] = {0, 1, 2};
-	dml_sql_table keys_only = {"s", "t", 3, cols, 3, all};
+	dml_sql_table keys_only = {"s", "t", 3, cols, 3, all, NULL};
 
 	(void) state;
 	dml_sql_upsert(&sql, &table);
@@ -55,6 +55,16 @@ test_delete_and_truncate(void **state)
 	(void) state;
 	dml_sql_delete(&sql, &table);
 	assert_sql(&sql, "DELETE FROM " QT " WHERE " K1 " = $1 AND " K2 " = $2");
+	/* typed keys: a composite key, a domain over an enum */
+	{
+		static const char *const types[] = {"\"public\".\"pair\"", NULL};
+		dml_sql_table typed = table;
+
+		typed.key_types = types;
+		dml_sql_delete(&sql, &typed);
+		assert_sql(&sql, "DELETE FROM " QT " WHERE " K1 "::\"public\".\"pair\" = $1::\"public\".\"pair\" AND " K2
+		                 " = $2");
+	}
 	dml_sql_truncate(&sql, 2, schemas, names);
 	assert_sql(&sql, "TRUNCATE " QT ", \"a\"\"b\".\"c\"");
 }

@@ -73,7 +73,7 @@ fixture_setup(void **state)
 	verify_sql_column_init(&f->cols[0], "Order Id", "integer", "integer");
 	verify_sql_column_init(&f->cols[1], "line", "smallint", "smallint");
 	verify_sql_column_init(&f->cols[2], "amount", "integer", "numeric(12,2)");
-	f->t = (verify_sql_table) {"public", "Line Items", 2, two_keys, two_key_idx, 3, f->cols, false};
+	f->t = (verify_sql_table) {"public", "Line Items", 2, two_keys, two_key_idx, 3, f->cols, false, NULL};
 	*state = f;
 	return 0;
 }
@@ -179,7 +179,7 @@ test_split_keys_in_source_type(void **state)
 {
 	static const char *const key[] = {"id"};
 	verify_sql_column col;
-	verify_sql_table t = {"public", "t", 1, key, first_col, 1, &col, false};
+	verify_sql_table t = {"public", "t", 1, key, first_col, 1, &col, false, NULL};
 	strbuf sql = STRBUF_INIT;
 
 	(void) state;
@@ -192,6 +192,22 @@ test_split_keys_in_source_type(void **state)
 	strbuf_reset(&sql);
 	verify_sql_split(&sql, &t, VERIFY_SQL_SOURCE | VERIFY_SQL_LOWER);
 	assert_non_null(strstr(sql.data, "SELECT concat(x.k1) FROM"));
+	/* a key of a type compared in its base type (codec.h): a domain over an
+	 * enum, a composite */
+	{
+		static const char *const types[] = {"\"public\".\"mood\""};
+
+		strbuf_reset(&sql);
+		t.key_types = types;
+		verify_sql_range_sum(&sql, &t, VERIFY_SQL_SOURCE | VERIFY_SQL_LOWER);
+		assert_non_null(strstr(sql.data, "WHERE \"id\"::\"public\".\"mood\" >"
+		                                 " $1::\"public\".\"mood\""));
+		strbuf_reset(&sql);
+		verify_sql_lookup(&sql, &t, 0, 2);
+		assert_non_null(strstr(sql.data, "WHERE (\"id\"::\"public\".\"mood\") IN"
+		                                 " (($1::\"public\".\"mood\"), ($2::\"public\".\"mood\"))"));
+		t.key_types = NULL;
+	}
 	/* an inheritance parent: its own rows only */
 	strbuf_reset(&sql);
 	t.only = true;
@@ -225,7 +241,7 @@ test_one_key_awkward_names(void **state)
 {
 	static const char *const key[] = {"x\"; DROP TABLE y; --"};
 	verify_sql_column col;
-	verify_sql_table t = {"we\"ird", "t", 1, key, first_col, 1, &col, false};
+	verify_sql_table t = {"we\"ird", "t", 1, key, first_col, 1, &col, false, NULL};
 	strbuf sql = STRBUF_INIT;
 
 	(void) state;
