@@ -229,30 +229,12 @@ retire_dropped(sink *s, const char *slot, const tabledef *def)
 	return rc;
 }
 
-/* The table_id of a registered source table, 0 when none. */
-static int
-table_id_of(sink *s, const char *slot, const tabledef *def, int *id)
-{
-	const char *p[] = {slot, def->schema, def->name};
-	PGresult *r = NULL;
-	int rc = sink_query(s, "finding a table's id",
-	                    "SELECT table_id FROM tidemark.tables WHERE slot_name = $1"
-	                    " AND source_schema = $2 AND source_table = $3 AND state <> 'dropped'",
-	                    3, p, &r);
-
-	*id = rc == TM_OK && PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 0)) : 0;
-	PQclear(r);
-	return rc;
-}
-
 int
 catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from, bool *added,
                   bool *values_added)
 {
 	tabledef *t = tabledef_copy(def);
 	typesync_result ts = {false, STRBUF_INIT};
-	char *reason = NULL;
-	int id = 0;
 	int rc = retire_dropped(s, slot, t);
 
 	if (rc == TM_OK)
@@ -261,20 +243,8 @@ catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_f
 		rc = create_target_table(s, t);
 	if (rc == TM_OK)
 		rc = insert_table_row(s, slot, t, valid_from, added);
-	if (rc == TM_OK && *added)
-		rc = typesync_key_order(s, t, t->schema, t->name, &reason);
-	if (rc == TM_OK && *added)
-		rc = table_id_of(s, slot, t, &id);
-	if (rc == TM_OK && *added) {
-		strbuf name = STRBUF_INIT;
-
-		strbuf_append_qualified(&name, t->schema, t->name);
-		rc = catalog_set_key_order(s, id, strbuf_str(&name), reason);
-		strbuf_free(&name);
-	}
 	if (values_added != NULL)
 		*values_added = ts.values_added;
-	free(reason);
 	typesync_result_free(&ts);
 	tabledef_free(t);
 	return rc;
@@ -288,8 +258,10 @@ catalog_set_key_order(sink *s, int table_id, const char *table, const char *reas
 
 	snprintf(id, sizeof id, "%d", table_id);
 	if (reason != NULL)
-		log_warn("target: %s does not sort its key as the source does (%s): which rows a key "
-		         "range holds is not judged by the target's order", table, reason);
+		log_warn("target: %s does not sort its key as the source does (%s): which rows a "
+		         "chunk of its copy holds is never judged by the target's order, and rows the "
+		         "target holds but the source does not are not removed by a copy (tidemark "
+		         "verify finds them)", table, reason);
 	return sink_command(s, "recording the key's order",
 	                    "UPDATE tidemark.tables SET key_order_same = $2::text IS NULL,"
 	                    " key_order_reason = $2 WHERE table_id = $1::int", 2, p);

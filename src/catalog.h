@@ -56,7 +56,7 @@ int catalog_save_progress(sink *s, const char *slot, tm_lsn applied, pg_timestam
  * typesync.h), target schema and table created if missing (generated
  * columns with their expression, each under a savepoint: one the target
  * refuses is left out, with its reason in the schema version), catalog row
- * with the key order (catalog_set_key_order) and first schema version
+ * (its key's order not known yet: key_order.h) and first schema version
  * (valid from valid_from). *added tells whether it was new;
  * *values_added (may be NULL) whether ALTER TYPE ... ADD VALUE ran (see
  * apply_type_boundary). Runs in the caller's transaction, if any. */
@@ -64,7 +64,8 @@ int catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn val
                       bool *added, bool *values_added);
 
 /* Records whether table_id's key sorts alike on the target (reason NULL)
- * or why not, and logs a warning when it does not. */
+ * or why not (key_order.h), and logs a warning, naming table, when it does
+ * not. */
 int catalog_set_key_order(sink *s, int table_id, const char *table, const char *reason);
 
 /* The tables of the slot whose key order is not known yet (registered

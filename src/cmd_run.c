@@ -16,6 +16,7 @@
 #include "apply.h"
 #include "clock.h"
 #include "commands.h"
+#include "key_order.h"
 #include "log.h"
 #include "migrate.h"
 #include "pgconn.h"
@@ -124,6 +125,23 @@ source_table_name(void *ctx, uint32_t relid, char **out)
 
 /* ---- tidemark's messages in the stream ---- */
 
+/* Compares the key's order on both servers again (key_order.h) for the
+ * tables with these ids. */
+static int
+key_order_for(run_state *st, const int *ids, int nids)
+{
+	catalog_table *tables = NULL;
+	int n = 0;
+	int rc = nids > 0 ? catalog_load_tables(st->sink, st->opts->slot, &tables, &n) : TM_OK;
+
+	for (int i = 0; rc == TM_OK && i < n; i++)
+		for (int j = 0; rc == TM_OK && j < nids; j++)
+			if (tables[i].table_id == ids[j])
+				rc = key_order_record(st->control, st->sink, &tables[i]);
+	catalog_tables_free(tables, n);
+	return rc;
+}
+
 /* A schema change: the target follows it; the tables concerned are looked
  * at again (names, keys, statements, chunks in flight). */
 static int
@@ -140,6 +158,9 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 	rc = sink_reset_statements(st->sink);
 	if (rc == TM_OK)
 		rc = apply_reload_tables(st->apply);
+	/* in the transaction that changed them: names, keys and types as now */
+	if (rc == TM_OK)
+		rc = key_order_for(st, res.changed, res.nchanged);
 	for (int i = 0; i < res.nchanged; i++) {
 		apply_forget_statements(st->apply, res.changed[i]);
 		snapshot_restart(st->snap, res.changed[i]);
@@ -370,50 +391,20 @@ catalog_upgrade(run_state *st)
 	return rc;
 }
 
-/* One table registered before the key order was recorded: worked out from
- * the source's definition and the target table. A table the source no
- * longer has is left for later. */
-static int
-key_order_of(run_state *st, const catalog_table *t)
-{
-	tabledef *def = NULL;
-	char *reason = NULL;
-	strbuf name = STRBUF_INIT;
-	int rc = source_query_table_def(st->control, t->source_schema, t->source_table, &def);
 
-	if (rc == TM_EXIT_CONFIG)
-		return TM_OK;
-	if (rc == TM_OK)
-		rc = typesync_key_order(st->sink, def, t->target_schema, t->target_table, &reason);
-	strbuf_append_qualified(&name, t->source_schema, t->source_table);
-	if (rc == TM_OK)
-		rc = catalog_set_key_order(st->sink, t->table_id, strbuf_str(&name), reason);
-	strbuf_free(&name);
-	free(reason);
-	tabledef_free(def);
-	return rc;
-}
-
-/* The key order of the tables registered before it was recorded (see
- * migrations/target/005_target_types.sql), once per run. */
+/* The key order of the tables whose order is not known (registered before
+ * it was recorded: migrations/target/005_target_types.sql), once per run. */
 static int
 key_order_refresh(run_state *st)
 {
-	catalog_table *tables = NULL;
-	int *ids = NULL, nids = 0, n = 0, version = 0;
+	int *ids = NULL, nids = 0, version = 0;
 	int rc = catalog_version(st->sink, &version);
 
 	if (rc != TM_OK || version < 5)
 		return rc; /* no catalog yet: the session says to run setup */
 	rc = catalog_key_order_unknown(st->sink, st->opts->slot, &ids, &nids);
-
-	if (rc == TM_OK && nids > 0)
-		rc = catalog_load_tables(st->sink, st->opts->slot, &tables, &n);
-	for (int i = 0; rc == TM_OK && i < n; i++)
-		for (int j = 0; rc == TM_OK && j < nids; j++)
-			if (tables[i].table_id == ids[j])
-				rc = key_order_of(st, &tables[i]);
-	catalog_tables_free(tables, n);
+	if (rc == TM_OK)
+		rc = key_order_for(st, ids, nids);
 	free(ids);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "commands.h"
 #include "ident.h"
+#include "key_order.h"
 #include "log.h"
 #include "migrate.h"
 #include "pgconn.h"
@@ -304,6 +305,20 @@ exclude_table(sink *s, const cli_options *o, const char *schema, const char *nam
 	return rc;
 }
 
+/* Whether the target orders the new table's key as the source does
+ * (key_order.h), said now rather than at its copy. */
+static int
+record_key_order(PGconn *src, sink *s, const char *slot, const tabledef *def)
+{
+	catalog_table *t = NULL;
+	int rc = catalog_load_table(s, slot, def->schema, def->name, &t);
+
+	if (rc == TM_OK && t != NULL)
+		rc = key_order_record(src, s, t);
+	catalog_table_free(t);
+	return rc;
+}
+
 /*
  * A partitioned table registered now: its partitions are recorded. One
  * registered already keeps what the stream recorded: it may be behind an
@@ -338,7 +353,7 @@ record_partitions(sink *s, const char *slot, const tabledef *def, ddl_part_root 
 }
 
 static int
-prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
+prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const char *key_hex,
                tm_lsn valid_from)
 {
 	PGconn *plain;
@@ -376,6 +391,7 @@ prepare_target(const cli_options *o, const setup_tables *t, const char *key_hex,
 			log_info("target: replicating %s.%s (%d columns, key of %d)", t->defs[i]->schema,
 			         t->defs[i]->name, t->defs[i]->ncols, tabledef_nkeys(t->defs[i]));
 			added_count++;
+			rc = record_key_order(src, s, o->slot, t->defs[i]);
 		}
 	}
 	if (rc == TM_OK)
@@ -418,7 +434,7 @@ cmd_setup(const cli_options *o)
 	if (rc == TM_OK)
 		rc = source_query_current_lsn(src, &lsn);
 	if (rc == TM_OK)
-		rc = prepare_target(o, &tables, key_hex, lsn);
+		rc = prepare_target(o, src, &tables, key_hex, lsn);
 	if (rc == TM_OK)
 		rc = source_query_ensure_publication(src, o->publication, tables.defs, tables.n,
 		                                     o->schemas, o->nschemas);

@@ -505,26 +505,6 @@ keep_fallbacks(const tabledef *old, tabledef *now)
 	}
 }
 
-/* The key's order on the target after the change, recorded when it
- * changed. */
-static int
-sync_key_order(schema_sync *ss, const catalog_table *t, const tabledef *now,
-               const target_name *tn)
-{
-	char *reason = NULL;
-	strbuf name = STRBUF_INIT;
-	int rc = typesync_key_order(ss->sink, now, tn->schema, tn->table, &reason);
-
-	strbuf_append_qualified(&name, now->schema, now->name);
-	if (rc == TM_OK && (t->key_order_same != (reason == NULL) ||
-	                    (reason != NULL && (t->key_order_reason == NULL ||
-	                                        strcmp(reason, t->key_order_reason) != 0))))
-		rc = catalog_set_key_order(ss->sink, t->table_id, strbuf_str(&name), reason);
-	strbuf_free(&name);
-	free(reason);
-	return rc;
-}
-
 /* One replicated table's change: plan, run, record. */
 static int
 sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewritten,
@@ -571,8 +551,6 @@ sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewritt
 	}
 	if (rc == TM_OK)
 		rc = record_version(ss, t, now->def, &tn, version + 1, pos);
-	if (rc == TM_OK)
-		rc = sync_key_order(ss, t, now->def, &tn);
 	if (rc == TM_OK && resnapshot)
 		rc = schema_sync_request_snapshot(ss, t->table_id);
 	if (rc == TM_OK)

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "codec.h"
+#include "key_order.h"
 #include "log.h"
 #include "pgconn.h"
 #include "source_query.h"
@@ -70,7 +71,7 @@ typedef struct table_cursor {
 	bool partitioned;        /* read with its partitions (no ONLY) */
 	snap_chunk_format format;
 	bool by_keys;            /* see snap_result.by_keys */
-	char order_note[320];
+	char order_note[CODEC_ORDER_REASON_MAX];
 } table_cursor;
 
 /* ---- keys and jobs ---- */
@@ -196,34 +197,23 @@ limit_rows(table_cursor *c, long long row_bytes)
 		c->rows_limit = 1;
 }
 
-/* Does the target order the key as the source does? The source's
- * descriptors of the key columns against the job's target ones (codec.h);
- * a key column the target does not describe counts as ordered otherwise. */
+/* Does the target order the key as the source does (key_order.h)? The
+ * source's descriptors of the key columns against the job's target ones. */
 static int
 compare_order(PGconn *conn, table_cursor *c)
 {
-	const char *p[] = {c->job.schema, c->job.name};
-	PGresult *r = NULL;
-	int rc = pgconn_exec(conn, SRC, "reading how the source orders a table's key",
-	                     CODEC_ORDER_SQL, 2, p, &r);
+	char **src = NULL;
+	int rc = key_order_source(conn, c->job.schema, c->job.name, c->job.nkeys,
+	                          c->job.key_columns, &src);
 
-	c->by_keys = false;
-	c->order_note[0] = '\0';
-	for (int k = 0; rc == TM_OK && k < c->job.nkeys && !c->by_keys; k++) {
-		const char *src = NULL;
-		const char *tgt = c->job.target_order ? c->job.target_order[k] : NULL;
-
-		for (int i = 0; i < PQntuples(r) && src == NULL; i++)
-			if (strcmp(PQgetvalue(r, i, 0), c->job.key_columns[k]) == 0)
-				src = PQgetvalue(r, i, 1);
-		c->by_keys = src == NULL || tgt == NULL || strcmp(src, tgt) != 0 ||
-		             !codec_order_known(src);
-		if (c->by_keys)
-			snprintf(c->order_note, sizeof c->order_note,
-			         "key column \"%s\" orders by %s on the source and by %s on the target",
-			         c->job.key_columns[k], src ? src : "(unknown)", tgt ? tgt : "(unknown)");
-	}
-	PQclear(r);
+	if (rc == TM_OK)
+		c->by_keys = !codec_order_compare(c->job.nkeys, (const char *const *) c->job.key_columns,
+		                                  (const char *const *) src,
+		                                  (const char *const *) c->job.target_order,
+		                                  c->order_note, sizeof c->order_note);
+	for (int k = 0; src != NULL && k < c->job.nkeys; k++)
+		free(src[k]);
+	free(src);
 	return rc;
 }
 

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "codec.h"
 #include "lsn.h"
 #include "snap_window.h"
 
@@ -83,7 +84,7 @@ typedef struct snap_result {
 	 * about the chunk's rows may rest on a key range evaluated on the
 	 * target, only on the keys the source returned (snap_load.h). */
 	bool by_keys;
-	char order_note[320];    /* which key column and both descriptors, for the log */
+	char order_note[CODEC_ORDER_REASON_MAX]; /* which key column and both descriptors */
 } snap_result;
 
 typedef struct snap_reader snap_reader;

@@ -13,6 +13,7 @@
 #include "cast.h"
 #include "catalog.h"
 #include "codec.h"
+#include "key_order.h"
 #include "log.h"
 #include "pgconn.h"
 #include "snap_load.h"
@@ -36,7 +37,9 @@ typedef struct snap_table {
 	char **applied_key;      /* the last key applied on the target */
 	char *request;           /* snapshot_requested_at as text, "" if none */
 	long generation;
-	long by_keys_said;       /* the generation whose copy said it matches by keys */
+	int key_order;           /* what the catalog says of the key's order on the target
+	                          * (key_order.h): 1 alike, 0 not, -1 not known */
+	char *key_order_reason;  /* owned: why not (NULL when alike or not known) */
 	bool done;
 	bool restart;            /* read again from applied_key at the next poll */
 	long long rows;
@@ -93,6 +96,7 @@ table_free(snap_table *t)
 	free(t->target_table);
 	snap_keys_free(t->key_columns, t->nkeys);
 	snap_keys_free(t->key_types, t->nkeys);
+	free(t->key_order_reason);
 	snap_keys_free(t->applied_key, t->nkeys);
 	free(t->request);
 	snap_keys_free(t->check_cols, t->nchecks);
@@ -112,18 +116,9 @@ table_free(snap_table *t)
 static void
 target_order(snapshot *s, const snap_table *t, snap_job *job)
 {
-	const char *p[] = {t->target_schema, t->target_table};
-	PGresult *r = NULL;
-
-	if (sink_query(s->sink, "reading how the target orders a table's key", CODEC_ORDER_SQL, 2,
-	               p, &r) != TM_OK)
-		return;
-	job->target_order = xcalloc((size_t) job->nkeys + 1, sizeof(char *));
-	for (int k = 0; k < job->nkeys; k++)
-		for (int i = 0; i < PQntuples(r); i++)
-			if (strcmp(PQgetvalue(r, i, 0), job->key_columns[k]) == 0)
-				job->target_order[k] = xstrdup(PQgetvalue(r, i, 1));
-	PQclear(r);
+	if (key_order_target(s->sink, t->target_schema, t->target_table, job->nkeys,
+	                     job->key_columns, &job->target_order) != TM_OK)
+		job->target_order = NULL;
 }
 
 /* Each key column's base type on the target (codec.h), for the key
@@ -285,6 +280,8 @@ track(snapshot *s, PGresult *r, int row)
 	t->target_schema = xstrdup(PQgetvalue(r, row, 8));
 	t->target_table = xstrdup(PQgetvalue(r, row, 9));
 	t->done = strcmp(PQgetvalue(r, row, 10), "streaming") == 0;
+	t->key_order = PQgetvalue(r, row, 11)[0] == 't' ? 1 : PQgetvalue(r, row, 11)[0] == 'f' ? 0 : -1;
+	t->key_order_reason = PQgetisnull(r, row, 12) ? NULL : xstrdup(PQgetvalue(r, row, 12));
 	t->started = clock_now_s();
 	s->tables = realloc(s->tables, sizeof(snap_table *) * (size_t) (s->ntables + 1));
 	if (s->tables == NULL)
@@ -488,7 +485,8 @@ scan_catalog(snapshot *s)
 	                    "SELECT table_id, source_schema, source_table,"
 	                    " array_to_json(key_columns)::text, array_to_json(snapshot_last_key)::text,"
 	                    " coalesce(snapshot_requested_at::text, ''), snapshot_rows, snapshot_chunks,"
-	                    " target_schema, target_table, state"
+	                    " target_schema, target_table, state,"
+	                    " coalesce(to_jsonb(t) ->> 'key_order_same', ''), to_jsonb(t) ->> 'key_order_reason'"
 	                    " FROM tidemark.tables t WHERE slot_name = $1"
 	                    " AND (state IN ('snapshot_pending', 'snapshotting') OR state = 'streaming'"
 	                    "   AND EXISTS (SELECT FROM tidemark.snapshot_rereads r"
@@ -1017,17 +1015,27 @@ load_rows(snapshot *s, snap_table *t, const snap_result *res, snap_window *w, bo
 	return rc;
 }
 
-/* Said once per copy of a table: its chunks are matched by key. */
-static void
-note_by_keys(snap_table *t, const snap_result *res)
+/* The copy's comparison of the key's order (res->by_keys) goes to the
+ * catalog when the catalog says otherwise, in the chunk's transaction; it
+ * is logged then (catalog_set_key_order). */
+static int
+record_key_order(snapshot *s, snap_table *t, const snap_result *res)
 {
-	if (!res->by_keys || t->by_keys_said == t->generation)
-		return;
-	t->by_keys_said = t->generation;
-	log_info("snapshot of %s.%s: the target does not order the key as the source does (%s): "
-	         "chunks are matched with the target by their keys, not by key ranges, and rows the "
-	         "target holds but the source does not are left for `tidemark verify` to report",
-	         t->schema, t->name, res->order_note);
+	strbuf name = STRBUF_INIT;
+	int rc;
+
+	if (t->key_order == (res->by_keys ? 0 : 1) &&
+	    (!res->by_keys || (t->key_order_reason != NULL &&
+	                       strcmp(t->key_order_reason, res->order_note) == 0)))
+		return TM_OK;
+	strbuf_append_qualified(&name, t->schema, t->name);
+	rc = catalog_set_key_order(s->sink, t->table_id, strbuf_str(&name),
+	                           res->by_keys ? res->order_note : NULL);
+	strbuf_free(&name);
+	t->key_order = res->by_keys ? 0 : 1;
+	free(t->key_order_reason);
+	t->key_order_reason = res->by_keys ? xstrdup(res->order_note) : NULL;
+	return rc;
 }
 
 static int
@@ -1037,8 +1045,9 @@ apply_chunk(snapshot *s, snap_table *t, snap_result *res)
 	long n = 0;
 	int rc;
 
-	note_by_keys(t, res);
-	rc = load_rows(s, t, res, t->window, false, &n, &fast);
+	rc = record_key_order(s, t, res);
+	if (rc == TM_OK)
+		rc = load_rows(s, t, res, t->window, false, &n, &fast);
 
 	if (rc == TM_OK)
 		rc = save_progress(s, t, res, n);

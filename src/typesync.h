@@ -59,14 +59,5 @@ int typesync_table(sink *s, const char *slot, tabledef *def, typesync_result *re
 int typesync_follow(sink *s, const char *slot, const srctype_list *types,
                     typesync_result *res);
 
-/*
- * Whether the target table target_schema.target_table orders def's key
- * as the source does: every key column has there the very type def says
- * (target_type, not kept as anything else) and a collation that orders
- * alike (srctype_collation_same_order). *reason: NULL when it does, else a
- * new string saying why not (the caller frees it).
- */
-int typesync_key_order(sink *s, const tabledef *def, const char *target_schema,
-                       const char *target_table, char **reason);
 
 #endif

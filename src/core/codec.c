@@ -1,5 +1,6 @@
 #include "codec.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void
@@ -161,4 +162,24 @@ codec_order_known(const char *descriptor)
 		if (strncmp(descriptor, known[i], strlen(known[i])) == 0)
 			return true;
 	return false;
+}
+
+bool
+codec_order_compare(int nkeys, const char *const *keys, const char *const *source,
+                    const char *const *target, char *reason, size_t size)
+{
+	for (int k = 0; k < nkeys; k++) {
+		const char *src = source != NULL ? source[k] : NULL;
+		const char *tgt = target != NULL ? target[k] : NULL;
+
+		if (src != NULL && tgt != NULL && strcmp(src, tgt) == 0 && codec_order_known(src))
+			continue;
+		if (reason != NULL)
+			snprintf(reason, size, "key column \"%s\" orders by %s on the source and by %s on "
+			         "the target", keys[k], src ? src : "(unknown)", tgt ? tgt : "(unknown)");
+		return false;
+	}
+	if (reason != NULL && size > 0)
+		reason[0] = '\0';
+	return true;
 }

@@ -90,4 +90,11 @@ uint64_t codec_key_hash(const char *key, size_t len);
 extern const char *const CODEC_ORDER_SQL;
 bool codec_order_known(const char *descriptor);
 
+/* Do both servers order a key of nkeys columns alike: for every column
+ * both descriptors known, equal and trusted? When not, reason says which
+ * column and both descriptors (reason may be NULL). */
+#define CODEC_ORDER_REASON_MAX 320
+bool codec_order_compare(int nkeys, const char *const *keys, const char *const *source,
+                         const char *const *target, char *reason, size_t size);
+
 #endif

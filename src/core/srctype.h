@@ -113,14 +113,6 @@ const srctype *srctype_list_find(const srctype_list *l, uint32_t oid);
  * (dependencies outside l are the caller's). -1 with err on a cycle. */
 int srctype_list_order(srctype_list *l, tm_error *err);
 
-/* ---- ordering ---- */
-
-/* Whether text sorts alike under a and b: both C or POSIX (libc), or the
- * same provider with the same locale(s), rules, determinism and version.
- * When not, why says how they differ (at most why_size bytes). */
-bool srctype_collation_same_order(const srctype_collation *a, const srctype_collation *b,
-                                  char *why, size_t why_size);
-
 /* Whether a collation's strings are safe to write as literals of CREATE
  * COLLATION (letters, digits and _ - . @ = ; , only). */
 bool srctype_collation_wellformed(const srctype_collation *c);

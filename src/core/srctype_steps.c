@@ -1,7 +1,8 @@
 /*
- * srctype_steps.c: comparing definitions (see srctype.h): whether two
- * collations order alike, and the steps from one enum or composite type
- * to the next.
+ * srctype_steps.c: comparing definitions (see srctype.h): whether a
+ * collation can be written as literals, and the steps from one enum or
+ * composite type to the next. (Whether two servers order a key alike is
+ * codec.h's to say.)
  */
 #include "srctype.h"
 
@@ -13,52 +14,6 @@
 #include "xalloc.h"
 
 /* ---- collations ---- */
-
-static bool
-same_str(const char *a, const char *b)
-{
-	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
-
-static bool
-is_c(const char *locale)
-{
-	return locale != NULL && (strcmp(locale, "C") == 0 || strcmp(locale, "POSIX") == 0);
-}
-
-static const char *
-or_none(const char *s)
-{
-	return s != NULL ? s : "none";
-}
-
-bool
-srctype_collation_same_order(const srctype_collation *a, const srctype_collation *b, char *why,
-                             size_t why_size)
-{
-	if (a->provider == 'c' && b->provider == 'c' && is_c(a->collate) && is_c(b->collate) &&
-	    is_c(a->ctype) && is_c(b->ctype))
-		return true;
-	if (a->provider != b->provider)
-		snprintf(why, why_size, "provider %s on the source, %s on the target",
-		         a->provider == 'i' ? "icu" : "libc", b->provider == 'i' ? "icu" : "libc");
-	else if (a->provider == 'c' && (!same_str(a->collate, b->collate) ||
-	                                !same_str(a->ctype, b->ctype)))
-		snprintf(why, why_size, "locale %s on the source, %s on the target", or_none(a->collate),
-		         or_none(b->collate));
-	else if (a->provider == 'i' && (!same_str(a->locale, b->locale) || !same_str(a->rules, b->rules)))
-		snprintf(why, why_size, "ICU locale %s on the source, %s on the target",
-		         or_none(a->locale), or_none(b->locale));
-	else if (a->deterministic != b->deterministic)
-		snprintf(why, why_size, "%sdeterministic on the source, %sdeterministic on the target",
-		         a->deterministic ? "" : "non", b->deterministic ? "" : "non");
-	else if (!same_str(a->version, b->version))
-		snprintf(why, why_size, "collation version %s on the source, %s on the target",
-		         or_none(a->version), or_none(b->version));
-	else
-		return true;
-	return false;
-}
 
 static bool
 safe_literal(const char *s)

@@ -343,56 +343,6 @@ test_composite_steps(void **state)
 	srctype_clear(&to2);
 }
 
-static srctype_collation
-coll(char provider, const char *collate, const char *locale, const char *version)
-{
-	srctype_collation c;
-
-	memset(&c, 0, sizeof c);
-	c.schema = "public";
-	c.name = "x";
-	c.provider = provider;
-	c.collate = (char *) collate;
-	c.ctype = (char *) collate;
-	c.locale = (char *) locale;
-	c.version = (char *) version;
-	c.deterministic = true;
-	return c;
-}
-
-static void
-test_collation_order(void **state)
-{
-	srctype_collation c = coll('c', "C", NULL, NULL), posix = coll('c', "POSIX", NULL, NULL);
-	srctype_collation en = coll('c', "en_US.utf8", NULL, "2.36"), en2 = coll('c', "en_US.utf8", NULL, "2.28");
-	srctype_collation icu = coll('i', NULL, "und-u-ks-level2", "153.120");
-	srctype_collation icu2 = coll('i', NULL, "und-u-ks-level2", "153.120");
-	srctype_collation icu3 = coll('i', NULL, "de", "153.120");
-	char why[200];
-
-	(void) state;
-	assert_true(srctype_collation_same_order(&c, &posix, why, sizeof why));
-	assert_true(srctype_collation_same_order(&icu, &icu2, why, sizeof why));
-	assert_true(srctype_collation_same_order(&en, &en, why, sizeof why));
-	assert_false(srctype_collation_same_order(&en, &en2, why, sizeof why));
-	assert_non_null(strstr(why, "version 2.36 on the source, 2.28 on the target"));
-	assert_false(srctype_collation_same_order(&c, &icu, why, sizeof why));
-	assert_non_null(strstr(why, "provider libc on the source, icu on the target"));
-	assert_false(srctype_collation_same_order(&icu, &icu3, why, sizeof why));
-	assert_non_null(strstr(why, "ICU locale"));
-	assert_false(srctype_collation_same_order(&c, &en, why, sizeof why));
-	icu2.deterministic = false;
-	assert_false(srctype_collation_same_order(&icu, &icu2, why, sizeof why));
-	assert_non_null(strstr(why, "nondeterministic on the target"));
-	/* only plain locale names are written into CREATE COLLATION */
-	assert_true(srctype_collation_wellformed(&icu));
-	assert_true(srctype_collation_wellformed(&en));
-	icu3.locale = "de'; DROP TABLE x; --";
-	assert_false(srctype_collation_wellformed(&icu3));
-	icu3.locale = NULL;
-	assert_false(srctype_collation_wellformed(&icu3));
-}
-
 static void
 test_collation_json(void **state)
 {
@@ -431,7 +381,6 @@ main(void)
 		cmocka_unit_test(test_enum_steps),
 		cmocka_unit_test(test_enum_steps_refused),
 		cmocka_unit_test(test_composite_steps),
-		cmocka_unit_test(test_collation_order),
 		cmocka_unit_test(test_collation_json),
 	};
 

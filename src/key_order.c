@@ -1,0 +1,84 @@
+#include "key_order.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "pgconn.h"
+#include "strbuf.h"
+#include "xalloc.h"
+
+/* Each key's descriptor among the rows (attname, descriptor). */
+static char **
+pick(const PGresult *r, int nkeys, char *const *keys)
+{
+	char **out = xcalloc((size_t) nkeys + 1, sizeof(char *));
+
+	for (int k = 0; k < nkeys; k++)
+		for (int i = 0; i < PQntuples(r) && out[k] == NULL; i++)
+			if (strcmp(PQgetvalue(r, i, 0), keys[k]) == 0)
+				out[k] = xstrdup(PQgetvalue(r, i, 1));
+	return out;
+}
+
+int
+key_order_source(PGconn *conn, const char *schema, const char *name, int nkeys,
+                 char *const *keys, char ***out)
+{
+	const char *p[] = {schema, name};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, PGCONN_SOURCE, "reading how the source orders a table's key",
+	                     CODEC_ORDER_SQL, 2, p, &r);
+
+	*out = rc == TM_OK ? pick(r, nkeys, keys) : NULL;
+	PQclear(r);
+	return rc;
+}
+
+int
+key_order_target(sink *s, const char *schema, const char *name, int nkeys, char *const *keys,
+                 char ***out)
+{
+	const char *p[] = {schema, name};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "reading how the target orders a table's key", CODEC_ORDER_SQL, 2, p,
+	                    &r);
+
+	*out = rc == TM_OK ? pick(r, nkeys, keys) : NULL;
+	PQclear(r);
+	return rc;
+}
+
+static void
+descriptors_free(char **d, int n)
+{
+	for (int i = 0; d != NULL && i < n; i++)
+		free(d[i]);
+	free(d);
+}
+
+int
+key_order_record(PGconn *source, sink *s, const catalog_table *t)
+{
+	char **src = NULL, **tgt = NULL;
+	char reason[CODEC_ORDER_REASON_MAX];
+	strbuf name = STRBUF_INIT;
+	int rc = key_order_source(source, t->source_schema, t->source_table, t->nkeys,
+	                          t->key_columns, &src);
+
+	if (rc == TM_OK)
+		rc = key_order_target(s, t->target_schema, t->target_table, t->nkeys, t->key_columns,
+		                      &tgt);
+	strbuf_append_qualified(&name, t->source_schema, t->source_table);
+	if (rc == TM_OK)
+		rc = catalog_set_key_order(s, t->table_id, strbuf_str(&name),
+		                           codec_order_compare(t->nkeys, (const char *const *) t->key_columns,
+		                                               (const char *const *) src,
+		                                               (const char *const *) tgt, reason,
+		                                               sizeof reason)
+		                               ? NULL : reason);
+	strbuf_free(&name);
+	descriptors_free(src, t->nkeys);
+	descriptors_free(tgt, t->nkeys);
+	return rc;
+}

@@ -1,0 +1,33 @@
+/*
+ * key_order.h: does the target order a table's key as the source does?
+ *
+ * The one comparison, made in one way: each side describes how it orders
+ * each key column (codec.h: CODEC_ORDER_SQL), and codec_order_compare says
+ * whether the two descriptions match. The snapshot makes it at each copy
+ * (snap_reader.c), where it decides how a chunk is matched with the target;
+ * setup and run make it too, so that the catalog
+ * (tidemark.tables.key_order_same and key_order_reason) says it before any
+ * copy, for `tidemark schema` and a warning.
+ */
+#ifndef TIDEMARK_KEY_ORDER_H
+#define TIDEMARK_KEY_ORDER_H
+
+#include <libpq-fe.h>
+
+#include "catalog.h"
+#include "sink.h"
+
+/* The descriptors of a table's key columns (nkeys, in key order; an entry
+ * is NULL for a column the table lacks) read on the source: *out new, the
+ * caller frees each and the array. */
+int key_order_source(PGconn *conn, const char *schema, const char *name, int nkeys,
+                     char *const *keys, char ***out);
+/* The same on the target, through the sink. */
+int key_order_target(sink *s, const char *schema, const char *name, int nkeys,
+                     char *const *keys, char ***out);
+
+/* Compares the key's order on both servers and records the outcome in the
+ * catalog, with a warning when they differ. */
+int key_order_record(PGconn *source, sink *s, const catalog_table *t);
+
+#endif
