@@ -1,5 +1,6 @@
 #include "sink.h"
 
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,15 @@
  * the server's unread results far below socket buffer sizes. */
 #define SINK_BATCH 512
 #define SINK_BUCKETS 256
+/* How often the keepalive runs while a statement keeps the sink waiting. */
+#define SINK_KEEPALIVE_MS 5000
+
+/* Statements of one label that matched no row (sink_stmt_expect_row). */
+typedef struct sink_misses {
+	struct sink_misses *next;
+	char *label;       /* owned */
+	long count;
+} sink_misses;
 
 struct sink_stmt {
 	sink_stmt *next;   /* bucket chain */
@@ -21,6 +31,7 @@ struct sink_stmt {
 	int nparams;
 	bool prepared;     /* Parse sent on this connection */
 	char name[24];
+	sink_misses *misses; /* borrowed from the sink; NULL: a row count of 0 is fine */
 };
 
 struct sink {
@@ -29,9 +40,13 @@ struct sink {
 	int queued;                       /* statements since the last sync */
 	const char *queued_sql[SINK_BATCH]; /* borrowed: what each queued statement is */
 	bool queued_what[SINK_BATCH];       /* queued_sql[i] describes a query, not its SQL */
+	sink_stmt *queued_stmt[SINK_BATCH]; /* borrowed: the execution's statement, or NULL */
 	long nstatements;
 	int nstmts;
 	sink_stmt *buckets[SINK_BUCKETS]; /* owned chains */
+	sink_misses *misses;              /* owned list */
+	sink_keepalive_fn keepalive;      /* may be NULL */
+	void *keepalive_ctx;
 };
 
 int
@@ -80,6 +95,13 @@ sink_close(sink *s)
 			st = next;
 		}
 	}
+	while (s->misses != NULL) {
+		sink_misses *next = s->misses->next;
+
+		free(s->misses->label);
+		free(s->misses);
+		s->misses = next;
+	}
 	PQfinish(s->conn);
 	free(s);
 }
@@ -98,6 +120,40 @@ fail_result(sink *s, int index, PGresult *r)
 	return pgconn_fail(s->conn, TGT, what, r);
 }
 
+/* A statement that was to change one row changed none: said with its
+ * label, the first ten times, then at every power of ten. */
+static void
+count_miss(sink_misses *m)
+{
+	m->count++;
+	if (m->count <= 10 || (m->count % 10 == 0 && (m->count == 100 || m->count == 1000 ||
+	                                               m->count % 10000 == 0)))
+		log_warn("target: %s found no row equal to the source's old row; it is skipped, as "
+		         "PostgreSQL's own replication does (%ld so far)", m->label, m->count);
+}
+
+/* Until a result can be read without blocking: with a keepalive set, the
+ * wait goes on in steps, running it every SINK_KEEPALIVE_MS. */
+static int
+wait_result(sink *s)
+{
+	double waited = 0;
+
+	if (s->keepalive == NULL)
+		return TM_OK;
+	while (PQisBusy(s->conn)) {
+		struct pollfd pfd = {PQsocket(s->conn), POLLIN, 0};
+
+		if (poll(&pfd, 1, 1000) == 0 && (waited += 1000) >= SINK_KEEPALIVE_MS) {
+			s->keepalive(s->keepalive_ctx);
+			waited = 0;
+		}
+		if (PQconsumeInput(s->conn) != 1)
+			return TM_OK; /* PQgetResult says why */
+	}
+	return TM_OK;
+}
+
 /*
  * Reads every result up to the sync point. Keeps the result of the last
  * statement in *last when asked. Returns the first failure's status.
@@ -112,7 +168,7 @@ drain(sink *s, PGresult **last)
 	if (PQpipelineSync(s->conn) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a sync point", NULL);
 	for (;;) {
-		PGresult *r = PQgetResult(s->conn);
+		PGresult *r = (wait_result(s), PQgetResult(s->conn));
 		ExecStatusType st;
 
 		if (r == NULL) {
@@ -134,6 +190,10 @@ drain(sink *s, PGresult **last)
 		}
 		if (st == PGRES_FATAL_ERROR && rc == TM_OK)
 			rc = fail_result(s, index, r);
+		if (st == PGRES_COMMAND_OK && rc == TM_OK && index < s->queued &&
+		    s->queued_stmt[index] != NULL && s->queued_stmt[index]->misses != NULL &&
+		    strcmp(PQcmdTuples(r), "0") == 0)
+			count_miss(s->queued_stmt[index]->misses);
 		if (last != NULL && rc == TM_OK && index == s->queued - 1) {
 			PQclear(*last);
 			*last = r;
@@ -154,6 +214,7 @@ static int
 note_queued(sink *s, const char *sql)
 {
 	s->queued_what[s->queued] = false;
+	s->queued_stmt[s->queued] = NULL;
 	s->queued_sql[s->queued++] = sql;
 	s->nstatements++;
 	return s->queued >= SINK_BATCH - 1 ? sink_sync(s) : TM_OK;
@@ -179,6 +240,7 @@ sink_query(sink *s, const char *what, const char *sql, int nparams, const char *
 	if (PQsendQueryParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0) != 1)
 		return pgconn_fail(s->conn, TGT, what, NULL);
 	s->queued_what[s->queued] = true;
+	s->queued_stmt[s->queued] = NULL;
 	s->queued_sql[s->queued++] = what;
 	rc = drain(s, &last);
 	if (rc == TM_OK && res != NULL)
@@ -279,6 +341,7 @@ sink_rollback(sink *s)
 		return;
 	if (PQsendQueryParams(s->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0) == 1) {
 		s->queued_what[s->queued] = false;
+		s->queued_stmt[s->queued] = NULL;
 		s->queued_sql[s->queued++] = "ROLLBACK";
 		(void) sink_sync(s);
 	}
@@ -338,7 +401,44 @@ sink_send(sink *s, sink_stmt *st, const char *const *values, const int *lengths)
 	}
 	if (PQsendQueryPrepared(s->conn, st->name, st->nparams, values, lengths, NULL, 0) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a statement", NULL);
-	return note_queued(s, st->sql);
+	s->queued_stmt[s->queued] = st;
+	s->queued_what[s->queued] = false;
+	s->queued_sql[s->queued++] = st->sql;
+	s->nstatements++;
+	return s->queued >= SINK_BATCH - 1 ? sink_sync(s) : TM_OK;
+}
+
+void
+sink_stmt_expect_row(sink *s, sink_stmt *st, const char *label)
+{
+	sink_misses *m;
+
+	for (m = s->misses; m != NULL && strcmp(m->label, label) != 0; m = m->next)
+		;
+	if (m == NULL) {
+		m = calloc(1, sizeof *m);
+		if (m == NULL || (m->label = strdup(label)) == NULL)
+			abort();
+		m->next = s->misses;
+		s->misses = m;
+	}
+	st->misses = m;
+}
+
+long
+sink_misses_of(const sink *s, const char *label)
+{
+	for (const sink_misses *m = s->misses; m != NULL; m = m->next)
+		if (strcmp(m->label, label) == 0)
+			return m->count;
+	return 0;
+}
+
+void
+sink_set_keepalive(sink *s, sink_keepalive_fn fn, void *ctx)
+{
+	s->keepalive = fn;
+	s->keepalive_ctx = ctx;
 }
 
 int
@@ -376,7 +476,7 @@ sink_copy_end(sink *s)
 
 	if (PQputCopyEnd(s->conn, NULL) != 1)
 		rc = pgconn_fail(s->conn, TGT, "ending COPY", NULL);
-	while ((r = PQgetResult(s->conn)) != NULL) {
+	while ((wait_result(s), r = PQgetResult(s->conn)) != NULL) {
 		if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TM_OK)
 			rc = pgconn_fail(s->conn, TGT, "loading rows with COPY", r);
 		PQclear(r);

@@ -63,6 +63,20 @@ int sink_reset_statements(sink *s);
  * (NUL-terminated values). Errors surface at the next sync point. */
 int sink_send(sink *s, sink_stmt *stmt, const char *const *values, const int *lengths);
 
+/* A statement meant to change one row (an update or delete of a table
+ * without a key, matched by its whole old row): when an execution of it
+ * changes none, the sink says so with the label ("an update of
+ * public.t", copied) and counts it, per label, instead of failing. */
+void sink_stmt_expect_row(sink *s, sink_stmt *st, const char *label);
+/* How many executions of statements with this label changed no row. */
+long sink_misses_of(const sink *s, const char *label);
+
+/* Called every few seconds while the sink waits for a statement (a long
+ * load, a lock): `run` answers the source's replication connection there,
+ * which would otherwise end the stream (wal_sender_timeout). */
+typedef void (*sink_keepalive_fn)(void *ctx);
+void sink_set_keepalive(sink *s, sink_keepalive_fn fn, void *ctx);
+
 /* Waits for everything queued so far and reports the first failure. */
 int sink_sync(sink *s);
 
