@@ -175,6 +175,18 @@ send_feedback(run_state *st, bool force)
 	return rc;
 }
 
+/* The sink waits for a long statement (the load of a table without a key,
+ * a lock): the source hears from us all the same, or it would end the
+ * stream after wal_sender_timeout. Nothing is read meanwhile. */
+static void
+keep_source_alive(void *ctx)
+{
+	run_state *st = ctx;
+
+	if (st->stream != NULL && source_feedback(st->stream, apply_position(st->apply), false) == TM_OK)
+		log_debug("source: status update sent while the target works");
+}
+
 /* A keepalive while nothing is in flight: every transaction before its
  * position has been received and applied. */
 static int
@@ -338,7 +350,7 @@ static int
 session_open(run_state *st)
 {
 	const cli_options *o = st->opts;
-	snapshot_config sc = {.source = o->source, .slot = o->slot,
+	snapshot_config sc = {.source = o->source, .target = o->target, .slot = o->slot,
 	                      .chunk_rows = o->chunk_rows > 0 ? o->chunk_rows : 20000,
 	                      .chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes
 	                                                        : SNAPSHOT_CHUNK_BYTES_DEFAULT,
@@ -377,6 +389,8 @@ session_open(run_state *st)
 		apply_stop_before(st->apply, st->stop_before);
 	so.start = apply_committed(st->apply);
 	rc = source_open(&so, &st->stream);
+	if (rc == TM_OK)
+		sink_set_keepalive(st->sink, keep_source_alive, st);
 	if (rc == TM_OK)
 		log_info("streaming from slot \"%s\" at %s", o->slot, lsn_format(so.start, pos));
 	return rc;

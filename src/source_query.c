@@ -68,7 +68,9 @@ source_query_is_superuser(PGconn *conn, bool *out)
  * The table's definition as the capture describes it
  * (migrations/source/003_table_definition.sql): one description of a table
  * for the capture and for setup, run and verify. Columns 1-3 tell what
- * stops the table from being replicated.
+ * stops the table from being replicated: REPLICA IDENTITY NOTHING, or no
+ * key at all without REPLICA IDENTITY FULL (with FULL, a table without a
+ * key is replicated by whole rows: keyless.h).
  */
 static const char *const table_def_sql =
 	"SELECT tidemark.capture_tables(ARRAY[c.oid])::text, c.relreplident,"
@@ -92,12 +94,13 @@ table_def_errors(PGresult *r, const char *schema, const char *name)
 		          "its updates and deletes. Fix: ALTER TABLE %s REPLICA IDENTITY DEFAULT;",
 		          q.data, q.data);
 		rc = TM_EXIT_CONFIG;
-	} else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0) {
+	} else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && strcmp(PQgetvalue(r, 0, 1), "f") != 0) {
 		log_error("source: table %s has no primary key and no unique index on NOT NULL columns "
-		          "to match its rows by on the target. Fix: ALTER TABLE %s ADD PRIMARY KEY "
-		          "(...); or create a unique index on NOT NULL columns and ALTER TABLE %s "
-		          "REPLICA IDENTITY USING INDEX that_index; or leave the table out (setup "
-		          "--exclude-table %s)", q.data, q.data, q.data, q.data);
+		          "to match its rows by on the target, and its REPLICA IDENTITY is not FULL, so "
+		          "its updates and deletes would not say which row they change. Fix: ALTER "
+		          "TABLE %s REPLICA IDENTITY FULL; (replicated without a key: rows are matched "
+		          "by all their columns), or ALTER TABLE %s ADD PRIMARY KEY (...); or leave the "
+		          "table out (setup --exclude-table %s)", q.data, q.data, q.data, q.data);
 		rc = TM_EXIT_CONFIG;
 	}
 	strbuf_free(&q);

@@ -15,8 +15,8 @@ keyless_sql_match_parse(const char *word)
 	return KEYLESS_MATCH_TEXT;
 }
 
-static void
-append_columns(strbuf *sql, int ncols, const char *const *cols)
+void
+keyless_sql_columns(strbuf *sql, int ncols, const char *const *cols)
 {
 	for (int i = 0; i < ncols; i++) {
 		if (i > 0)
@@ -35,7 +35,7 @@ keyless_sql_insert(strbuf *sql, const keyless_sql_table *t)
 		return;
 	}
 	strbuf_append(sql, " (");
-	append_columns(sql, t->ncols, t->cols);
+	keyless_sql_columns(sql, t->ncols, t->cols);
 	strbuf_append(sql, ") VALUES (");
 	for (int i = 0; i < t->ncols; i++)
 		strbuf_appendf(sql, "%s$%d", i > 0 ? ", " : "", i + 1);
@@ -44,11 +44,11 @@ keyless_sql_insert(strbuf *sql, const keyless_sql_table *t)
 
 /* Column i equal to $n (or NULL). */
 static void
-append_column_match(strbuf *sql, const keyless_sql_table *t, int i, bool null, int *n)
+append_column_match(strbuf *sql, const keyless_sql_table *t, int i, char old, int *n)
 {
 	const char *col = t->cols[i];
 
-	if (null) {
+	if (old == 'n') {
 		strbuf_append_ident(sql, col);
 		strbuf_append(sql, " IS NULL");
 		return;
@@ -74,35 +74,39 @@ append_column_match(strbuf *sql, const keyless_sql_table *t, int i, bool null, i
 /* WHERE ctid = (SELECT ctid FROM t WHERE ... LIMIT 1), parameters from
  * first + 1 on. */
 static void
-append_one_row(strbuf *sql, const keyless_sql_table *t, const bool *old_null, int *n)
+append_one_row(strbuf *sql, const keyless_sql_table *t, const char *old, int *n)
 {
+	int matched = 0;
+
 	strbuf_append(sql, " WHERE ctid = (SELECT ctid FROM ");
 	strbuf_append_qualified(sql, t->schema, t->name);
 	strbuf_append(sql, " WHERE ");
 	for (int i = 0; i < t->ncols; i++) {
-		if (i > 0)
+		if (old[i] == '-')
+			continue;
+		if (matched++ > 0)
 			strbuf_append(sql, " AND ");
-		append_column_match(sql, t, i, old_null[i], n);
+		append_column_match(sql, t, i, old[i], n);
 	}
-	if (t->ncols == 0)
+	if (matched == 0)
 		strbuf_append(sql, "true");
 	strbuf_append(sql, " LIMIT 1)");
 }
 
 void
-keyless_sql_delete(strbuf *sql, const keyless_sql_table *t, const bool *old_null, int *nparams)
+keyless_sql_delete(strbuf *sql, const keyless_sql_table *t, const char *old, int *nparams)
 {
 	int n = 0;
 
 	strbuf_append(sql, "DELETE FROM ");
 	strbuf_append_qualified(sql, t->schema, t->name);
-	append_one_row(sql, t, old_null, &n);
+	append_one_row(sql, t, old, &n);
 	*nparams = n;
 }
 
 void
-keyless_sql_update(strbuf *sql, const keyless_sql_table *t, const bool *set,
-                   const bool *old_null, int *nparams)
+keyless_sql_update(strbuf *sql, const keyless_sql_table *t, const bool *set, const char *old,
+                   int *nparams)
 {
 	int n = 0;
 
@@ -123,7 +127,7 @@ keyless_sql_update(strbuf *sql, const keyless_sql_table *t, const bool *set,
 		strbuf_append(sql, " = ");
 		strbuf_append_ident(sql, t->cols[0]);
 	}
-	append_one_row(sql, t, old_null, &n);
+	append_one_row(sql, t, old, &n);
 	*nparams = n;
 }
 
@@ -143,9 +147,9 @@ keyless_sql_load(strbuf *sql, const char *schema, const char *name, int ncols,
 	strbuf_append(sql, "INSERT INTO ");
 	strbuf_append_qualified(sql, schema, name);
 	strbuf_append(sql, " (");
-	append_columns(sql, ncols, cols);
+	keyless_sql_columns(sql, ncols, cols);
 	strbuf_append(sql, ") SELECT ");
-	append_columns(sql, ncols, cols);
+	keyless_sql_columns(sql, ncols, cols);
 	strbuf_append(sql, " FROM ");
 	keyless_sql_stage_name(sql, table_id);
 }

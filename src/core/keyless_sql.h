@@ -47,19 +47,22 @@ typedef struct keyless_sql_table {
 	                               * the source's text is compared as is */
 } keyless_sql_table;
 
+/* "c1", "c2", ...: a column list. */
+void keyless_sql_columns(strbuf *sql, int ncols, const char *const *cols);
+
 /* INSERT INTO t (c1, ..., cn) VALUES ($1, ..., $n) */
 void keyless_sql_insert(strbuf *sql, const keyless_sql_table *t);
 
-/* The delete of one row equal to the old row; old_null[i]: its value of
- * column i is NULL. Parameters: the other old values, in column order. */
-void keyless_sql_delete(strbuf *sql, const keyless_sql_table *t, const bool *old_null,
-                        int *nparams);
+/* The delete of one row equal to the old row. old: per column, 'v' (the
+ * old row's value, a parameter), 'n' (NULL) or '-' (not sent: not
+ * compared). Parameters: the 'v' values, in column order. */
+void keyless_sql_delete(strbuf *sql, const keyless_sql_table *t, const char *old, int *nparams);
 
 /* The update of one row equal to the old row: the columns with set[i]
  * take $1, $2, ... (the others, unchanged TOAST, keep the row's value),
  * then the match's parameters as for keyless_sql_delete. */
 void keyless_sql_update(strbuf *sql, const keyless_sql_table *t, const bool *set,
-                        const bool *old_null, int *nparams);
+                        const char *old, int *nparams);
 
 /* The staging table of a table's copy: tidemark."keyless <table_id>". */
 void keyless_sql_stage_name(strbuf *sql, int table_id);

@@ -53,8 +53,7 @@ static void
 test_delete(void **state)
 {
 	strbuf sql = STRBUF_INIT;
-	bool none_null[] = {false, false, false, false};
-	bool some_null[] = {false, true, false, true};
+	const char *none_null = "vvvv", *some_null = "vnvn", *unsent = "v-v-";
 	int n = 0;
 
 	(void) state;
@@ -73,6 +72,18 @@ test_delete(void **state)
 	                    " \"public\".\"Log Lines\" WHERE \"id\" = $1 AND \"amount\" IS NULL AND concat(\"doc\") ="
 	                    " concat($2::json) AND \"x\"\"y\" IS NULL LIMIT 1)");
 	assert_int_equal(n, 2);
+	/* columns not sent are not compared */
+	strbuf_reset(&sql);
+	keyless_sql_delete(&sql, &table, unsent, &n);
+	assert_string_equal(sql.data,
+	                    "DELETE FROM \"public\".\"Log Lines\" WHERE ctid = (SELECT ctid FROM"
+	                    " \"public\".\"Log Lines\" WHERE \"id\" = $1 AND concat(\"doc\") ="
+	                    " concat($2::json) LIMIT 1)");
+	assert_int_equal(n, 2);
+	strbuf_reset(&sql);
+	keyless_sql_delete(&sql, &table, "----", &n);
+	assert_non_null(strstr(sql.data, "WHERE true LIMIT 1)"));
+	assert_int_equal(n, 0);
 	strbuf_free(&sql);
 }
 
@@ -84,7 +95,7 @@ test_update(void **state)
 	strbuf sql = STRBUF_INIT;
 	bool set[] = {false, true, false, true};
 	bool nothing[] = {false, false, false, false};
-	bool some_null[] = {true, false, false, false};
+	const char *some_null = "nvvv";
 	int n = 0;
 
 	(void) state;
@@ -96,7 +107,7 @@ test_update(void **state)
 	                    " concat(\"x\"\"y\") = $5::text LIMIT 1)");
 	assert_int_equal(n, 5);
 	strbuf_reset(&sql);
-	keyless_sql_update(&sql, &table, nothing, nothing, &n);
+	keyless_sql_update(&sql, &table, nothing, "vvvv", &n);
 	assert_true(strncmp(sql.data, "UPDATE \"public\".\"Log Lines\" SET \"id\" = \"id\" WHERE ctid =", 56) == 0);
 	assert_int_equal(n, 4);
 	strbuf_free(&sql);
