@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
 #include "ident.h"
@@ -36,7 +37,8 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 	int rc = pgconn_exec(conn, PGCONN_TARGET, "reading schema versions",
 	                     "SELECT v.version, v.valid_from_lsn::text AS valid_from,"
 	                     " v.created_at::text AS recorded_at, v.columns,"
-	                     " format('%I.%I', t.target_schema, t.target_table) AS target"
+	                     " format('%I.%I', t.target_schema, t.target_table) AS target,"
+	                     " cardinality(t.key_columns) AS key_columns"
 	                     " FROM tidemark.tables t JOIN tidemark.schema_versions v USING (table_id)"
 	                     " WHERE t.slot_name = $1 AND t.source_schema = $2 AND t.source_table = $3"
 	                     " ORDER BY v.version", 3, p, &r);
@@ -55,7 +57,9 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 		size_t i;
 		json_t *v;
 
-		printf("%s.%s (on the target: %s)\n", schema, name, PQgetvalue(r, 0, 4));
+		printf("%s.%s (on the target: %s)%s\n", schema, name, PQgetvalue(r, 0, 4),
+		       strcmp(PQgetvalue(r, 0, 5), "0") == 0
+		           ? "; no key: rows matched by all their columns, copy: one read" : "");
 		json_array_foreach(json_object_get(doc, "versions"), i, v)
 			print_version(v);
 	}

@@ -432,6 +432,7 @@ replay_one(keyless *k, const keyless_change *t, PGresult *r, int i)
 	bool ok = true;
 	size_t j;
 	json_t *v;
+	int rc;
 
 	c.op = PQgetvalue(r, i, 2)[0];
 	c.old_row = ov;
@@ -445,8 +446,7 @@ replay_one(keyless *k, const keyless_change *t, PGresult *r, int i)
 	json_array_foreach(unch, j, v)
 		if (json_integer_value(v) >= 1 && json_integer_value(v) <= t->ncols)
 			unchanged[json_integer_value(v) - 1] = true;
-	int rc = ok ? keyless_apply(k, &c) : TM_EXIT_INTERNAL;
-
+	rc = ok ? keyless_apply(k, &c) : TM_EXIT_INTERNAL;
 	if (!ok)
 		log_error("target: a change kept for %s does not have its %d columns", t->display,
 		          t->ncols);

@@ -9,7 +9,9 @@
 #include "ddl_auth.h"
 #include "ddl_event.h"
 #include "ddl_parse.h"
+#include "dml_sql.h"
 #include "ident.h"
+#include "keyless.h"
 #include "log.h"
 #include "pgconn.h"
 #include "target_ddl.h"
@@ -284,13 +286,17 @@ exec(schema_sync *ss, const char *what, strbuf *sql)
 }
 
 /* A statement that may fail without failing the transaction (a NOT NULL
- * the target's rows cannot take): under a savepoint. */
+ * the target's rows cannot take): under a savepoint. *ok (may be NULL):
+ * it succeeded. */
 static int
-exec_tolerant(schema_sync *ss, const char *what, strbuf *sql)
+exec_tolerant(schema_sync *ss, const char *what, strbuf *sql, bool *ok)
 {
 	int rc = sink_command(ss->sink, "setting a savepoint", "SAVEPOINT tidemark_ddl", 0, NULL);
+	bool failed = rc == TM_OK && sink_command(ss->sink, what, strbuf_str(sql), 0, NULL) != TM_OK;
 
-	if (rc == TM_OK && sink_command(ss->sink, what, strbuf_str(sql), 0, NULL) != TM_OK) {
+	if (ok != NULL)
+		*ok = rc == TM_OK && !failed;
+	if (failed) {
 		log_warn("target: %s failed (above); replication goes on without it", what);
 		rc = sink_command(ss->sink, "rolling back to the savepoint",
 		                  "ROLLBACK TO SAVEPOINT tidemark_ddl", 0, NULL);
@@ -326,7 +332,7 @@ run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, strbuf 
 		return exec(ss, "dropping NOT NULL on a target column", sql);
 	case DDL_ACT_SET_NOT_NULL:
 		target_ddl_not_null(sql, tn->schema, tn->table, a->column, true);
-		return exec_tolerant(ss, "setting NOT NULL on a target column", sql);
+		return exec_tolerant(ss, "setting NOT NULL on a target column", sql, NULL);
 	case DDL_ACT_ALTER_TYPE:
 		if (target_ddl_alter_type(sql, tn->schema, tn->table, a->column, a->from_type, a->type,
 		                          &err) != 0)
@@ -445,9 +451,88 @@ was_rewritten(const schema_sync *ss, uint32_t relid)
 	return false;
 }
 
+/* ---- a key that comes or goes (tables without a key: keyless.h) ---- */
+
+static void
+truncate_target(const target_name *tn, strbuf *sql)
+{
+	const char *schemas[] = {tn->schema}, *names[] = {tn->table};
+
+	dml_sql_truncate(sql, 1, schemas, names);
+}
+
+/* The key is dropped: the target's primary key goes, and the rows are
+ * matched by all their columns from now on. */
+static int
+drop_key(schema_sync *ss, const target_name *tn, const target_cols *tc,
+         const ddl_event_table *now, strbuf *sql)
+{
+	int rc = TM_OK;
+
+	if (tc->pk != NULL) {
+		target_ddl_set_key(sql, tn->schema, tn->table, tc->pk, 0, NULL);
+		rc = exec(ss, "dropping a target table's key", sql);
+	}
+	if (rc == TM_OK && now->replident != 'f')
+		log_warn("%s.%s has no key any more and its REPLICA IDENTITY is not FULL: the source "
+		         "refuses its UPDATE and DELETE while it is published, and tidemark could not "
+		         "find their rows. Fix: ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY FULL;",
+		         now->def->schema, now->def->name, now->def->schema, now->def->name);
+	else if (rc == TM_OK)
+		log_info("%s.%s has no key any more: it is replicated without one (updates and deletes "
+		         "match whole rows)", now->def->schema, now->def->name);
+	return rc;
+}
+
+/*
+ * A table without a key gets one. While it is being copied, its target
+ * rows are replaced by the copy anyway (the key change starts it again):
+ * emptied first. Otherwise the target holds what the source held when the
+ * key came, which the key accepts; if it does not (rows of the target
+ * differ from the source's), the table is emptied and copied again.
+ */
+static int
+add_key(schema_sync *ss, const target_name *tn, const ddl_action *a, const catalog_table *t,
+        strbuf *sql, bool *resnapshot)
+{
+	bool copying = strcmp(t->state, "streaming") != 0, ok = false;
+	int rc = keyless_pending_clear(ss->sink, t->table_id);
+
+	if (rc == TM_OK && copying) {
+		truncate_target(tn, sql);
+		rc = exec(ss, "emptying a target table whose copy starts again", sql);
+	}
+	target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
+	if (rc != TM_OK || copying)
+		return rc == TM_OK ? exec(ss, "giving a target table its key", sql) : rc;
+	rc = exec_tolerant(ss, "giving a target table its key", sql, &ok);
+	if (rc != TM_OK || ok)
+		return rc;
+	log_warn("target: %s.%s does not take the source's new key (its rows differ from the "
+	         "source's): it is emptied and copied again", tn->schema, tn->table);
+	truncate_target(tn, sql);
+	rc = exec(ss, "emptying a target table to copy it again", sql);
+	target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
+	if (rc == TM_OK)
+		rc = exec(ss, "giving a target table its key", sql);
+	*resnapshot = true;
+	return rc;
+}
+
+static int
+run_key_action(schema_sync *ss, target_name *tn, const ddl_action *a, const target_cols *tc,
+               const catalog_table *t, const ddl_event_table *now, strbuf *sql, bool *resnapshot)
+{
+	if (a->nkeys == 0)
+		return drop_key(ss, tn, tc, now, sql);
+	if (t->nkeys == 0 && tc->pk == NULL)
+		return add_key(ss, tn, a, t, sql, resnapshot);
+	return run_table_action(ss, tn, a, tc, sql);
+}
+
 static int
 run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_cols *tc,
-         sync_note *note, bool *resnapshot)
+         const catalog_table *t, const ddl_event_table *now, sync_note *note, bool *resnapshot)
 {
 	strbuf sql = STRBUF_INIT;
 	int rc = TM_OK;
@@ -457,6 +542,8 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 
 		if (a->kind == DDL_ACT_RESNAPSHOT)
 			*resnapshot = true;
+		else if (a->kind == DDL_ACT_SET_KEY)
+			rc = run_key_action(ss, tn, a, tc, t, now, &sql, resnapshot);
 		else
 			rc = run_table_action(ss, tn, a, tc, &sql);
 		if (rc == TM_OK)
@@ -504,7 +591,7 @@ sync_table(schema_sync *ss, catalog_table *t, const ddl_event_table *now, tm_lsn
 	}
 	if (rc == TM_OK) {
 		note_list(&note->classes, plan.summary);
-		rc = run_plan(ss, &plan, &tn, &tc, note, &resnapshot);
+		rc = run_plan(ss, &plan, &tn, &tc, t, now, note, &resnapshot);
 	}
 	if (rc == TM_OK)
 		rc = record_version(ss, t, now->def, &tn, version + 1, pos);
@@ -542,19 +629,22 @@ new_table(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *not
 		note_list(&note->actions, "table excluded (setup --exclude-table): not replicated");
 	if (rc != TM_OK || !replicated)
 		return rc;
-	if (tabledef_nkeys(et->def) == 0) {
-		log_warn("new table %s.%s in a replicated schema has no primary key or replica identity "
-		         "index: it is not replicated. Fix: give it a primary key (it is then "
-		         "replicated from its next change), or leave it out for good with "
-		         "`tidemark setup --exclude-table '%s.%s'`", et->def->schema, et->def->name,
-		         et->def->schema, et->def->name);
+	if (tabledef_nkeys(et->def) == 0 && et->replident != 'f') {
+		log_warn("new table %s.%s in a replicated schema has no primary key, no replica identity "
+		         "index and no REPLICA IDENTITY FULL: it is not replicated. Fix: ALTER TABLE "
+		         "\"%s\".\"%s\" REPLICA IDENTITY FULL; (it is then replicated without a key, "
+		         "rows matched by all their columns) or give it a primary key, or leave it out "
+		         "for good with `tidemark setup --exclude-table '%s.%s'`", et->def->schema,
+		         et->def->name, et->def->schema, et->def->name, et->def->schema, et->def->name);
 		note_list(&note->actions, "new table without a key: not replicated");
 		return TM_OK;
 	}
 	rc = catalog_add_table(ss->sink, ss->cfg.slot, et->def, pos, &added);
 	if (rc == TM_OK && added) {
-		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
-		         et->def->schema, et->def->name);
+		log_info("new table %s.%s in replicated schema: created on the target, to be copied%s",
+		         et->def->schema, et->def->name,
+		         tabledef_nkeys(et->def) == 0 ? " (no key: REPLICA IDENTITY FULL, rows matched "
+		                                        "by all their columns)" : "");
 		note_list(&note->actions, "created the table on the target; its rows are copied");
 		note_list(&note->classes, "create table");
 		note->version = 1;
