@@ -15,7 +15,7 @@
 #define SINK_BATCH 512
 #define SINK_BUCKETS 256
 /* How often the keepalive runs while a statement keeps the sink waiting. */
-#define SINK_KEEPALIVE_MS 5000
+#define SINK_KEEPALIVE_MS 1000
 
 /* Statements of one label that matched no row (sink_stmt_expect_row). */
 typedef struct sink_misses {

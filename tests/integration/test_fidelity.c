@@ -1,6 +1,7 @@
 /*
  * The fidelity test: for a matrix of key types (with their collations),
- * table kinds and value types, every table is copied while the window race
+ * table kinds (a table without any key among them: a multiset with exact
+ * duplicates) and value types, every table is copied while the window race
  * is forced on it, with a kill -9 of tidemark in the middle of the copy and
  * a random workload afterwards, and ends equal to the source: compared row
  * for row by SQL written here (each side's rows as the server prints them,
@@ -86,10 +87,12 @@ typedef enum table_kind {
 	KIND_ORDINARY,          /* PRIMARY KEY */
 	KIND_USING_INDEX,       /* a unique index as REPLICA IDENTITY USING INDEX */
 	KIND_FULL,              /* REPLICA IDENTITY FULL, no primary key, a unique index */
+	KIND_KEYLESS,           /* REPLICA IDENTITY FULL and no key at all: a multiset, with
+	                         * exact duplicate rows */
 	NKINDS
 } table_kind;
 
-static const char *const kind_suffix[NKINDS] = {"", "_idx", "_full"};
+static const char *const kind_suffix[NKINDS] = {"", "_idx", "_full", "_nokey"};
 
 /* The key types the other kinds are tried with (every type is ordinary). */
 static const char *const kind_types[] = {"int", "text_icu", "mixed", "uuid", "enum"};
@@ -186,6 +189,9 @@ create_table(fidelity *f, const fid_table *t)
 	if (t->kind == KIND_ORDINARY)
 		pgtest_exec(s, "CREATE TABLE fid.%s (%s, %s, PRIMARY KEY (%s))", t->name, t->kt->cols,
 		            payload_cols, t->kt->key);
+	else if (t->kind == KIND_KEYLESS)
+		pgtest_exec(s, "CREATE TABLE fid.%s (%s, %s); ALTER TABLE fid.%s REPLICA IDENTITY FULL",
+		            t->name, t->kt->cols, payload_cols, t->name);
 	else {
 		pgtest_exec(s, "CREATE TABLE fid.%s (%s, %s)", t->name, t->kt->cols, payload_cols);
 		/* the key columns NOT NULL, a unique index on them */
@@ -205,6 +211,9 @@ create_table(fidelity *f, const fid_table *t)
 	               " ALTER blob SET STORAGE EXTERNAL", t->name);
 	snprintf(nsql, sizeof nsql, "SELECT generate_series(1, %d) AS n", f->rows);
 	insert_rows(s, t, nsql, NULL);
+	if (t->kind == KIND_KEYLESS)
+		pgtest_exec(s, "INSERT INTO fid.%s SELECT * FROM fid.%s WHERE n %% 4 = 1", t->name,
+		            t->name);
 }
 
 static void
@@ -294,6 +303,11 @@ race(PGconn *lock, fid_table *t)
 	if ((n = nth_row(lock, t, desc, 1)) > 0)
 		move_key(lock, t, n, 200000);
 	insert_rows(lock, t, "SELECT generate_series(50001, 50003) AS n", "new");
+	if (t->kind == KIND_KEYLESS)
+		/* one of two duplicates changed, another pair made three */
+		pgtest_exec(lock, "UPDATE fid.%s SET v = 'one of two' WHERE ctid = (SELECT ctid FROM"
+		                  " fid.%s WHERE n = 9 LIMIT 1); INSERT INTO fid.%s SELECT * FROM fid.%s"
+		                  " WHERE n = 13", t->name, t->name, t->name, t->name);
 	pgtest_exec(lock, "COMMIT");
 	t->raced = true;
 }
