@@ -746,6 +746,9 @@ snapshot_restart(snapshot *s, int table_id)
 	snap_table *t = find(s, table_id);
 
 	if (t != NULL && !t->done) {
+		if (t->recording)
+			log_info("snapshot of %s.%s: the table changed during its read; it is read again",
+			         t->schema, t->name);
 		snap_window_free(t->window);
 		t->window = NULL;
 		t->recording = false;
@@ -1193,6 +1196,8 @@ keyless_high(snapshot *s, snap_table *t, snap_result *res, const char *id)
 	bool current = t->recording && strcmp(t->wm_id, id) == 0 && res->generation == t->generation;
 	int rc = TM_OK;
 
+	if (current)
+		t->recording = false; /* the window closes here, whatever comes of the read */
 	if (!current) {
 		/* an older attempt's: superseded */
 	} else if (res->table_gone) {
@@ -1200,8 +1205,8 @@ keyless_high(snapshot *s, snap_table *t, snap_result *res, const char *id)
 		if (rc == TM_OK)
 			rc = keyless_pending_clear(s->sink, t->table_id);
 	} else if (!res->staged || columns_changed(s, res)) {
-		log_info("snapshot of %s.%s: the table's columns changed during its read; it is read "
-		         "again", t->schema, t->name);
+		log_info("snapshot of %s.%s: the table changed during its read; it is read again",
+		         t->schema, t->name);
 		snapshot_restart(s, t->table_id);
 	} else if (missed_commit(s, res, t->low_lsn)) {
 		log_info("snapshot of %s.%s: a transaction committed just before the read was not "
@@ -1209,8 +1214,6 @@ keyless_high(snapshot *s, snap_table *t, snap_result *res, const char *id)
 		snapshot_restart(s, t->table_id);
 	} else
 		rc = keyless_load(s, t, res);
-	if (current)
-		t->recording = false;
 	snap_reader_release(s->reader, res);
 	return rc;
 }

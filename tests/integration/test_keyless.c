@@ -469,6 +469,68 @@ test_long_load_keeps_the_stream(void **state)
 	tm_env_free(e);
 }
 
+/* The read's window opened and held: the read has taken its snapshot and
+ * waits on the target table (locked by tlock, for its staging table). */
+static pgtest_proc *
+hold_window(tm_env *e, PGconn *tlock, pgtest_proc *run)
+{
+	pgtest_exec(tlock, "BEGIN; LOCK TABLE kl.events IN ACCESS EXCLUSIVE MODE");
+	if (run == NULL)
+		run = tm_spawn(e, "run", NULL);
+	else
+		assert_int_equal(tm_run(e, 60, NULL, "snapshot", "kl.events", NULL), 0);
+	wait_reader(e, e->t, "kl.events", run);
+	return run;
+}
+
+/* A TRUNCATE in the read's window, rows after it; then a column added in
+ * the window of a copy asked for again (the read saw the old columns: it
+ * is made again). */
+static void
+test_truncate_and_column_in_the_window(void **state)
+{
+	tm_env *e = tm_env_new("keyless_window");
+	PGconn *tlock = pgtest_connect_str(e->dst);
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA kl");
+	create_events(e->s, "kl.events", 100);
+	tm_setup_table(e, "kl.events");
+	run = hold_window(e, tlock, NULL);
+	pgtest_exec(e->s, "TRUNCATE kl.events; INSERT INTO kl.events (kind, n) VALUES ('after', 1),"
+	                  " ('after', 1)");
+	for (int i = 0; pending_rows(e) < 3; i++) {
+		if (i > 1000)
+			fail_msg("the changes of the window were not kept:\n%s", pgtest_proc_output(run));
+		tm_sleep_ms(10);
+	}
+	pgtest_exec(tlock, "COMMIT");
+	if (!pgtest_proc_wait_output(run, "snapshot of kl.events done", 60))
+		fail_msg("the copy did not end:\n%s", pgtest_proc_output(run));
+	stream_changes(e->s);
+	pgtest_exec(e->s, "INSERT INTO kl.events SELECT * FROM kl.events");
+	tm_stop_and_catch_up(e, run, 120);
+	assert_multiset_equal(e, "kl.events", EVENT_COLS);
+
+	run = tm_start_run(e, NULL);
+	hold_window(e, tlock, run);
+	pgtest_exec(e->s, "ALTER TABLE kl.events ADD COLUMN extra text DEFAULT 'd';"
+	                  " UPDATE kl.events SET extra = 'set' WHERE ctid ="
+	                  " (SELECT ctid FROM kl.events WHERE n = 1 LIMIT 1)");
+	tm_sleep_ms(500);
+	pgtest_exec(tlock, "COMMIT");
+	if (!pgtest_proc_wait_output(run, "changed during its read; it is read again", 60))
+		fail_msg("the read under the old columns was kept:\n%s", pgtest_proc_output(run));
+	if (!pgtest_wait_for(copied_again, e, 60))
+		fail_msg("the copy made again did not end:\n%s", pgtest_proc_output(run));
+	tm_stop_and_catch_up(e, run, 120);
+	assert_multiset_equal(e, "kl.events", EVENT_COLS ", extra");
+	assert_verify_equal(e);
+	PQfinish(tlock);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -478,6 +540,7 @@ main(void)
 		cmocka_unit_test(test_default_identity_refused),
 		cmocka_unit_test(test_key_added_and_dropped),
 		cmocka_unit_test(test_long_load_keeps_the_stream),
+		cmocka_unit_test(test_truncate_and_column_in_the_window),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
