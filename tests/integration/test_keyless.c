@@ -380,8 +380,9 @@ test_default_identity_refused(void **state)
 }
 
 /* A keyless table gets a primary key (the target table too, rows kept),
- * and a keyed table with REPLICA IDENTITY FULL loses its key: both go on
- * replicating, the second with duplicates. */
+ * another a unique index on a NOT NULL column (a key under FULL), and a
+ * keyed table with REPLICA IDENTITY FULL loses its key: all go on
+ * replicating, the last with duplicates. */
 static void
 test_key_added_and_dropped(void **state)
 {
@@ -392,16 +393,23 @@ test_key_added_and_dropped(void **state)
 	pgtest_exec(e->s, "CREATE TABLE public.gets (id integer NOT NULL, v text);"
 	                  " ALTER TABLE public.gets REPLICA IDENTITY FULL;"
 	                  " INSERT INTO public.gets SELECT g, 'v' || g FROM generate_series(1, 20) g;"
+	                  " CREATE TABLE public.indexed (id integer NOT NULL, v text);"
+	                  " ALTER TABLE public.indexed REPLICA IDENTITY FULL;"
+	                  " INSERT INTO public.indexed SELECT g, 'v' FROM generate_series(1, 20) g;"
 	                  " CREATE TABLE public.loses (id integer PRIMARY KEY, v text);"
 	                  " ALTER TABLE public.loses REPLICA IDENTITY FULL;"
 	                  " INSERT INTO public.loses SELECT g, 'v' FROM generate_series(1, 20) g");
 	tm_setup_table(e, "public.gets");
 	tm_setup_table(e, "public.loses");
+	tm_setup_table(e, "public.indexed");
 	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "UPDATE public.gets SET v = 'before key' WHERE id = 3");
 	pgtest_exec(e->s, "ALTER TABLE public.gets ADD PRIMARY KEY (id)");
 	pgtest_exec(e->s, "UPDATE public.gets SET v = 'after key' WHERE id = 4;"
 	                  " INSERT INTO public.gets VALUES (21, 'new')");
+	/* a unique index on NOT NULL columns is a key under FULL */
+	pgtest_exec(e->s, "CREATE UNIQUE INDEX ON public.indexed (id);"
+	                  " UPDATE public.indexed SET v = 'by key' WHERE id = 5");
 	pgtest_exec(e->s, "ALTER TABLE public.loses DROP CONSTRAINT loses_pkey");
 	pgtest_exec(e->s, "INSERT INTO public.loses SELECT * FROM public.loses WHERE id <= 5;"
 	                  " UPDATE public.loses SET v = 'one of two' WHERE ctid ="
@@ -414,6 +422,9 @@ test_key_added_and_dropped(void **state)
 	                                             " WHERE source_table = 'gets'"), "{id}");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_constraint WHERE contype ="
 	                                         " 'p' AND conrelid = 'public.gets'::regclass"), 1);
+	tm_assert_equal(e, "public.indexed", "id");
+	assert_string_equal(pgtest_query_value(e->t, "SELECT key_columns::text FROM tidemark.tables"
+	                                             " WHERE source_table = 'indexed'"), "{id}");
 	assert_multiset_equal(e, "public.loses", "id, v");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_constraint WHERE contype ="
 	                                         " 'p' AND conrelid = 'public.loses'::regclass"), 0);
