@@ -605,14 +605,16 @@ test_catalog_upgrade(void **state)
 	pgtest_exec(e->s, "CREATE TABLE u (id int PRIMARY KEY, v int); INSERT INTO u VALUES (1, 1)");
 	tm_setup_table(e, "u");
 	pgtest_exec(e->t, "DROP TABLE tidemark.snapshot_rereads, tidemark.capture_keys,"
-	                  " tidemark.excluded_tables; DELETE FROM tidemark.migrations WHERE version >= 3");
+	                  " tidemark.excluded_tables, tidemark.keyless_pending;"
+	                  " DROP FUNCTION tidemark.column_match(oid, oid);"
+	                  " DELETE FROM tidemark.migrations WHERE version >= 3");
 	run = tm_start_run(e, NULL);
 	assert_true(pgtest_proc_wait_output(run, "not authenticated for this replication", 60));
 	pgtest_exec(e->s, "ALTER TABLE u ADD COLUMN w text DEFAULT 'x'; INSERT INTO u VALUES (2, 2, 'y')");
 	tm_stop_and_catch_up(e, run, 120);
 	tm_assert_equal(e, "u", "id");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.migrations"
-	                                         " WHERE version >= 3"), 3);
+	                                         " WHERE version >= 3"), 4);
 	tm_setup_table(e, "u");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.capture_keys"), 1);
 	pgtest_exec(e->s, "ALTER TABLE u RENAME COLUMN w TO ww; INSERT INTO u VALUES (3, 3, 'z')");
