@@ -399,6 +399,8 @@ session_open(run_state *st)
 static void
 session_close(run_state *st)
 {
+	if (st->sink != NULL)
+		sink_set_keepalive(st->sink, NULL, NULL); /* the stream goes first */
 	source_close(st->stream);
 	snapshot_free(st->snap);
 	schema_sync_free(st->schema);

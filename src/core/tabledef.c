@@ -36,6 +36,7 @@ tabledef_add_column(tabledef *t, int attnum, const char *name, const char *type_
 	c->typmod = typmod;
 	c->not_null = not_null;
 	c->is_key = is_key;
+	c->key_pos = 0; /* not known until set */
 	return c;
 }
 

@@ -109,6 +109,18 @@ assert_verify_equal(tm_env *e)
 	free(out);
 }
 
+/* The catalog's key of a table (as text[]). */
+static void
+assert_key_columns(tm_env *e, const char *table, const char *expected)
+{
+	char *v = pgtest_query_value(e->t, "SELECT key_columns::text FROM tidemark.tables"
+	                                   " WHERE source_table = '%s'", table);
+
+	assert_non_null(v);
+	assert_string_equal(v, expected);
+	free(v);
+}
+
 /* ---- the table ---- */
 
 /* Every row twice; NULLs; TOASTed docs stored out of line; json; and two
@@ -259,8 +271,7 @@ test_copy_race_kill_stream_and_copy_again(void **state)
 	pgtest_exec(e->s, "CREATE SCHEMA kl");
 	create_events(e->s, "kl.events", 400);
 	tm_setup_table(e, "kl.events");
-	assert_string_equal(pgtest_query_value(e->t, "SELECT key_columns::text FROM tidemark.tables"),
-	                    "{}");
+	assert_key_columns(e, "events", "{}");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_constraint WHERE contype ="
 	                                         " 'p' AND conrelid = 'kl.events'::regclass"), 0);
 	/* what the README advises: an index on a column that narrows the match */
@@ -418,13 +429,11 @@ test_key_added_and_dropped(void **state)
 	                  " (SELECT ctid FROM public.loses WHERE id = 3 LIMIT 1)");
 	tm_stop_and_catch_up(e, run, 120);
 	tm_assert_equal(e, "public.gets", "id");
-	assert_string_equal(pgtest_query_value(e->t, "SELECT key_columns::text FROM tidemark.tables"
-	                                             " WHERE source_table = 'gets'"), "{id}");
+	assert_key_columns(e, "gets", "{id}");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_constraint WHERE contype ="
 	                                         " 'p' AND conrelid = 'public.gets'::regclass"), 1);
 	tm_assert_equal(e, "public.indexed", "id");
-	assert_string_equal(pgtest_query_value(e->t, "SELECT key_columns::text FROM tidemark.tables"
-	                                             " WHERE source_table = 'indexed'"), "{id}");
+	assert_key_columns(e, "indexed", "{id}");
 	assert_multiset_equal(e, "public.loses", "id, v");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_constraint WHERE contype ="
 	                                         " 'p' AND conrelid = 'public.loses'::regclass"), 0);
