@@ -41,6 +41,9 @@ typedef struct snap_table {
 	bool restart;            /* read again from applied_key at the next poll */
 	bool keyless;            /* no key: copied in one read (snap_keyless.h) */
 	bool recording;          /* keyless: between the watermarks of its read */
+	snap_commits *at_low;    /* owned, keyless: the recent commits as the low watermark
+	                          * met them (a long read may see more commits than the
+	                          * ring keeps before its high watermark) */
 	long long rows;
 	long long estimate;
 	int chunks;
@@ -105,6 +108,7 @@ table_free(snap_table *t)
 	snap_reader_release(NULL, t->reread);
 	free(t->reread_json);
 	snap_window_free(t->reread_window);
+	free(t->at_low);
 	free(t);
 }
 
@@ -1146,6 +1150,9 @@ reread_apply(snapshot *s, snap_table *t)
 static int
 keyless_low(snapshot *s, snap_table *t, const char *id, tm_lsn lsn)
 {
+	if (t->at_low == NULL)
+		t->at_low = xcalloc(1, sizeof *t->at_low);
+	*t->at_low = *s->ring;
 	t->recording = true;
 	snprintf(t->wm_id, sizeof t->wm_id, "%s", id);
 	t->low_lsn = lsn;
@@ -1208,7 +1215,7 @@ keyless_high(snapshot *s, snap_table *t, snap_result *res, const char *id)
 		log_info("snapshot of %s.%s: the table changed during its read; it is read again",
 		         t->schema, t->name);
 		snapshot_restart(s, t->table_id);
-	} else if (missed_commit(s, res, t->low_lsn)) {
+	} else if (snap_commits_missed(t->at_low, res->xip, res->nxip, t->low_lsn)) {
 		log_info("snapshot of %s.%s: a transaction committed just before the read was not "
 		         "visible to it; the table is read again", t->schema, t->name);
 		snapshot_restart(s, t->table_id);
