@@ -216,8 +216,28 @@ load_checks(snapshot *s, snap_table *t, const snap_job *job)
 	PQclear(r);
 }
 
+static void submit_now(snapshot *s, snap_table *t);
+
+/* A table without a key is staged through a target connection of the
+ * reader's own, which sees only what is committed: its target table (new,
+ * or altered by the transaction that asked for the copy) must be. Its
+ * copy starts once no target transaction is open (snapshot_poll). */
 static void
 submit(snapshot *s, snap_table *t)
+{
+	if (t->keyless && s->apply != NULL && apply_in_transaction(s->apply)) {
+		snap_window_free(t->window);
+		t->window = NULL;
+		t->recording = false;
+		t->restart = true;
+		t->generation++; /* what was read before is superseded now */
+		return;
+	}
+	submit_now(s, t);
+}
+
+static void
+submit_now(snapshot *s, snap_table *t)
 {
 	snap_job job = {.table_id = t->table_id, .generation = ++t->generation, .schema = t->schema,
 	                .name = t->name, .nkeys = t->nkeys, .key_columns = t->key_columns,
@@ -720,8 +740,12 @@ snapshot_poll(snapshot *s)
 	}
 	/* not inside a target transaction: its requests are committed, and a
 	 * read that waits on the source holds nothing open on the target */
-	if (rc == TM_OK && (s->apply == NULL || !apply_in_transaction(s->apply)))
+	if (rc == TM_OK && (s->apply == NULL || !apply_in_transaction(s->apply))) {
+		for (int i = 0; i < s->ntables; i++)
+			if (s->tables[i]->keyless && s->tables[i]->restart && !s->tables[i]->done)
+				submit_now(s, s->tables[i]);
 		rc = rereads_start(s);
+	}
 	report(s, false);
 	return rc;
 }
