@@ -419,48 +419,16 @@ workload_step(PGconn *conn, void *arg, unsigned i)
 
 /* ---- the oracle ---- */
 
-static int
-compare_lines(const void *a, const void *b)
-{
-	return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 /* Every row of a table as one line of its values as the server prints
- * them (NULL as \N), the lines sorted here. *n: the row count. */
+ * them (NULL as \N), the lines sorted here (tm_fixture.h). *n: the row
+ * count. */
 static char **
 table_lines(PGconn *conn, const fid_table *t, const char *cols, int *n)
 {
-	char sql[512];
-	PGresult *r;
-	char **lines;
+	char table[96];
 
-	snprintf(sql, sizeof sql, "SELECT %s FROM fid.%s", cols, t->name);
-	r = PQexec(conn, sql);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", sql, PQerrorMessage(conn));
-	*n = PQntuples(r);
-	lines = calloc((size_t) *n + 1, sizeof(char *));
-	for (int i = 0; i < *n; i++) {
-		strbuf sb = STRBUF_INIT;
-
-		for (int c = 0; c < PQnfields(r); c++) {
-			if (c > 0)
-				strbuf_appendc(&sb, '|');
-			strbuf_append(&sb, PQgetisnull(r, i, c) ? "\\N" : PQgetvalue(r, i, c));
-		}
-		lines[i] = strbuf_steal(&sb);
-	}
-	PQclear(r);
-	qsort(lines, (size_t) *n, sizeof(char *), compare_lines);
-	return lines;
-}
-
-static void
-lines_free(char **lines, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(lines[i]);
-	free(lines);
+	snprintf(table, sizeof table, "fid.%s", t->name);
+	return tm_sorted_rows(conn, table, cols, n);
 }
 
 /* The source's columns and their types; the target must have the same. */
@@ -509,8 +477,8 @@ assert_table_equal(fidelity *f, const fid_table *t)
 			         t->name, ns, nt, a, b);
 	}
 	assert_true(ns >= f->rows - 10);
-	lines_free(src, ns);
-	lines_free(dst, nt);
+	tm_rows_free(src, ns);
+	tm_rows_free(dst, nt);
 	strbuf_free(&cols);
 }
 

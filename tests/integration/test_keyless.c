@@ -31,71 +31,11 @@
 
 #include <cmocka.h>
 
-#include "strbuf.h"
 #include "tm_fixture.h"
 
 #define EVENT_COLS "kind, n, amount, doc, meta, at"
 
-/* ---- the oracle: both sides as multisets ---- */
-
-static int
-compare_lines(const void *a, const void *b)
-{
-	return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
-/* Every row of the table as one line of its values as the server prints
- * them (NULL as \N), sorted here. */
-static char **
-table_lines(PGconn *conn, const char *table, const char *cols, int *n)
-{
-	char sql[512];
-	PGresult *r;
-	char **lines;
-
-	snprintf(sql, sizeof sql, "SELECT %s FROM %s", cols, table);
-	r = PQexec(conn, sql);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", sql, PQerrorMessage(conn));
-	*n = PQntuples(r);
-	lines = calloc((size_t) *n + 1, sizeof(char *));
-	for (int i = 0; i < *n; i++) {
-		strbuf sb = STRBUF_INIT;
-
-		for (int c = 0; c < PQnfields(r); c++) {
-			if (c > 0)
-				strbuf_appendc(&sb, '|');
-			strbuf_append(&sb, PQgetisnull(r, i, c) ? "\\N" : PQgetvalue(r, i, c));
-		}
-		lines[i] = strbuf_steal(&sb);
-	}
-	PQclear(r);
-	qsort(lines, (size_t) *n, sizeof(char *), compare_lines);
-	return lines;
-}
-
-static void
-assert_multiset_equal(tm_env *e, const char *table, const char *cols)
-{
-	int ns, nt;
-	char **src = table_lines(e->s, table, cols, &ns);
-	char **dst = table_lines(e->t, table, cols, &nt);
-
-	for (int i = 0; i < ns || i < nt; i++) {
-		const char *a = i < ns ? src[i] : "(no more rows)";
-		const char *b = i < nt ? dst[i] : "(no more rows)";
-
-		if (strcmp(a, b) != 0)
-			fail_msg("%s differs (%d rows on the source, %d on the target); first difference,"
-			         " sorted:\n  source: %.300s\n  target: %.300s", table, ns, nt, a, b);
-	}
-	for (int i = 0; i < ns; i++)
-		free(src[i]);
-	for (int i = 0; i < nt; i++)
-		free(dst[i]);
-	free(src);
-	free(dst);
-}
+/* ---- the oracle ---- */
 
 static void
 assert_verify_equal(tm_env *e)
@@ -309,7 +249,7 @@ test_copy_race_kill_stream_and_copy_again(void **state)
 
 	stream_changes(e->s);
 	tm_stop_and_catch_up(e, run, 120);
-	assert_multiset_equal(e, "kl.events", EVENT_COLS);
+	tm_assert_multiset_equal(e, "kl.events", EVENT_COLS);
 	assert_verify_equal(e);
 
 	/* copied again while changes stream */
@@ -323,7 +263,7 @@ test_copy_race_kill_stream_and_copy_again(void **state)
 	tm_sleep_ms(300);
 	pgtest_workload_stop(wl, NULL);
 	tm_stop_and_catch_up(e, run, 120);
-	assert_multiset_equal(e, "kl.events", EVENT_COLS);
+	tm_assert_multiset_equal(e, "kl.events", EVENT_COLS);
 	assert_verify_equal(e);
 	PQfinish(tlock);
 	PQfinish(slock);
@@ -360,8 +300,8 @@ test_schema_pipeline(void **state)
 	stream_changes(e->s);
 	pgtest_exec(e->s, "INSERT INTO kl.keyed SELECT g, 'v' FROM generate_series(1, 10) g");
 	tm_stop_and_catch_up(e, run, 120);
-	assert_multiset_equal(e, "kl.events", EVENT_COLS);
-	assert_multiset_equal(e, "kl.later", "a, b, j");
+	tm_assert_multiset_equal(e, "kl.events", EVENT_COLS);
+	tm_assert_multiset_equal(e, "kl.later", "a, b, j");
 	tm_assert_equal(e, "kl.keyed", "id");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"
 	                                         " WHERE cardinality(key_columns) = 0"), 2);
@@ -434,7 +374,7 @@ test_key_added_and_dropped(void **state)
 	                                         " 'p' AND conrelid = 'public.gets'::regclass"), 1);
 	tm_assert_equal(e, "public.indexed", "id");
 	assert_key_columns(e, "indexed", "{id}");
-	assert_multiset_equal(e, "public.loses", "id, v");
+	tm_assert_multiset_equal(e, "public.loses", "id, v");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_constraint WHERE contype ="
 	                                         " 'p' AND conrelid = 'public.loses'::regclass"), 0);
 	tm_env_free(e);
@@ -484,7 +424,7 @@ test_long_load_keeps_the_stream(void **state)
 	pgtest_exec(e->s, "ALTER SYSTEM RESET wal_sender_timeout");
 	pgtest_exec(e->s, "SELECT pg_reload_conf()");
 	tm_stop_and_catch_up(e, run, 120);
-	assert_multiset_equal(e, "kl.events", EVENT_COLS);
+	tm_assert_multiset_equal(e, "kl.events", EVENT_COLS);
 	PQfinish(reader);
 	tm_env_free(e);
 }
@@ -531,7 +471,7 @@ test_truncate_and_column_in_the_window(void **state)
 	stream_changes(e->s);
 	pgtest_exec(e->s, "INSERT INTO kl.events SELECT * FROM kl.events");
 	tm_stop_and_catch_up(e, run, 120);
-	assert_multiset_equal(e, "kl.events", EVENT_COLS);
+	tm_assert_multiset_equal(e, "kl.events", EVENT_COLS);
 
 	run = tm_start_run(e, NULL);
 	hold_window(e, tlock, run);
@@ -545,7 +485,7 @@ test_truncate_and_column_in_the_window(void **state)
 	if (!pgtest_wait_for(copied_again, e, 60))
 		fail_msg("the copy made again did not end:\n%s", pgtest_proc_output(run));
 	tm_stop_and_catch_up(e, run, 120);
-	assert_multiset_equal(e, "kl.events", EVENT_COLS ", extra");
+	tm_assert_multiset_equal(e, "kl.events", EVENT_COLS ", extra");
 	assert_verify_equal(e);
 	PQfinish(tlock);
 	tm_env_free(e);
