@@ -16,6 +16,8 @@ foreach(side source target)
   foreach(f ${files})
     get_filename_component(name ${f} NAME_WE)
     string(REGEX MATCH "^[0-9]+" ver ${name})
+    # 008 is no C integer literal (a leading 0 means octal): the version as decimal
+    string(REGEX REPLACE "^0+([0-9])" "\\1" ver "${ver}")
     file(READ ${f} sql HEX)
     string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," sql "${sql}")
     string(APPEND body "static const char ${side}_${count}[] = {${sql}0x00};\n")

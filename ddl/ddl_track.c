@@ -532,9 +532,9 @@ plan_key(planner *pl)
 	const tabledef_column **keys;
 	ddl_action *a;
 
-	if (!keys_differ(pl->in->old, now) || tabledef_nkeys(now) == 0)
+	if (!keys_differ(pl->in->old, now))
 		return;
-	note(pl, "primary key");
+	note(pl, tabledef_nkeys(now) == 0 ? "key dropped" : "primary key");
 	a = add_action(pl, DDL_ACT_SET_KEY, NULL, NULL);
 	a->keys = xcalloc((size_t) now->ncols + 1, sizeof(char *));
 	keys = xcalloc((size_t) now->ncols + 1, sizeof *keys);
@@ -542,7 +542,12 @@ plan_key(planner *pl)
 	for (int k = 0; k < a->nkeys; k++)
 		a->keys[k] = xstrdup(keys[k]->name);
 	free(keys);
-	set_why(a, "the key changes%s%s", NULL, NULL);
+	if (a->nkeys == 0)
+		set_why(a, "the key is dropped: rows are matched by all their columns%s%s", NULL, NULL);
+	else if (tabledef_nkeys(pl->in->old) == 0)
+		set_why(a, "the table gets a key%s%s", NULL, NULL);
+	else
+		set_why(a, "the key changes%s%s", NULL, NULL);
 }
 
 int

@@ -86,6 +86,7 @@ struct apply {
 	bool marker_reached;
 	apply_stats stats;
 	apply_stats pending;        /* counted in the open group, not yet committed */
+	keyless *keyless;           /* owned: tables without a key */
 };
 
 /* ---- tables ---- */
@@ -243,6 +244,7 @@ apply_new(sink *s, const apply_config *cfg, apply **out)
 	for (int i = 0; i < n; i++)
 		adopt_table(a, &arr[i]);
 	free(arr);
+	a->keyless = keyless_new(s);
 	*out = a;
 	return TM_OK;
 }
@@ -297,6 +299,7 @@ apply_free(apply *a)
 		catalog_table_free(a->tables[i]);
 	free(a->tables);
 	free(a->marker);
+	keyless_free(a->keyless);
 	free(a);
 }
 
@@ -866,6 +869,86 @@ count_change(apply *a)
 	a->pending.changes++;
 }
 
+/* ---- tables without a key (keyless.h) ---- */
+
+static bool
+is_keyless(const apply_rel *r)
+{
+	return r->table != NULL && r->table->nkeys == 0;
+}
+
+static keyless_mode
+keyless_mode_of(const apply *a, const apply_rel *r)
+{
+	const apply_hooks *h = &a->cfg.hooks;
+
+	return h->keyless_mode == NULL ? KEYLESS_APPLY
+	                               : h->keyless_mode(h->ctx, r->table->table_id, r->table->state);
+}
+
+static const char *
+rel_display(const apply_rel *r, arena *scratch)
+{
+	strbuf sb = STRBUF_INIT;
+	const char *out;
+
+	strbuf_append_qualified(&sb, r->nspname, r->relname);
+	out = arena_strndup(scratch, sb.data, sb.len);
+	strbuf_free(&sb);
+	return out;
+}
+
+static keyless_change
+keyless_of(const apply_rel *r, char op, arena *scratch)
+{
+	keyless_change c = {r->table->table_id, r->table->target_schema, r->table->target_table,
+	                    rel_display(r, scratch), r->ncols, (const char *const *) r->colnames,
+	                    op, NULL, NULL, NULL, NULL};
+
+	return c;
+}
+
+/* A change of a table without a key: applied by its whole old row, kept
+ * for the copy under way, or skipped (the copy to come holds it). */
+static int
+keyless_change_rows(apply *a, const apply_rel *r, char op, const pgoutput_tuple *oldt,
+                    const pgoutput_tuple *newt, arena *scratch)
+{
+	keyless_mode mode = keyless_mode_of(a, r);
+	keyless_change c = keyless_of(r, op, scratch);
+	char *sent = arena_alloc(scratch, (size_t) r->ncols + 1);
+	bool *unchanged = arena_alloc(scratch, sizeof(bool) * ((size_t) r->ncols + 1));
+
+	if (mode == KEYLESS_SKIP)
+		return TM_OK;
+	for (int i = 0; oldt != NULL && i < r->ncols; i++)
+		sent[i] = oldt->values[i].kind != PGOUTPUT_VALUE_UNCHANGED;
+	for (int i = 0; newt != NULL && i < r->ncols; i++)
+		unchanged[i] = newt->values[i].kind == PGOUTPUT_VALUE_UNCHANGED;
+	c.old_row = oldt ? tuple_params(oldt, scratch) : NULL;
+	c.old_sent = oldt ? sent : NULL;
+	c.new_row = newt ? tuple_params(newt, scratch) : NULL;
+	c.unchanged = newt ? unchanged : NULL;
+	count_change(a);
+	return mode == KEYLESS_RECORD ? keyless_record(a->keyless, &c, a->xid, a->final_lsn)
+	                              : keyless_apply(a->keyless, &c);
+}
+
+/* An update of a keyless table needs the old row (REPLICA IDENTITY FULL):
+ * without it there is nothing to find the row by. */
+static int
+keyless_update(apply *a, const apply_rel *r, const pgoutput_msg *m, arena *scratch)
+{
+	if (m->u.update.old_kind == 0) {
+		log_warn("an update of %s.%s without its old row is skipped: the table has no key, so "
+		         "only REPLICA IDENTITY FULL says which row changed. Fix: ALTER TABLE \"%s\".\"%s\""
+		         " REPLICA IDENTITY FULL; then `tidemark snapshot '%s.%s'`", r->nspname,
+		         r->relname, r->nspname, r->relname, r->nspname, r->relname);
+		return TM_OK;
+	}
+	return keyless_change_rows(a, r, 'u', &m->u.update.oldtup, &m->u.update.newtup, scratch);
+}
+
 static int
 apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 {
@@ -880,6 +963,8 @@ apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	if (quarantined(a, r, "insert", &m->u.insert.newtup, &rc))
 		return rc;
+	if (is_keyless(r))
+		return keyless_change_rows(a, r, 'i', NULL, &m->u.insert.newtup, scratch);
 	count_change(a);
 	observe_row(a, r, &m->u.insert.newtup, scratch);
 	return sink_send(a->sink, stmt_upsert(a, r), tuple_params(&m->u.insert.newtup, scratch),
@@ -942,6 +1027,8 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	if (quarantined(a, r, "update", newt, &rc))
 		return rc;
+	if (is_keyless(r))
+		return keyless_update(a, r, m, scratch);
 	count_change(a);
 	moved = m->u.update.old_kind != 0 && key_differs(r, oldt, newt);
 	if (moved)
@@ -969,6 +1056,8 @@ apply_delete(apply *a, const pgoutput_msg *m, arena *scratch)
 		return TM_OK;
 	if ((rc = check_tuple(r, &m->u.delete.oldtup)) != TM_OK)
 		return rc;
+	if (is_keyless(r))
+		return keyless_change_rows(a, r, 'd', &m->u.delete.oldtup, NULL, scratch);
 	count_change(a);
 	observe_row(a, r, &m->u.delete.oldtup, scratch);
 	return sink_send(a->sink, stmt_delete(a, r), key_params(r, &m->u.delete.oldtup, scratch),
@@ -993,6 +1082,12 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 			return rc;
 		if (r->table == NULL)
 			continue;
+		if (is_keyless(r) && keyless_mode_of(a, r) != KEYLESS_APPLY) {
+			if (keyless_mode_of(a, r) == KEYLESS_RECORD &&
+			    (rc = keyless_change_rows(a, r, 't', NULL, NULL, scratch)) != TM_OK)
+				return rc;
+			continue;
+		}
 		schemas[n] = r->table->target_schema;
 		names[n++] = r->table->target_table;
 		if (watching(a, r))
@@ -1242,9 +1337,16 @@ apply_marker_reached(const apply *a)
 	return a->marker_reached;
 }
 
+keyless *
+apply_keyless(apply *a)
+{
+	return a->keyless;
+}
+
 void
 apply_forget_statements(apply *a, int table_id)
 {
+	keyless_forget(a->keyless, table_id);
 	for (int i = 0; i < a->nrels; i++)
 		if (a->rels[i]->table != NULL && a->rels[i]->table->table_id == table_id)
 			rel_forget_statements(a->rels[i]);

@@ -14,7 +14,9 @@
  * change the key delete the old key; a column sent as "unchanged TOAST"
  * keeps the target's value (a partial UPDATE), never becomes NULL. A
  * partial UPDATE that changes the key and finds no row to move asks for
- * the row to be read again from the source (snapshot.h).
+ * the row to be read again from the source (snapshot.h). A table without a
+ * key is changed one row at a time by its whole old row (keyless.h), or
+ * its changes are skipped or kept while it is copied (hooks.keyless_mode).
  */
 #ifndef TIDEMARK_APPLY_H
 #define TIDEMARK_APPLY_H
@@ -23,6 +25,7 @@
 
 #include "arena.h"
 #include "catalog.h"
+#include "keyless.h"
 #include "lsn.h"
 #include "pgoutput.h"
 #include "sink.h"
@@ -58,6 +61,10 @@ typedef struct apply_hooks {
 	 * transaction's */
 	int (*on_message)(void *ctx, const pgoutput_msg *m, pg_timestamp commit_time);
 	void *message_ctx;         /* on_message's ctx */
+	/* What to do with a change of a table without a key; state: the
+	 * catalog's (snapshot_pending, ..., streaming) as the apply knew it.
+	 * NULL: apply every change. */
+	keyless_mode (*keyless_mode)(void *ctx, int table_id, const char *state);
 } apply_hooks;
 
 typedef struct apply_config {
@@ -135,6 +142,8 @@ int apply_type_boundary(apply *a);
 /* The group ends with the source transaction being applied (the second
  * half of apply_type_boundary, for a change found to need it once made). */
 void apply_commit_after(apply *a);
+/* The statements of tables without a key (borrowed: the apply's). */
+keyless *apply_keyless(apply *a);
 
 /* Forgets the statements built for a table (its target definition changed). */
 void apply_forget_statements(apply *a, int table_id);

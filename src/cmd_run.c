@@ -431,7 +431,7 @@ static int
 session_open(run_state *st)
 {
 	const cli_options *o = st->opts;
-	snapshot_config sc = {.source = o->source, .slot = o->slot,
+	snapshot_config sc = {.source = o->source, .target = o->target, .slot = o->slot,
 	                      .chunk_rows = o->chunk_rows > 0 ? o->chunk_rows : 20000,
 	                      .chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes
 	                                                        : SNAPSHOT_CHUNK_BYTES_DEFAULT,
@@ -486,6 +486,8 @@ session_open(run_state *st)
 static void
 session_close(run_state *st)
 {
+	if (st->sink != NULL)
+		sink_set_tick(st->sink, NULL, NULL, 0); /* the stream goes first */
 	source_close(st->stream);
 	st->stream = NULL; /* the sink's tick must not use it any more */
 	snapshot_free(st->snap);

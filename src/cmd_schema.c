@@ -72,7 +72,8 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 	                     " format('%I.%I', t.target_schema, t.target_table) AS target,"
 	                     /* through the row's JSON: a catalog before migration 005 lacks them */
 	                     " (to_jsonb(t) ->> 'key_order_same')::boolean AS key_order_same,"
-	                     " to_jsonb(t) ->> 'key_order_reason' AS key_order_reason"
+	                     " to_jsonb(t) ->> 'key_order_reason' AS key_order_reason,"
+	                     " cardinality(t.key_columns) AS key_columns"
 	                     " FROM tidemark.tables t JOIN tidemark.schema_versions v USING (table_id)"
 	                     " WHERE t.slot_name = $1 AND t.source_schema = $2 AND t.source_table = $3"
 	                     " ORDER BY v.version", 3, p, &r);
@@ -92,12 +93,15 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 		size_t i;
 		json_t *v;
 
-		printf("%s.%s (on the target: %s)\n", schema, name, PQgetvalue(r, 0, 4));
-		printf("key order on the target: %s%s\n",
-		       PQgetisnull(r, 0, 5) ? "not known yet"
-		       : strcmp(PQgetvalue(r, 0, 5), "t") == 0 ? "the same as the source's"
-		                                              : "differs: ",
-		       PQgetisnull(r, 0, 6) ? "" : PQgetvalue(r, 0, 6));
+		printf("%s.%s (on the target: %s)%s\n", schema, name, PQgetvalue(r, 0, 4),
+		       strcmp(PQgetvalue(r, 0, 7), "0") == 0
+		           ? "; no key: rows matched by all their columns, copy: one read" : "");
+		if (strcmp(PQgetvalue(r, 0, 7), "0") != 0)
+			printf("key order on the target: %s%s\n",
+			       PQgetisnull(r, 0, 5) ? "not known yet"
+			       : strcmp(PQgetvalue(r, 0, 5), "t") == 0 ? "the same as the source's"
+			                                              : "differs: ",
+			       PQgetisnull(r, 0, 6) ? "" : PQgetvalue(r, 0, 6));
 		json_array_foreach(json_object_get(doc, "versions"), i, v)
 			print_version(v);
 	}

@@ -387,12 +387,16 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 			rc = sink_commit(s, NULL);
 		else
 			sink_rollback(s);
-		if (rc == TM_OK && added) {
+		if (rc == TM_OK && added && tabledef_nkeys(t->defs[i]) == 0)
+			log_info("target: replicating %s.%s (%d columns, no key: REPLICA IDENTITY FULL, rows "
+			         "matched by all their columns, copied in one read)", t->defs[i]->schema,
+			         t->defs[i]->name, t->defs[i]->ncols);
+		else if (rc == TM_OK && added)
 			log_info("target: replicating %s.%s (%d columns, key of %d)", t->defs[i]->schema,
 			         t->defs[i]->name, t->defs[i]->ncols, tabledef_nkeys(t->defs[i]));
-			added_count++;
+		added_count += rc == TM_OK && added;
+		if (rc == TM_OK && added && tabledef_nkeys(t->defs[i]) > 0)
 			rc = record_key_order(src, s, o->slot, t->defs[i]);
-		}
 	}
 	if (rc == TM_OK)
 		log_info("target: %d table(s) newly registered, %d in all from this setup",

@@ -86,7 +86,10 @@ target_part(const cli_options *o, json_t *out)
 		              " CASE WHEN snapshot_estimate > 0 THEN snapshot_estimate END AS rows_estimate,"
 		              " round((snapshot_rows / greatest(extract(epoch FROM coalesce(snapshot_finished_at,"
 		              "   now()) - snapshot_started_at), 0.001))::numeric, 0)::float8 AS rows_per_second,"
-		              " snapshot_started_at::text, snapshot_finished_at::text,");
+		              " snapshot_started_at::text, snapshot_finished_at::text,"
+		              " to_json(key_columns) AS key,"
+		              " CASE WHEN cardinality(key_columns) = 0 THEN 'one read' ELSE 'chunks' END"
+		              "   AS copy,");
 		strbuf_append(&sql, rereads_column(conn));
 		strbuf_append(&sql, " FROM tidemark.tables t WHERE slot_name = $1 ORDER BY 1");
 		rc = pgconn_exec(conn, PGCONN_TARGET, "reading the tables", sql.data, 1, p, &r);
@@ -116,16 +119,23 @@ print_table(json_t *t)
 	long long rows = num(t, "rows_copied");
 	long long est = num(t, "rows_estimate");
 
+	bool keyless = strcmp(report_str(t, "copy"), "one read") == 0;
+
 	printf("  %-40s ", report_str(t, "table"));
 	if (strcmp(state, "snapshot_pending") == 0)
-		printf("snapshot not started\n");
+		printf("snapshot not started%s\n", keyless ? " (no key; copy: one read)" : "");
+	else if (strcmp(state, "snapshotting") == 0 && keyless)
+		printf("snapshot under way (no key; copy: one read of the whole table)\n");
 	else if (strcmp(state, "snapshotting") == 0) {
 		printf("snapshot chunk %lld", num(t, "chunks_done") + 1);
 		if (est > 0)
 			printf(" (about %.0f%% of ~%lld rows)", 100.0 * (double) rows / (double) est, est);
 		printf(", %lld rows copied, %.0f rows/s\n", rows,
 		       json_real_value(json_object_get(t, "rows_per_second")));
-	} else if (strcmp(state, "streaming") == 0)
+	} else if (strcmp(state, "streaming") == 0 && keyless)
+		printf("streaming, snapshot done (%lld rows copied; no key: copy: one read, updates and "
+		       "deletes match whole rows)\n", rows);
+	else if (strcmp(state, "streaming") == 0)
 		printf("streaming, snapshot done (%lld rows copied)\n", rows);
 	else
 		printf("%s\n", state);

@@ -161,7 +161,12 @@ compare_one(verify_run *run, const catalog_table *t)
 		return rc;
 	run->compared[run->ncompared++] = vt;
 	rc = verify_table_pass(vt);
-	if (rc == TM_OK)
+	if (rc == TM_OK && vt->multiset)
+		log_info("%s: no key, compared as a multiset (%lld rows on the source, %lld on the "
+		         "target) in %.2f s: %s", vt->display, vt->stats.source_rows,
+		         vt->stats.target_rows, vt->stats.seconds,
+		         vt->multiset_differs ? "different, to check again" : "equal");
+	else if (rc == TM_OK)
 		log_info("%s: %lld rows compared in %.2f s, %d to check again", vt->display,
 		         vt->stats.source_rows, vt->stats.seconds, vt->diffs.n);
 	return rc;
@@ -188,7 +193,7 @@ candidates(const verify_run *run)
 	int n = 0;
 
 	for (int i = 0; i < run->ncompared; i++)
-		n += run->compared[i]->diffs.n;
+		n += verify_table_differences(run->compared[i]);
 	return n;
 }
 
@@ -199,14 +204,14 @@ recheck_round(verify_run *run)
 	int rc = TM_OK;
 
 	for (int i = 0; rc == TM_OK && i < run->ncompared; i++)
-		if (run->compared[i]->diffs.n > 0)
+		if (verify_table_differences(run->compared[i]) > 0)
 			rc = verify_table_recheck_source(run->compared[i]);
 	if (rc == TM_OK)
 		rc = verify_catch_up_wait(run->source, run->catalog, run->o->slot,
 		                          CATCH_UP_SECONDS - run->waited, &run->catch_up);
 	run->waited += run->catch_up.waited;
 	for (int i = 0; rc == TM_OK && i < run->ncompared; i++)
-		if (run->compared[i]->nbatches > 0)
+		if (run->compared[i]->nbatches > 0 || run->compared[i]->multiset_differs)
 			rc = verify_table_recheck_target(run->compared[i]);
 	run->rounds++;
 	return rc;
@@ -310,13 +315,20 @@ table_json(const verify_table *vt)
 
 	for (int i = 0; i < vt->diffs.n; i++)
 		json_array_append_new(diffs, diff_json(vt, &vt->diffs.items[i]));
+	if (vt->multiset && vt->multiset_differs)
+		json_array_append_new(diffs, json_pack("{s:s, s:I, s:I}", "kind", "multiset",
+		                                       "source_rows",
+		                                       (json_int_t) vt->multiset_source.rows,
+		                                       "target_rows",
+		                                       (json_int_t) vt->multiset_target.rows));
 	for (int k = 0; k < vt->nkeys; k++)
 		json_array_append_new(keys, json_string(vt->keys[k]));
-	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:i, s:o}", "table", vt->display,
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:i, s:o}", "table",
+	                 vt->display, "comparison", vt->multiset ? "multiset" : "rows",
 	                 "schema", vt->source_schema, "name", vt->source_name,
 	                 "status", "compared", "key", keys, "columns", columns_json(vt),
 	                 "not_compared", not_compared_json(vt), "stats", stats_json(&vt->stats),
-	                 "difference_count", vt->diffs.n, "differences", diffs);
+	                 "difference_count", verify_table_differences(vt), "differences", diffs);
 }
 
 static json_t *
@@ -362,8 +374,19 @@ print_columns(const verify_table *vt)
 	printf("\n");
 }
 
+/* A table without a key: equal or not as a multiset, both counts. */
 static void
-print_table(const verify_table *vt)
+print_multiset(const verify_table *vt)
+{
+	printf("%s: %s as a multiset (no key: compared by the count and the sum of the row hashes of "
+	       "each side; which rows differ is not said); %lld rows on the source, %lld on the "
+	       "target, %.2f s\n", vt->display, vt->multiset_differs ? "different" : "equal",
+	       vt->stats.source_rows, vt->stats.target_rows, vt->stats.seconds);
+	print_columns(vt);
+}
+
+static void
+print_keyed(const verify_table *vt)
 {
 	const verify_stats *s = &vt->stats;
 	strbuf line = STRBUF_INIT;
@@ -382,6 +405,15 @@ print_table(const verify_table *vt)
 	       vt->diffs.n == 1 ? "" : "s", s->source_rows, s->target_rows, s->pages, s->ranges,
 	       s->rows_read, s->candidates, s->seconds);
 	print_columns(vt);
+}
+
+static void
+print_table(const verify_table *vt)
+{
+	if (vt->multiset)
+		print_multiset(vt);
+	else
+		print_keyed(vt);
 }
 
 static void

@@ -9,7 +9,9 @@
 #include "ddl_auth.h"
 #include "ddl_event.h"
 #include "ddl_parse.h"
+#include "dml_sql.h"
 #include "ident.h"
+#include "keyless.h"
 #include "log.h"
 #include "pgconn.h"
 #include "schema_sync_int.h"
@@ -445,9 +447,91 @@ schema_sync_was_rewritten(const schema_sync *ss, uint32_t relid)
 	return false;
 }
 
+/* ---- a key that comes or goes (tables without a key: keyless.h) ---- */
+
+static void
+truncate_target(const target_name *tn, strbuf *sql)
+{
+	const char *schemas[] = {tn->schema}, *names[] = {tn->table};
+
+	dml_sql_truncate(sql, 1, schemas, names);
+}
+
+/* The key is dropped: the target's primary key goes, and the rows are
+ * matched by all their columns from now on. */
+static int
+drop_key(schema_sync *ss, const target_name *tn, const target_cols *tc,
+         const ddl_event_table *now, strbuf *sql)
+{
+	int rc = TM_OK;
+
+	if (tc->pk != NULL) {
+		target_ddl_set_key(sql, tn->schema, tn->table, tc->pk, 0, NULL);
+		rc = exec(ss, "dropping a target table's key", sql);
+	}
+	if (rc == TM_OK && now->replident != 'f')
+		log_warn("%s.%s has no key any more and its REPLICA IDENTITY is not FULL: the source "
+		         "refuses its UPDATE and DELETE while it is published, and tidemark could not "
+		         "find their rows. Fix: ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY FULL;",
+		         now->def->schema, now->def->name, now->def->schema, now->def->name);
+	else if (rc == TM_OK)
+		log_info("%s.%s has no key any more: it is replicated without one (updates and deletes "
+		         "match whole rows)", now->def->schema, now->def->name);
+	return rc;
+}
+
+/*
+ * A table without a key gets one. While it is being copied, its target
+ * rows are replaced by the copy anyway (the key change starts it again):
+ * emptied first. Otherwise the target holds what the source held when the
+ * key came, which the key accepts; if it does not (rows of the target
+ * differ from the source's), the table is emptied and copied again.
+ */
+static int
+add_key(schema_sync *ss, const target_name *tn, const ddl_action *a, const catalog_table *t,
+        strbuf *sql, bool *resnapshot)
+{
+	bool copying = strcmp(t->state, "streaming") != 0, ok = false;
+	char *refused = NULL;
+	int rc = keyless_pending_clear(ss->sink, t->table_id);
+
+	if (rc == TM_OK && copying) {
+		truncate_target(tn, sql);
+		rc = exec(ss, "emptying a target table whose copy starts again", sql);
+	}
+	target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
+	if (rc != TM_OK || copying)
+		return rc == TM_OK ? exec(ss, "giving a target table its key", sql) : rc;
+	rc = exec_tolerant(ss, "giving a target table its key", sql, &refused);
+	ok = refused == NULL;
+	free(refused);
+	if (rc != TM_OK || ok)
+		return rc;
+	log_warn("target: %s.%s does not take the source's new key (its rows differ from the "
+	         "source's): it is emptied and copied again", tn->schema, tn->table);
+	truncate_target(tn, sql);
+	rc = exec(ss, "emptying a target table to copy it again", sql);
+	target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
+	if (rc == TM_OK)
+		rc = exec(ss, "giving a target table its key", sql);
+	*resnapshot = true;
+	return rc;
+}
+
+static int
+run_key_action(schema_sync *ss, target_name *tn, const ddl_action *a, const target_cols *tc,
+               const catalog_table *t, ddl_event_table *now, strbuf *sql, bool *resnapshot)
+{
+	if (a->nkeys == 0)
+		return drop_key(ss, tn, tc, now, sql);
+	if (t->nkeys == 0 && tc->pk == NULL)
+		return add_key(ss, tn, a, t, sql, resnapshot);
+	return run_table_action(ss, tn, a, tc, now->def, sql);
+}
+
 static int
 run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_cols *tc,
-         tabledef *now, sync_note *note, bool *resnapshot)
+         const catalog_table *t, ddl_event_table *now, sync_note *note, bool *resnapshot)
 {
 	strbuf sql = STRBUF_INIT;
 	int rc = TM_OK;
@@ -457,8 +541,10 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 
 		if (a->kind == DDL_ACT_RESNAPSHOT)
 			*resnapshot = true;
+		else if (a->kind == DDL_ACT_SET_KEY)
+			rc = run_key_action(ss, tn, a, tc, t, now, &sql, resnapshot);
 		else
-			rc = run_table_action(ss, tn, a, tc, now, &sql);
+			rc = run_table_action(ss, tn, a, tc, now->def, &sql);
 		if (rc == TM_OK)
 			schema_sync_note_list(&note->actions, a->why);
 	}
@@ -547,7 +633,7 @@ sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewritt
 	}
 	if (rc == TM_OK) {
 		schema_sync_note_list(&note->classes, plan.summary);
-		rc = run_plan(ss, &plan, &tn, &tc, now->def, note, &resnapshot);
+		rc = run_plan(ss, &plan, &tn, &tc, t, now, note, &resnapshot);
 	}
 	if (rc == TM_OK)
 		rc = record_version(ss, t, now->def, &tn, version + 1, pos);
@@ -588,12 +674,13 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	int rc;
 
 	*added = false;
-	if (tabledef_nkeys(def) == 0) {
-		log_warn("new table %s.%s in a replicated schema has no primary key or replica identity "
-		         "index: it is not replicated. Fix: give it a primary key (it is then "
-		         "replicated from its next change), or leave it out for good with "
-		         "`tidemark setup --exclude-table '%s.%s'`", def->schema, def->name,
-		         def->schema, def->name);
+	if (tabledef_nkeys(def) == 0 && def->replident != 'f') {
+		log_warn("new table %s.%s in a replicated schema has no primary key, no replica identity "
+		         "index and no REPLICA IDENTITY FULL: it is not replicated. Fix: ALTER TABLE "
+		         "\"%s\".\"%s\" REPLICA IDENTITY FULL; (it is then replicated without a key, "
+		         "rows matched by all their columns) or give it a primary key, or leave it out "
+		         "for good with `tidemark setup --exclude-table '%s.%s'`", def->schema, def->name,
+		         def->schema, def->name, def->schema, def->name);
 		schema_sync_note_list(&note->actions, "new table without a key: not replicated");
 		return TM_OK;
 	}
@@ -601,8 +688,10 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	/* values added to an enum: later source transactions may use them */
 	res->commit_after |= values_added;
 	if (rc == TM_OK && *added) {
-		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
-		         def->schema, def->name);
+		log_info("new table %s.%s in replicated schema: created on the target, to be copied%s",
+		         def->schema, def->name,
+		         tabledef_nkeys(def) == 0 ? " (no key: REPLICA IDENTITY FULL, rows matched "
+		                                    "by all their columns)" : "");
 		schema_sync_note_list(&note->actions, "created the table on the target; its rows are copied");
 		schema_sync_note_list(&note->classes, "create table");
 		note->version = 1;

@@ -17,6 +17,13 @@
 #define SINK_BATCH 512
 #define SINK_BUCKETS 256
 
+/* Statements of one label that matched no row (sink_stmt_expect_row). */
+typedef struct sink_misses {
+	struct sink_misses *next;
+	char *label;       /* owned */
+	long count;
+} sink_misses;
+
 struct sink_stmt {
 	sink_stmt *next;   /* bucket chain */
 	char *sql;         /* owned */
@@ -24,6 +31,7 @@ struct sink_stmt {
 	int nparams;
 	bool prepared;     /* Parse sent on this connection */
 	char name[24];
+	sink_misses *misses; /* borrowed from the sink; NULL: a row count of 0 is fine */
 };
 
 struct sink {
@@ -32,6 +40,7 @@ struct sink {
 	int queued;                       /* statements since the last sync */
 	const char *queued_sql[SINK_BATCH]; /* borrowed: what each queued statement is */
 	bool queued_what[SINK_BATCH];       /* queued_sql[i] describes a query, not its SQL */
+	sink_stmt *queued_stmt[SINK_BATCH]; /* borrowed: the execution's statement, or NULL */
 	long nstatements;
 	sink_tick_fn tick;                /* called while a result is long in coming */
 	void *tick_ctx;
@@ -40,6 +49,7 @@ struct sink {
 	char *try_failure;                /* owned: that error's message */
 	int nstmts;
 	sink_stmt *buckets[SINK_BUCKETS]; /* owned chains */
+	sink_misses *misses;              /* owned list */
 };
 
 int
@@ -87,6 +97,13 @@ sink_close(sink *s)
 			free(st);
 			st = next;
 		}
+	}
+	while (s->misses != NULL) {
+		sink_misses *next = s->misses->next;
+
+		free(s->misses->label);
+		free(s->misses);
+		s->misses = next;
 	}
 	PQfinish(s->conn);
 	free(s->try_failure);
@@ -154,6 +171,18 @@ wait_result(sink *s)
 	}
 }
 
+/* A statement that was to change one row changed none: said with its
+ * label, the first ten times, then at every power of ten. */
+static void
+count_miss(sink_misses *m)
+{
+	m->count++;
+	if (m->count <= 10 || (m->count % 10 == 0 && (m->count == 100 || m->count == 1000 ||
+	                                               m->count % 10000 == 0)))
+		log_warn("target: %s found no row equal to the source's old row; it is skipped, as "
+		         "PostgreSQL's own replication does (%ld so far)", m->label, m->count);
+}
+
 /*
  * Reads every result up to the sync point. Keeps the result of the last
  * statement in *last when asked. Returns the first failure's status.
@@ -193,6 +222,10 @@ drain(sink *s, PGresult **last)
 		}
 		if (st == PGRES_FATAL_ERROR && rc == TM_OK)
 			rc = fail_result(s, index, r);
+		if (st == PGRES_COMMAND_OK && rc == TM_OK && index < s->queued &&
+		    s->queued_stmt[index] != NULL && s->queued_stmt[index]->misses != NULL &&
+		    strcmp(PQcmdTuples(r), "0") == 0)
+			count_miss(s->queued_stmt[index]->misses);
 		if (last != NULL && rc == TM_OK && index == s->queued - 1) {
 			PQclear(*last);
 			*last = r;
@@ -213,6 +246,7 @@ static int
 note_queued(sink *s, const char *sql)
 {
 	s->queued_what[s->queued] = false;
+	s->queued_stmt[s->queued] = NULL;
 	s->queued_sql[s->queued++] = sql;
 	s->nstatements++;
 	return s->queued >= SINK_BATCH - 1 ? sink_sync(s) : TM_OK;
@@ -238,6 +272,7 @@ sink_query(sink *s, const char *what, const char *sql, int nparams, const char *
 	if (PQsendQueryParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0) != 1)
 		return pgconn_fail(s->conn, TGT, what, NULL);
 	s->queued_what[s->queued] = true;
+	s->queued_stmt[s->queued] = NULL;
 	s->queued_sql[s->queued++] = what;
 	rc = drain(s, &last);
 	if (rc == TM_OK && res != NULL)
@@ -360,6 +395,7 @@ sink_rollback(sink *s)
 		return;
 	if (PQsendQueryParams(s->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0) == 1) {
 		s->queued_what[s->queued] = false;
+		s->queued_stmt[s->queued] = NULL;
 		s->queued_sql[s->queued++] = "ROLLBACK";
 		(void) sink_sync(s);
 	}
@@ -419,7 +455,37 @@ sink_send(sink *s, sink_stmt *st, const char *const *values, const int *lengths)
 	}
 	if (PQsendQueryPrepared(s->conn, st->name, st->nparams, values, lengths, NULL, 0) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a statement", NULL);
-	return note_queued(s, st->sql);
+	s->queued_stmt[s->queued] = st;
+	s->queued_what[s->queued] = false;
+	s->queued_sql[s->queued++] = st->sql;
+	s->nstatements++;
+	return s->queued >= SINK_BATCH - 1 ? sink_sync(s) : TM_OK;
+}
+
+void
+sink_stmt_expect_row(sink *s, sink_stmt *st, const char *label)
+{
+	sink_misses *m;
+
+	for (m = s->misses; m != NULL && strcmp(m->label, label) != 0; m = m->next)
+		;
+	if (m == NULL) {
+		m = calloc(1, sizeof *m);
+		if (m == NULL || (m->label = strdup(label)) == NULL)
+			abort();
+		m->next = s->misses;
+		s->misses = m;
+	}
+	st->misses = m;
+}
+
+long
+sink_misses_of(const sink *s, const char *label)
+{
+	for (const sink_misses *m = s->misses; m != NULL; m = m->next)
+		if (strcmp(m->label, label) == 0)
+			return m->count;
+	return 0;
 }
 
 int

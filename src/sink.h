@@ -83,6 +83,14 @@ int sink_reset_statements(sink *s);
  * (NUL-terminated values). Errors surface at the next sync point. */
 int sink_send(sink *s, sink_stmt *stmt, const char *const *values, const int *lengths);
 
+/* A statement meant to change one row (an update or delete of a table
+ * without a key, matched by its whole old row): when an execution of it
+ * changes none, the sink says so with the label ("an update of
+ * public.t", copied) and counts it, per label, instead of failing. */
+void sink_stmt_expect_row(sink *s, sink_stmt *st, const char *label);
+/* How many executions of statements with this label changed no row. */
+long sink_misses_of(const sink *s, const char *label);
+
 /* Waits for everything queued so far and reports the first failure. */
 int sink_sync(sink *s);
 

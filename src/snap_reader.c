@@ -12,6 +12,8 @@
 
 #include "codec.h"
 #include "key_order.h"
+#include "keyless_sql.h"
+#include "keyless_stage.h"
 #include "log.h"
 #include "pgconn.h"
 #include "source_query.h"
@@ -39,6 +41,7 @@ struct snap_reader {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	char *conninfo;          /* owned */
+	char *target;            /* owned: the target's conninfo (staging) */
 	char session[32];
 	int nthreads;
 	pthread_t *threads;      /* owned */
@@ -72,6 +75,7 @@ typedef struct table_cursor {
 	snap_chunk_format format;
 	bool by_keys;            /* see snap_result.by_keys */
 	char order_note[CODEC_ORDER_REASON_MAX];
+	keyless_stage **stage;   /* borrowed: the thread's, for a table without a key */
 } table_cursor;
 
 /* ---- keys and jobs ---- */
@@ -128,6 +132,8 @@ job_copy(snap_job *dst, const snap_job *src)
 	dst->target_types = snap_keys_copy(src->target_types, src->ntarget);
 	dst->reread_keys = snap_keys_copy(src->reread_keys, src->nreread * src->nkeys);
 	dst->target_order = keys_copy_nullable(src->target_order, src->nkeys);
+	dst->target_schema = src->target_schema ? xstrdup(src->target_schema) : NULL;
+	dst->target_table = src->target_table ? xstrdup(src->target_table) : NULL;
 }
 
 void
@@ -141,6 +147,8 @@ snap_job_clear(snap_job *job)
 	snap_keys_free(job->target_types, job->ntarget);
 	snap_keys_free(job->reread_keys, job->nreread * job->nkeys);
 	snap_keys_free(job->target_order, job->nkeys);
+	free(job->target_schema);
+	free(job->target_table);
 	memset(job, 0, sizeof *job);
 }
 
@@ -153,18 +161,22 @@ result_free(snap_result *res)
 	snap_keys_free(res->prev_key, res->nkeys);
 	snap_keys_free(res->last_key, res->nkeys);
 	free(res->xip);
+	snap_visible_clear(&res->snap);
 	free(res);
 }
 
 static void
 cursor_clear(table_cursor *c)
 {
+	keyless_stage **stage = c->stage;
+
 	snap_keys_free(c->next_after, c->job.nkeys);
 	snap_keys_free(c->colnames, c->ncols);
 	snap_keys_free(c->coltypes, c->ncols);
 	free(c->key_idx);
 	snap_job_clear(&c->job);
 	memset(c, 0, sizeof *c);
+	c->stage = stage;
 }
 
 /* ---- source queries of a reader ---- */
@@ -396,6 +408,9 @@ parse_snapshot(const char *text, snap_result *res)
 	const char *p = strchr(text, ':');
 	int n = 0;
 
+	free(res->xip); /* a read made again */
+	res->xip = NULL;
+	res->nxip = 0;
 	p = p ? strchr(p + 1, ':') : NULL;
 	if (p == NULL || p[1] == '\0')
 		return;
@@ -478,7 +493,76 @@ copy_rows(PGconn *conn, const char *sql, snap_chunk *chunk, long long max_bytes,
 	return n;
 }
 
-/* The read itself: one short REPEATABLE READ transaction. */
+/* ---- a table without a key: one read, into the staging table ---- */
+
+/* COPY (SELECT cols FROM [ONLY] t) TO STDOUT: a partitioned table with its
+ * partitions, any other ONLY (as chunk_sql) */
+static void
+whole_sql(const table_cursor *c, strbuf *sql)
+{
+	strbuf_append(sql, "COPY (SELECT ");
+	keyless_sql_columns(sql, c->ncols, (const char *const *) c->colnames);
+	strbuf_append(sql, c->partitioned ? " FROM " : " FROM ONLY ");
+	strbuf_append_qualified(sql, c->job.schema, c->job.name);
+	strbuf_appendf(sql, ") TO STDOUT%s", c->format == SNAP_CHUNK_BINARY ? " (FORMAT binary)" : "");
+}
+
+/* The source's COPY data, as it comes, into the staging COPY. */
+static int
+forward_rows(PGconn *conn, keyless_stage *stage, const char *sql)
+{
+	PGresult *r = PQexec(conn, sql);
+	char *buf;
+	int n, rc = TM_OK;
+
+	if (PQresultStatus(r) != PGRES_COPY_OUT) {
+		rc = pgconn_fail(conn, SRC, "reading a table without a key", r);
+		PQclear(r);
+		return rc;
+	}
+	PQclear(r);
+	while ((n = PQgetCopyData(conn, &buf, 0)) > 0) {
+		if (rc == TM_OK)
+			rc = keyless_stage_data(stage, buf, n);
+		PQfreemem(buf);
+	}
+	while ((r = PQgetResult(conn)) != NULL) {
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TM_OK)
+			rc = pgconn_fail(conn, SRC, "reading a table without a key", r);
+		PQclear(r);
+	}
+	if (n == -2 && rc == TM_OK)
+		rc = pgconn_fail(conn, SRC, "reading a table without a key", NULL);
+	return rc;
+}
+
+/* The snapshot taken, the rows read and staged: both transactions end. */
+static int
+read_whole(PGconn *conn, table_cursor *c, snap_result *res)
+{
+	keyless_stage *stage = *c->stage;
+	strbuf sql = STRBUF_INIT;
+	int rc = keyless_stage_begin(stage, c->job.table_id, c->job.target_schema,
+	                             c->job.target_table, c->ncols, (const char *const *) c->colnames,
+	                             c->format == SNAP_CHUNK_BINARY);
+
+	whole_sql(c, &sql);
+	if (rc == TM_OK)
+		rc = forward_rows(conn, stage, sql.data);
+	if (rc == TM_OK)
+		rc = keyless_stage_commit(stage, &res->rows_staged);
+	else
+		keyless_stage_abort(stage);
+	snap_chunk_free(res->chunk);
+	res->chunk = snap_chunk_new(c->format, c->ncols, (const char *const *) c->colnames, 0,
+	                            c->key_idx);
+	res->staged = rc == TM_OK;
+	strbuf_free(&sql);
+	return rc;
+}
+
+/* The read itself: one short REPEATABLE READ transaction (for a table
+ * without a key, one as long as the table takes to read). */
 static int
 read_chunk(PGconn *conn, table_cursor *c, snap_result *res)
 {
@@ -492,7 +576,13 @@ read_chunk(PGconn *conn, table_cursor *c, snap_result *res)
 		                 "SELECT pg_current_snapshot()::text", 0, NULL, &r);
 	if (rc == TM_OK) {
 		parse_snapshot(PQgetvalue(r, 0, 0), res);
+		snap_visible_clear(&res->snap);
+		snap_visible_parse(PQgetvalue(r, 0, 0), &res->snap);
 		PQclear(r);
+	}
+	if (rc == TM_OK && c->job.nkeys == 0)
+		rc = read_whole(conn, c, res);
+	else if (rc == TM_OK) {
 		snap_chunk_free(res->chunk);
 		res->chunk = snap_chunk_new(c->format, c->ncols, (const char *const *) c->colnames,
 		                            c->job.nkeys, c->key_idx);
@@ -685,6 +775,7 @@ read_or_gone(PGconn *conn, table_cursor *c, snap_result *res, bool *gone)
 		bool changed;
 
 		memset(&fresh, 0, sizeof fresh);
+		fresh.stage = c->stage;
 		job_copy(&fresh.job, &c->job);
 		fresh.next_after = snap_keys_copy(c->next_after, c->job.nkeys);
 		if (load_columns(conn, &fresh, gone) != TM_OK || *gone) {
@@ -785,9 +876,11 @@ reader_main(void *arg)
 	snap_reader *r = t->r;
 	table_cursor c;
 	PGconn *conn = NULL;
-	int rc = TM_OK;
+	keyless_stage *stage = NULL;
+	int rc = keyless_stage_open(r->target, &stage);
 
 	memset(&c, 0, sizeof c);
+	c.stage = &stage;
 	pthread_mutex_lock(&r->mu);
 	for (job_slot *s; rc == TM_OK && (s = next_work(r, t->index, &c)) != NULL;) {
 		issued *is = issue(r, t->index, &c.job);
@@ -812,6 +905,7 @@ reader_main(void *arg)
 	pthread_mutex_unlock(&r->mu);
 	cursor_clear(&c);
 	PQfinish(conn);
+	keyless_stage_close(stage);
 	free(t);
 	return NULL;
 }
@@ -819,7 +913,8 @@ reader_main(void *arg)
 /* ---- the apply thread's side ---- */
 
 int
-snap_reader_start(const char *conninfo, int nthreads, const char *session, snap_reader **out)
+snap_reader_start(const char *conninfo, const char *target, int nthreads, const char *session,
+                  snap_reader **out)
 {
 	snap_reader *r = calloc(1, sizeof *r);
 
@@ -828,6 +923,7 @@ snap_reader_start(const char *conninfo, int nthreads, const char *session, snap_
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	r->conninfo = xstrdup(conninfo);
+	r->target = xstrdup(target);
 	snprintf(r->session, sizeof r->session, "%s", session);
 	r->nthreads = nthreads;
 	r->threads = calloc((size_t) nthreads, sizeof(pthread_t));
@@ -869,6 +965,7 @@ snap_reader_stop(snap_reader *r)
 	free(r->threads);
 	free(r->outstanding);
 	free(r->conninfo);
+	free(r->target);
 	PQfinish(r->reread_conn);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);

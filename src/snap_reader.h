@@ -22,6 +22,13 @@
  * thread may copy the one it loads once (to drop rows the stream changed).
  * So the snapshot holds at most (readers x (SNAP_READER_AHEAD + 1) + 1) x
  * chunk_bytes of rows, plus one row beyond the bound per chunk.
+ *
+ * A table without a key (nkeys 0) has no order to page by: it is read in
+ * one piece between its watermarks, in one REPEATABLE READ transaction
+ * that lasts as long as the table takes to read, and its rows go straight
+ * into a staging table on the target, through a target connection of the
+ * reader's own (keyless_stage.h), never held in memory: the result holds
+ * no rows, only the snapshot and the count (snap_keyless.h).
  */
 #ifndef TIDEMARK_SNAP_READER_H
 #define TIDEMARK_SNAP_READER_H
@@ -31,6 +38,7 @@
 
 #include "codec.h"
 #include "lsn.h"
+#include "snap_visible.h"
 #include "snap_window.h"
 
 #define SNAP_READER_AHEAD 2
@@ -61,6 +69,10 @@ typedef struct snap_job {
 	 * descriptor, codec.h; NULL: unknown). The reader compares each with
 	 * the source's (see snap_result.by_keys). */
 	char **target_order;
+	/* The target table: a table without a key is read into its staging
+	 * table, created with this table's column types. */
+	char *target_schema;
+	char *target_table;
 } snap_job;
 
 /* A chunk read between its watermarks. */
@@ -77,6 +89,10 @@ typedef struct snap_result {
 	long rows_limit;         /* the LIMIT the chunk was read with */
 	int nxip;
 	uint64_t *xip;           /* owned: transactions in progress at the read */
+	snap_visible snap;       /* owned: the read's whole snapshot (tables without a key) */
+	bool staged;             /* a table without a key: its rows are in the staging
+	                          * table (chunk holds only the column names) */
+	long long rows_staged;
 	long long estimate;      /* pg_class.reltuples at the first chunk */
 	bool table_gone;         /* the table no longer exists on the source */
 	/* The target does not order the key as the source does (another type or
@@ -89,10 +105,11 @@ typedef struct snap_result {
 
 typedef struct snap_reader snap_reader;
 
-/* Starts nthreads readers; conninfo is copied. session: unique text that
- * makes this process's watermark ids its own. */
-int snap_reader_start(const char *conninfo, int nthreads, const char *session,
-                      snap_reader **out);
+/* Starts nthreads readers; the conninfos are copied (target: where tables
+ * without a key are staged). session: unique text that makes this
+ * process's watermark ids its own. */
+int snap_reader_start(const char *conninfo, const char *target, int nthreads,
+                      const char *session, snap_reader **out);
 /* Stops and joins the threads, frees everything not taken. */
 void snap_reader_stop(snap_reader *r);
 

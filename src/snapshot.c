@@ -16,6 +16,7 @@
 #include "key_order.h"
 #include "log.h"
 #include "pgconn.h"
+#include "snap_keyless.h"
 #include "snap_load.h"
 #include "snap_commits.h"
 #include "snap_reader.h"
@@ -42,6 +43,11 @@ typedef struct snap_table {
 	char *key_order_reason;  /* owned: why not (NULL when alike or not known) */
 	bool done;
 	bool restart;            /* read again from applied_key at the next poll */
+	bool keyless;            /* no key: copied in one read (snap_keyless.h) */
+	bool recording;          /* keyless: between the watermarks of its read */
+	snap_commits *at_low;    /* owned, keyless: the recent commits as the low watermark
+	                          * met them (a long read may see more commits than the
+	                          * ring keeps before its high watermark) */
 	long long rows;
 	long long estimate;
 	int chunks;
@@ -74,6 +80,7 @@ struct snapshot {
 	double last_progress;
 	bool polled;
 	bool reread_asked;       /* a request to read a row again may be new since the last scan */
+	bool stale_dropped;      /* staging tables left behind were looked for */
 };
 
 /* ---- tables ---- */
@@ -107,6 +114,7 @@ table_free(snap_table *t)
 	snap_reader_release(NULL, t->reread);
 	free(t->reread_json);
 	snap_window_free(t->reread_window);
+	free(t->at_low);
 	free(t);
 }
 
@@ -224,18 +232,40 @@ load_checks(snapshot *s, snap_table *t, const snap_job *job)
 	PQclear(r);
 }
 
+static void submit_now(snapshot *s, snap_table *t);
+
+/* A table without a key is staged through a target connection of the
+ * reader's own, which sees only what is committed: its target table (new,
+ * or altered by the transaction that asked for the copy) must be. Its
+ * copy starts once no target transaction is open (snapshot_poll). */
 static void
 submit(snapshot *s, snap_table *t)
+{
+	if (t->keyless && s->apply != NULL && apply_in_transaction(s->apply)) {
+		snap_window_free(t->window);
+		t->window = NULL;
+		t->recording = false;
+		t->restart = true;
+		t->generation++; /* what was read before is superseded now */
+		return;
+	}
+	submit_now(s, t);
+}
+
+static void
+submit_now(snapshot *s, snap_table *t)
 {
 	snap_job job = {.table_id = t->table_id, .generation = ++t->generation, .schema = t->schema,
 	                .name = t->name, .nkeys = t->nkeys, .key_columns = t->key_columns,
 	                .start_key = t->applied_key, .chunk_rows = s->cfg.chunk_rows,
-	                .chunk_bytes = s->cfg.chunk_bytes};
+	                .chunk_bytes = s->cfg.chunk_bytes, .target_schema = t->target_schema,
+	                .target_table = t->target_table};
 
 	target_types(s, t, &job);
 	load_checks(s, t, &job);
 	snap_window_free(t->window);
 	t->window = NULL;
+	t->recording = false;
 	t->restart = false;
 	snap_reader_submit(s->reader, &job);
 	job_free_target(&job);
@@ -271,6 +301,7 @@ track(snapshot *s, PGresult *r, int row)
 	t->schema = xstrdup(PQgetvalue(r, row, 1));
 	t->name = xstrdup(PQgetvalue(r, row, 2));
 	t->nkeys = (int) json_array_size(keys);
+	t->keyless = t->nkeys == 0;
 	json_decref(keys);
 	t->key_columns = keys_from_json(PQgetvalue(r, row, 3), t->nkeys);
 	t->applied_key = keys_from_json(PQgetvalue(r, row, 4), t->nkeys);
@@ -287,7 +318,11 @@ track(snapshot *s, PGresult *r, int row)
 	if (s->tables == NULL)
 		abort();
 	s->tables[s->ntables++] = t;
-	if (!t->done)
+	if (!t->done && t->keyless)
+		log_info("snapshot of %s.%s starts: the table has no key, so it is read in one piece; "
+		         "its changes meanwhile are kept and applied after the read", t->schema,
+		         t->name);
+	else if (!t->done)
 		log_info("snapshot of %s.%s %s", t->schema, t->name,
 		         t->applied_key ? "resumes after the last chunk copied" : "starts");
 	return t;
@@ -304,11 +339,39 @@ replace_str(char **field, const char *value)
 
 /* The names as the catalog has them now: a table renamed or moved on the
  * source (and so on the target) is read and loaded under its new names. */
+/* The key changed its number of columns (a key added to a table without
+ * one, or dropped): what was kept per key column goes; the copy starts
+ * again (the key change asked for it). */
+static void
+renumber_keys(snap_table *t, PGresult *r, int row)
+{
+	json_t *keys = json_loads(PQgetvalue(r, row, 3), 0, NULL);
+	int n = (int) json_array_size(keys);
+
+	json_decref(keys);
+	if (n == t->nkeys)
+		return;
+	snap_keys_free(t->reread_keys, t->nreread * t->nkeys);
+	t->reread_keys = NULL;
+	t->nreread = 0;
+	snap_keys_free(t->key_columns, t->nkeys);
+	snap_keys_free(t->applied_key, t->nkeys);
+	t->key_columns = t->applied_key = NULL;
+	snap_window_free(t->window);
+	t->window = NULL;
+	t->recording = false;
+	t->nkeys = n;
+	t->keyless = n == 0;
+	t->key_columns = keys_from_json(PQgetvalue(r, row, 3), n);
+}
+
 static void
 refresh_names(snap_table *t, PGresult *r, int row)
 {
-	char **keys = keys_from_json(PQgetvalue(r, row, 3), t->nkeys);
+	char **keys;
 
+	renumber_keys(t, r, row);
+	keys = keys_from_json(PQgetvalue(r, row, 3), t->nkeys);
 	replace_str(&t->schema, PQgetvalue(r, row, 1));
 	replace_str(&t->name, PQgetvalue(r, row, 2));
 	replace_str(&t->target_schema, PQgetvalue(r, row, 8));
@@ -470,10 +533,31 @@ forget_unlisted(snapshot *s, PGresult *r)
 			continue;
 		log_info("snapshot of %s.%s stops: the table was dropped", t->schema, t->name);
 		t->done = true;
+		t->recording = false;
 		snap_window_free(t->window);
 		t->window = NULL;
 		snap_reader_forget(s->reader, t->table_id);
 	}
+}
+
+/* Once per session: staging tables of copies given up (keyless). */
+static int
+drop_stale_stages(snapshot *s)
+{
+	int *live = calloc((size_t) s->ntables + 1, sizeof(int));
+	int n = 0, rc;
+
+	if (s->stale_dropped) {
+		free(live);
+		return TM_OK;
+	}
+	for (int i = 0; i < s->ntables; i++)
+		if (s->tables[i]->keyless && !s->tables[i]->done)
+			live[n++] = s->tables[i]->table_id;
+	rc = snap_keyless_drop_stale(s->sink, live, n);
+	s->stale_dropped = rc == TM_OK;
+	free(live);
+	return rc;
 }
 
 static int
@@ -512,7 +596,8 @@ scan_catalog(snapshot *s)
 	for (int i = 0; i < s->ntables; i++)
 		if (s->tables[i]->restart && !s->tables[i]->done)
 			submit(s, s->tables[i]);
-	return scan_rereads(s);
+	rc = drop_stale_stages(s);
+	return rc == TM_OK ? scan_rereads(s) : rc;
 }
 
 /* ---- progress ---- */
@@ -528,7 +613,10 @@ report_line(const snap_table *t, double now)
 {
 	double rate = rate_of(t, now);
 
-	if (t->estimate > 0)
+	if (t->keyless)
+		log_info("snapshot of %s.%s: one read of the whole table (no key to page by), %.0f s "
+		         "so far", t->schema, t->name, now - t->started);
+	else if (t->estimate > 0)
 		log_info("snapshot of %s.%s: chunk %d, %lld of about %lld rows (%.0f%%), "
 		         "%.0f rows/s, about %.0f s left", t->schema, t->name, t->chunks + 1,
 		         t->rows, t->estimate,
@@ -568,7 +656,10 @@ report_bars(const snapshot *s, double now)
 	int width = log_tty_width();
 
 	for (int i = 0; i < s->ntables; i++)
-		if (!s->tables[i]->done && s->tables[i]->chunks > 0)
+		if (!s->tables[i]->done && s->tables[i]->keyless)
+			strbuf_appendf(&sb, "%s%s.%s [one read] %.0f s", sb.len ? "  " : "",
+			               s->tables[i]->schema, s->tables[i]->name, now - s->tables[i]->started);
+		else if (!s->tables[i]->done && s->tables[i]->chunks > 0)
 			append_bar(&sb, s->tables[i], now);
 	if ((int) sb.len >= width)
 		sb.data[width - 1] = '\0';
@@ -621,7 +712,7 @@ snapshot_new(const snapshot_config *cfg, sink *sk, snapshot **out)
 	s->cfg = *cfg;
 	s->sink = sk;
 	session_id(session, sizeof session);
-	rc = snap_reader_start(cfg->source, cfg->readers, session, &s->reader);
+	rc = snap_reader_start(cfg->source, cfg->target, cfg->readers, session, &s->reader);
 	if (rc != TM_OK) {
 		free(s->ring);
 		free(s);
@@ -668,8 +759,12 @@ snapshot_poll(snapshot *s)
 	}
 	/* not inside a target transaction: its requests are committed, and a
 	 * read that waits on the source holds nothing open on the target */
-	if (rc == TM_OK && (s->apply == NULL || !apply_in_transaction(s->apply)))
+	if (rc == TM_OK && (s->apply == NULL || !apply_in_transaction(s->apply))) {
+		for (int i = 0; i < s->ntables; i++)
+			if (s->tables[i]->keyless && s->tables[i]->restart && !s->tables[i]->done)
+				submit_now(s, s->tables[i]);
 		rc = rereads_start(s);
+	}
 	report(s, false);
 	return rc;
 }
@@ -698,8 +793,12 @@ snapshot_restart(snapshot *s, int table_id)
 	snap_table *t = find(s, table_id);
 
 	if (t != NULL && !t->done) {
+		if (t->recording)
+			log_info("snapshot of %s.%s: the table changed during its read; it is read again",
+			         t->schema, t->name);
 		snap_window_free(t->window);
 		t->window = NULL;
+		t->recording = false;
 		t->restart = true;
 		s->last_poll = -1e9;
 	}
@@ -1099,6 +1198,100 @@ reread_apply(snapshot *s, snap_table *t)
 	return rc;
 }
 
+/* ---- tables without a key: one read (snap_keyless.h) ---- */
+
+/* The read's window opens: its changes are kept from here on, and those
+ * kept by an earlier attempt go (the new read sees them). */
+static int
+keyless_low(snapshot *s, snap_table *t, const char *id, tm_lsn lsn)
+{
+	if (t->at_low == NULL)
+		t->at_low = xcalloc(1, sizeof *t->at_low);
+	*t->at_low = *s->ring;
+	t->recording = true;
+	snprintf(t->wm_id, sizeof t->wm_id, "%s", id);
+	t->low_lsn = lsn;
+	return keyless_pending_clear(s->sink, t->table_id);
+}
+
+static void
+keyless_done(snapshot *s, snap_table *t, const snap_keyless_loaded *out)
+{
+	t->rows = out->rows;
+	t->chunks = 1;
+	t->done = true;
+	snap_reader_forget(s->reader, t->table_id);
+	log_status_line(NULL);
+	log_info("snapshot of %s.%s done: %lld rows in one read, %.0f rows/s; %ld changes kept "
+	         "during the read, %ld of them applied over it (the read saw the others)", t->schema,
+	         t->name, out->rows, out->rows / (clock_now_s() - t->started + 1e-9),
+	         out->replayed.kept, out->replayed.applied);
+}
+
+/* The rows staged, the changes kept: the table, at the high watermark. */
+static int
+keyless_load(snapshot *s, snap_table *t, snap_result *res)
+{
+	char display[256];
+	keyless_change table = {t->table_id, t->target_schema, t->target_table, display,
+	                        res->chunk->ncols, (const char *const *) res->chunk->colnames,
+	                        't', NULL, NULL, NULL, NULL};
+	snap_keyless_load in = {table, &res->snap, s->cfg.chunk_bytes};
+	snap_keyless_loaded out;
+	double t0 = clock_now_s();
+	int rc;
+
+	snprintf(display, sizeof display, "%s.%s", t->schema, t->name);
+	rc = snap_keyless_apply(s->sink, apply_keyless(s->apply), &in, &out);
+	if (rc == TM_OK)
+		rc = save_progress(s, t, res, (long) out.rows);
+	if (rc == TM_OK)
+		keyless_done(s, t, &out);
+	log_debug("snapshot load of %s: %lld rows in %.1f ms", display, out.rows,
+	          (clock_now_s() - t0) * 1000);
+	return rc;
+}
+
+static int
+keyless_high(snapshot *s, snap_table *t, snap_result *res, const char *id)
+{
+	bool current = t->recording && strcmp(t->wm_id, id) == 0 && res->generation == t->generation;
+	int rc = TM_OK;
+
+	if (current)
+		t->recording = false; /* the window closes here, whatever comes of the read */
+	if (!current) {
+		/* an older attempt's: superseded */
+	} else if (res->table_gone) {
+		rc = mark_gone(s, t);
+		if (rc == TM_OK)
+			rc = keyless_pending_clear(s->sink, t->table_id);
+	} else if (!res->staged || columns_changed(s, res)) {
+		log_info("snapshot of %s.%s: the table changed during its read; it is read again",
+		         t->schema, t->name);
+		snapshot_restart(s, t->table_id);
+	} else if (snap_commits_missed(t->at_low, res->xip, res->nxip, t->low_lsn)) {
+		log_info("snapshot of %s.%s: a transaction committed just before the read was not "
+		         "visible to it; the table is read again", t->schema, t->name);
+		snapshot_restart(s, t->table_id);
+	} else
+		rc = keyless_load(s, t, res);
+	snap_reader_release(s->reader, res);
+	return rc;
+}
+
+static keyless_mode
+hook_keyless_mode(void *ctx, int table_id, const char *state)
+{
+	snap_table *t = find(ctx, table_id);
+
+	if (t == NULL)
+		return strcmp(state, "streaming") == 0 ? KEYLESS_APPLY : KEYLESS_SKIP;
+	if (t->done)
+		return KEYLESS_APPLY;
+	return t->recording ? KEYLESS_RECORD : KEYLESS_SKIP;
+}
+
 /* The table whose reread has this watermark id, or NULL. */
 static snap_table *
 reread_owner(const snapshot *s, const char *id)
@@ -1120,7 +1313,8 @@ high_watermark(snapshot *s, const char *id)
 		return reread_apply(s, t);
 	res = snap_reader_take(s->reader, id);
 	t = res ? find(s, res->table_id) : NULL;
-
+	if (t != NULL && t->keyless)
+		return keyless_high(s, t, res, id);
 	if (t == NULL || t->window == NULL || strcmp(t->wm_id, id) != 0 ||
 	    res->generation != t->generation) {
 		/* a chunk of an older generation: already superseded */
@@ -1144,7 +1338,7 @@ high_watermark(snapshot *s, const char *id)
 	return rc;
 }
 
-static void
+static int
 low_watermark(snapshot *s, const char *id, tm_lsn lsn)
 {
 	int table_id;
@@ -1155,17 +1349,20 @@ low_watermark(snapshot *s, const char *id, tm_lsn lsn)
 		snap_window_free(t->reread_window);
 		t->reread_window = snap_window_new(t->nkeys);
 		t->reread_low_lsn = lsn;
-		return;
+		return TM_OK;
 	}
 	if (!snap_reader_issued(s->reader, id, &table_id, &generation))
-		return; /* another process's, or an earlier run's */
+		return TM_OK; /* another process's, or an earlier run's */
 	t = find(s, table_id);
 	if (t == NULL || t->done || generation != t->generation)
-		return;
+		return TM_OK;
+	if (t->keyless)
+		return keyless_low(s, t, id, lsn);
 	snap_window_free(t->window);
 	t->window = snap_window_new(t->nkeys);
 	snprintf(t->wm_id, sizeof t->wm_id, "%s", id);
 	t->low_lsn = lsn;
+	return TM_OK;
 }
 
 static int
@@ -1181,7 +1378,7 @@ hook_message(void *ctx, const pgoutput_msg *m, pg_timestamp commit_time)
 	memcpy(content, m->u.message.content, len);
 	content[len] = '\0';
 	if (content[0] == 'L' && content[1] == ' ')
-		low_watermark(s, content + 2, m->u.message.lsn);
+		return low_watermark(s, content + 2, m->u.message.lsn);
 	else if (content[0] == 'H' && content[1] == ' ')
 		return high_watermark(s, content + 2);
 	return TM_OK;
@@ -1191,7 +1388,7 @@ apply_hooks
 snapshot_hooks(snapshot *s)
 {
 	apply_hooks h = {s,           hook_watching, hook_row,     hook_partial, hook_truncate,
-	                 hook_commit, hook_reread,   hook_message, s};
+	                 hook_commit, hook_reread,   hook_message, s,            hook_keyless_mode};
 
 	return h;
 }

@@ -22,6 +22,9 @@
  * (snap_reader_reread), and at the high watermark loads the rows that
  * survive the window rule and deletes the requests older than the low
  * watermark, in one target transaction.
+ *
+ * A table without a key is copied in one read instead (snap_keyless.h);
+ * the apply asks here what to do with its changes (hooks.keyless_mode).
  */
 #ifndef TIDEMARK_SNAPSHOT_H
 #define TIDEMARK_SNAPSHOT_H
@@ -40,6 +43,7 @@ typedef struct snapshot snapshot;
 
 typedef struct snapshot_config {
 	const char *source;     /* conninfo, borrowed */
+	const char *target;     /* conninfo, borrowed: where tables without a key are staged */
 	const char *slot;
 	long chunk_rows;
 	long long chunk_bytes;

@@ -68,9 +68,10 @@ source_query_is_superuser(PGconn *conn, bool *out)
  * The table's definition as the capture describes it
  * (migrations/source/003_table_definition.sql): one description of a table
  * for the capture and for setup, run and verify. Columns 1-4 tell what
- * stops the table from being replicated: its replica identity, its key,
- * and, for a partition, its root (a partitioned table is replicated as
- * its root).
+ * stops the table from being replicated: REPLICA IDENTITY NOTHING, no key
+ * at all without REPLICA IDENTITY FULL (with FULL, a table without a key is
+ * replicated by whole rows: keyless.h), and, for a partition, its root (a
+ * partitioned table is replicated as its root).
  */
 #define TABLE_DEF_SQL(where)                                                                  \
 	"SELECT tidemark.capture_tables(ARRAY[c.oid])::text, c.relreplident,"                     \
@@ -106,12 +107,13 @@ table_def_errors(PGresult *r, const char *schema, const char *name)
 		          "its updates and deletes. Fix: ALTER TABLE %s REPLICA IDENTITY DEFAULT;",
 		          q.data, q.data);
 		rc = TM_EXIT_CONFIG;
-	} else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0) {
+	} else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && strcmp(PQgetvalue(r, 0, 1), "f") != 0) {
 		log_error("source: table %s has no primary key and no unique index on NOT NULL columns "
-		          "to match its rows by on the target. Fix: ALTER TABLE %s ADD PRIMARY KEY "
-		          "(...); or create a unique index on NOT NULL columns and ALTER TABLE %s "
-		          "REPLICA IDENTITY USING INDEX that_index; or leave the table out (setup "
-		          "--exclude-table %s)", q.data, q.data, q.data, q.data);
+		          "to match its rows by on the target, and its REPLICA IDENTITY is not FULL, so "
+		          "its updates and deletes would not say which row they change. Fix: ALTER "
+		          "TABLE %s REPLICA IDENTITY FULL; (replicated without a key: rows are matched "
+		          "by all their columns), or ALTER TABLE %s ADD PRIMARY KEY (...); or leave the "
+		          "table out (setup --exclude-table %s)", q.data, q.data, q.data, q.data);
 		rc = TM_EXIT_CONFIG;
 	}
 	strbuf_free(&q);
@@ -135,7 +137,11 @@ table_def_parse(const char *text, tabledef **out)
 		log_error("source: tidemark.capture_tables returned a definition tidemark cannot read");
 		rc = TM_EXIT_INTERNAL;
 	} else {
+		const char *replident = json_string_value(json_object_get(t, "replident"));
+
 		*out = tabledef_new(schema, name, (uint32_t) relid);
+		if (replident != NULL && replident[0] != '\0')
+			(*out)->replident = replident[0];
 		if (tabledef_columns_from_json(*out, cols, &err) != 0 ||
 		    tabledef_types_from_json(*out, json_object_get(t, "types"), &err) != 0) {
 			log_error("source: %s.%s: %s", schema, name, err.msg);

@@ -19,9 +19,11 @@ int source_query_check_server(PGconn *conn);
 /* Superuser? (needed to create the DDL capture event trigger) */
 int source_query_is_superuser(PGconn *conn, bool *out);
 
-/* Reads a table's definition; the key is the replica identity index or the
- * primary key. A table with neither is a configuration error naming the
- * fix. *out is new (caller frees with tabledef_free). */
+/* Reads a table's definition; the key is the replica identity index, the
+ * primary key, or with REPLICA IDENTITY FULL a unique index on NOT NULL
+ * columns, else none (a FULL table without any key: no key column). A
+ * table without a key and without FULL is a configuration error naming
+ * the fix. *out is new (caller frees with tabledef_free). */
 int source_query_table_def(PGconn *conn, const char *schema, const char *name, tabledef **out);
 /* The same by oid; *out NULL (and TM_OK, nothing logged) when no such
  * table exists any more or it is a partition (a partitioned table is

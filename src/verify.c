@@ -254,7 +254,8 @@ verify_table_open(PGconn *source, PGconn *target, const catalog_table *ct, long 
 		rc = target_columns(vt, &tcols);
 	if (rc == TM_OK) {
 		match_columns(vt, def, tcols);
-		rc = match_keys(vt, ct);
+		vt->multiset = ct->nkeys == 0;
+		rc = vt->multiset ? TM_OK : match_keys(vt, ct);
 	}
 	if (rc == TM_OK)
 		rc = key_types(source, PGCONN_SOURCE, vt, &vt->source_key_types);
@@ -655,12 +656,22 @@ pass_step(verify_table *vt, char *const *prev, char *const *hi, page *cur, page 
 }
 
 int
+verify_table_differences(const verify_table *vt)
+{
+	return vt->multiset ? vt->multiset_differs : vt->diffs.n;
+}
+
+int
 verify_table_pass(verify_table *vt)
 {
 	double start = clock_now_s();
 	page cur = {0}, next = {0};
 	char **prev = NULL;
-	int rc = read_page(vt, NULL, false, &cur);
+	int rc;
+
+	if (vt->multiset)
+		return verify_multiset_pass(vt);
+	rc = read_page(vt, NULL, false, &cur);
 
 	while (rc == TM_OK) {
 		char *const *hi = cur.last;

@@ -89,6 +89,13 @@ typedef struct verify_table {
 	bool *skipped_on_target;  /* for each: on the target only (else the source only) */
 	verify_diffs diffs;       /* candidates, then what the re-checks kept */
 	verify_stats stats;
+	/* A table without a key (nkeys 0) is compared as a multiset: each side
+	 * summed whole (verify_multiset.c); no row is named, only whether the
+	 * sums differ. */
+	bool multiset;
+	bool multiset_differs;
+	verify_plan_sum multiset_source;
+	verify_plan_sum multiset_target;
 
 	/* private */
 	PGconn *source;           /* borrowed */
@@ -116,8 +123,11 @@ void verify_table_free(verify_table *vt);
  * *out is new (caller frees). */
 int verify_display_name(PGconn *target, const char *schema, const char *name, char **out);
 
-/* The pass over every key range; differences go to vt->diffs. */
+/* The pass over every key range; differences go to vt->diffs (a table
+ * without a key: its two sums, multiset_differs). */
 int verify_table_pass(verify_table *vt);
+/* Differences found: keys, or 1 for a multiset that differs. */
+int verify_table_differences(const verify_table *vt);
 
 /*
  * A re-check round of vt->diffs: reads the candidates on the source, then

@@ -98,6 +98,8 @@ verify_table_recheck_source(verify_table *vt)
 	double start = clock_now_s();
 	int rc = TM_OK;
 
+	if (vt->multiset)
+		return verify_multiset_recheck_source(vt);
 	verify_check_clear(vt);
 	verify_diffs_unique(&vt->diffs);
 	for (int i = 0; rc == TM_OK && i < vt->diffs.n; i += VERIFY_LOOKUP_BATCH)
@@ -160,6 +162,8 @@ verify_table_recheck_target(verify_table *vt)
 	verify_diffs found;
 	int rc = TM_OK;
 
+	if (vt->multiset)
+		return verify_multiset_recheck_target(vt);
 	verify_diffs_init(&found, vt->nkeys);
 	for (int i = 0; rc == TM_OK && i < vt->nbatches; i++)
 		rc = check_target(vt, &vt->batches[i], &found);

@@ -59,6 +59,11 @@ verify_sql_table verify_side_table(const verify_table *vt, bool source);
 void verify_rows_from_result(verify_rows *rows, const PGresult *r);
 
 
+/* A table without a key, compared as a multiset (verify_multiset.c). */
+int verify_multiset_pass(verify_table *vt);
+int verify_multiset_recheck_source(verify_table *vt);
+int verify_multiset_recheck_target(verify_table *vt);
+
 /* Frees a re-check in progress (verify_check.c). */
 void verify_check_clear(verify_table *vt);
 

@@ -14,6 +14,7 @@ tabledef_new(const char *schema, const char *name, uint32_t relid)
 	t->schema = xstrdup(schema);
 	t->name = xstrdup(name);
 	t->relid = relid;
+	t->replident = 'd';
 	return t;
 }
 
@@ -37,6 +38,7 @@ tabledef_add_column(tabledef *t, int attnum, const char *name, const char *type_
 	c->typmod = typmod;
 	c->not_null = not_null;
 	c->is_key = is_key;
+	c->key_pos = 0; /* not known until set */
 	return c;
 }
 
@@ -65,6 +67,7 @@ tabledef_copy(const tabledef *t)
 {
 	tabledef *c = tabledef_new(t->schema, t->name, t->relid);
 
+	c->replident = t->replident;
 	for (int i = 0; i < t->ncols; i++) {
 		const tabledef_column *col = &t->cols[i];
 

@@ -283,6 +283,8 @@ target_ddl_set_key(strbuf *sql, const char *schema, const char *table, const cha
 	if (old_pk != NULL) {
 		strbuf_append(sql, "DROP CONSTRAINT ");
 		strbuf_append_ident(sql, old_pk);
+		if (nkeys == 0)
+			return;
 		strbuf_append(sql, ", ");
 	}
 	strbuf_append(sql, "ADD PRIMARY KEY (");

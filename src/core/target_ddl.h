@@ -66,7 +66,8 @@ void target_ddl_drop_default(strbuf *sql, const char *schema, const char *table,
 /* ALTER COLUMN "c" TYPE to USING "c"::to (via text when no direct cast). */
 int target_ddl_alter_type(strbuf *sql, const char *schema, const char *table, const char *column,
                           const char *from, const char *to, tm_error *err);
-/* DROP CONSTRAINT "old", ADD PRIMARY KEY (...); old may be NULL. */
+/* DROP CONSTRAINT "old", ADD PRIMARY KEY (...); old may be NULL; no keys:
+ * only the DROP (the table has no key any more). */
 void target_ddl_set_key(strbuf *sql, const char *schema, const char *table, const char *old_pk,
                         int nkeys, char *const *keys);
 

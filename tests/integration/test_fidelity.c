@@ -1,8 +1,8 @@
 /*
  * The fidelity test: for a matrix of key types (with their collations),
  * table kinds (a primary key, REPLICA IDENTITY USING INDEX, FULL with a
- * unique index, partitioned with rows in several partitions) and value
- * types, every table is copied while the window race
+ * unique index, partitioned with rows in several partitions, and a table
+ * without any key: a multiset with exact duplicates) and value types, every table is copied while the window race
  * is forced on it, with a kill -9 of tidemark in the middle of the copy and
  * a random workload afterwards, and ends equal to the source: compared row
  * for row by SQL written here (each side's rows as the server prints them,
@@ -93,10 +93,12 @@ typedef enum table_kind {
 	KIND_FULL,              /* REPLICA IDENTITY FULL, no primary key, a unique index */
 	KIND_PARTITIONED,       /* partitioned by a column region of the key, rows in three
 	                         * partitions (one of them partitioned again) */
+	KIND_KEYLESS,           /* REPLICA IDENTITY FULL and no key at all: a multiset, with
+	                         * exact duplicate rows */
 	NKINDS
 } table_kind;
 
-static const char *const kind_suffix[NKINDS] = {"", "_idx", "_full", "_part"};
+static const char *const kind_suffix[NKINDS] = {"", "_idx", "_full", "_part", "_nokey"};
 
 /* The key types the other kinds are tried with (every type is ordinary). */
 static const char *const kind_types[] = {"int", "text_icu", "mixed", "uuid", "enum", "char"};
@@ -220,7 +222,10 @@ create_table(fidelity *f, const fid_table *t)
 		               "  FOR VALUES WITH (MODULUS 2, REMAINDER 1)",
 		            t->name, t->name, t->name, t->name, t->name, t->name, first, t->name, t->name,
 		            t->name, t->name);
-	} else {
+	} else if (t->kind == KIND_KEYLESS)
+		pgtest_exec(s, "CREATE TABLE fid.%s (%s, %s); ALTER TABLE fid.%s REPLICA IDENTITY FULL",
+		            t->name, t->cols, payload_cols, t->name);
+	else {
 		pgtest_exec(s, "CREATE TABLE fid.%s (%s, %s)", t->name, t->cols, payload_cols);
 		/* the key columns NOT NULL, a unique index on them */
 		pgtest_exec(s, "DO $$ DECLARE c text; BEGIN"
@@ -244,6 +249,9 @@ create_table(fidelity *f, const fid_table *t)
 	               " END LOOP; END $$", t->name);
 	snprintf(nsql, sizeof nsql, "SELECT generate_series(1, %d) AS n", f->rows);
 	insert_rows(s, t, nsql, NULL);
+	if (t->kind == KIND_KEYLESS)
+		pgtest_exec(s, "INSERT INTO fid.%s SELECT * FROM fid.%s WHERE n %% 4 = 1", t->name,
+		            t->name);
 }
 
 static void
@@ -334,6 +342,11 @@ race(PGconn *lock, fid_table *t)
 	order_desc(t->key, desc, sizeof desc);
 	if ((n = nth_row(lock, t, desc, 1)) > 0)
 		move_key(lock, t, n, 200000);
+	if (t->kind == KIND_KEYLESS)
+		/* one of two duplicates changed, another pair made three */
+		pgtest_exec(lock, "UPDATE fid.%s SET v = 'one of two' WHERE ctid = (SELECT ctid FROM"
+		                  " fid.%s WHERE n = 9 LIMIT 1); INSERT INTO fid.%s SELECT * FROM fid.%s"
+		                  " WHERE n = 13", t->name, t->name, t->name, t->name);
 	insert_rows(lock, t, "SELECT generate_series(50001, 50003) AS n", "new");
 	pgtest_exec(lock, "COMMIT");
 	t->raced = true;
@@ -461,48 +474,16 @@ workload_step(PGconn *conn, void *arg, unsigned i)
 
 /* ---- the oracle ---- */
 
-static int
-compare_lines(const void *a, const void *b)
-{
-	return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 /* Every row of a table as one line of its values as the server prints
- * them (NULL as \N), the lines sorted here. *n: the row count. */
+ * them (NULL as \N), the lines sorted here (tm_fixture.h). *n: the row
+ * count. */
 static char **
 table_lines(PGconn *conn, const fid_table *t, const char *cols, int *n)
 {
-	char sql[512];
-	PGresult *r;
-	char **lines;
+	char table[96];
 
-	snprintf(sql, sizeof sql, "SELECT %s FROM fid.%s", cols, t->name);
-	r = PQexec(conn, sql);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", sql, PQerrorMessage(conn));
-	*n = PQntuples(r);
-	lines = calloc((size_t) *n + 1, sizeof(char *));
-	for (int i = 0; i < *n; i++) {
-		strbuf sb = STRBUF_INIT;
-
-		for (int c = 0; c < PQnfields(r); c++) {
-			if (c > 0)
-				strbuf_appendc(&sb, '|');
-			strbuf_append(&sb, PQgetisnull(r, i, c) ? "\\N" : PQgetvalue(r, i, c));
-		}
-		lines[i] = strbuf_steal(&sb);
-	}
-	PQclear(r);
-	qsort(lines, (size_t) *n, sizeof(char *), compare_lines);
-	return lines;
-}
-
-static void
-lines_free(char **lines, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(lines[i]);
-	free(lines);
+	snprintf(table, sizeof table, "fid.%s", t->name);
+	return tm_sorted_rows(conn, table, cols, n);
 }
 
 /* The source's columns and their types; the target must have the same
@@ -556,8 +537,8 @@ assert_table_equal(fidelity *f, const fid_table *t)
 			         t->name, ns, nt, a, b);
 	}
 	assert_true(ns >= f->rows - 10);
-	lines_free(src, ns);
-	lines_free(dst, nt);
+	tm_rows_free(src, ns);
+	tm_rows_free(dst, nt);
 	strbuf_free(&cols);
 }
 

@@ -608,9 +608,10 @@ test_catalog_upgrade(void **state)
 	tm_setup_table(e, "u");
 	later = pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.migrations WHERE version >= 3");
 	pgtest_exec(e->t, "DROP TABLE tidemark.snapshot_rereads, tidemark.capture_keys,"
-	                  " tidemark.partitions, tidemark.excluded_tables, tidemark.types;"
+	                  " tidemark.partitions, tidemark.excluded_tables, tidemark.types,"
+	                  " tidemark.keyless_pending;"
 	                  "DROP FUNCTION tidemark.format_type(oid, integer),"
-	                  "  tidemark.collation_definition(oid);"
+	                  "  tidemark.collation_definition(oid), tidemark.column_match(oid, oid);"
 	                  "ALTER TABLE tidemark.tables DROP COLUMN key_order_same,"
 	                  "  DROP COLUMN key_order_reason;"
 	                  "DELETE FROM tidemark.migrations WHERE version >= 3");

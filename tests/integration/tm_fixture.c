@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "strbuf.h"
+
 static pgtest_cluster *src_cluster;
 static pgtest_cluster *dst_cluster;
 
@@ -208,4 +210,66 @@ tm_start_run(tm_env *e, ...)
 	if (!pgtest_proc_wait_output(run, "streaming from slot", 60))
 		fail_msg("run did not start:\n%s", pgtest_proc_output(run));
 	return run;
+}
+
+static int
+compare_lines(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+char **
+tm_sorted_rows(PGconn *conn, const char *table, const char *cols, int *n)
+{
+	strbuf sql = STRBUF_INIT;
+	PGresult *r;
+	char **lines;
+
+	strbuf_appendf(&sql, "SELECT %s FROM %s", cols, table);
+	r = PQexec(conn, sql.data);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql.data, PQerrorMessage(conn));
+	strbuf_free(&sql);
+	*n = PQntuples(r);
+	lines = calloc((size_t) *n + 1, sizeof(char *));
+	for (int i = 0; i < *n; i++) {
+		strbuf sb = STRBUF_INIT;
+
+		for (int c = 0; c < PQnfields(r); c++) {
+			if (c > 0)
+				strbuf_appendc(&sb, '|');
+			strbuf_append(&sb, PQgetisnull(r, i, c) ? "\\N" : PQgetvalue(r, i, c));
+		}
+		lines[i] = strbuf_steal(&sb);
+	}
+	PQclear(r);
+	qsort(lines, (size_t) *n, sizeof(char *), compare_lines);
+	return lines;
+}
+
+void
+tm_rows_free(char **rows, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(rows[i]);
+	free(rows);
+}
+
+void
+tm_assert_multiset_equal(tm_env *e, const char *table, const char *cols)
+{
+	int ns, nt;
+	char **src = tm_sorted_rows(e->s, table, cols, &ns);
+	char **dst = tm_sorted_rows(e->t, table, cols, &nt);
+
+	for (int i = 0; i < ns || i < nt; i++) {
+		const char *a = i < ns ? src[i] : "(no more rows)";
+		const char *b = i < nt ? dst[i] : "(no more rows)";
+
+		if (strcmp(a, b) != 0)
+			fail_msg("%s differs (%d rows on the source, %d on the target); first difference,"
+			         " sorted:\n  source: %.300s\n  target: %.300s", table, ns, nt, a, b);
+	}
+	tm_rows_free(src, ns);
+	tm_rows_free(dst, nt);
 }

@@ -44,4 +44,14 @@ void tm_stop_and_catch_up(tm_env *e, pgtest_proc *run, double timeout_s);
 /* Asserts the table is equal on both sides (fails with the difference). */
 void tm_assert_equal(tm_env *e, const char *table, const char *order_by);
 
+/* Every row of a table (SQL, e.g. fid."t") as one line of the columns
+ * (SQL) as the server prints them, NULL as \N, '|' between, sorted here so
+ * that no server's ordering decides; *n: the row count. Free with
+ * tm_rows_free. Fails the test on an error. */
+char **tm_sorted_rows(PGconn *conn, const char *table, const char *cols, int *n);
+void tm_rows_free(char **rows, int n);
+/* The same rows, as often, on both sides (a table without a key is a
+ * multiset); fails with the first difference. */
+void tm_assert_multiset_equal(tm_env *e, const char *table, const char *cols);
+
 #endif

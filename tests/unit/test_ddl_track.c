@@ -178,7 +178,7 @@ describe(const ddl_action *a, strbuf *out)
 		               a->coll_name ? a->coll_name : "default");
 		break;
 	case DDL_ACT_SET_KEY:
-		strbuf_appendc(out, ' ');
+		strbuf_append(out, a->nkeys == 0 ? " (no key)" : " ");
 		for (int k = 0; k < a->nkeys; k++)
 			strbuf_appendf(out, "%s%s", k ? "," : "", a->keys[k]);
 		break;

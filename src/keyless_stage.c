@@ -1,0 +1,175 @@
+#include "keyless_stage.h"
+#include "xalloc.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "keyless_sql.h"
+#include "log.h"
+#include "pgconn.h"
+#include "strbuf.h"
+
+#define TGT PGCONN_TARGET
+
+struct keyless_stage {
+	char *conninfo;      /* owned */
+	PGconn *conn;        /* owned; NULL until the first begin (or after a broken one) */
+	bool in_copy;
+	bool in_tx;
+};
+
+int
+keyless_stage_open(const char *conninfo, keyless_stage **out)
+{
+	keyless_stage *st = xcalloc(1, sizeof *st);
+
+	st->conninfo = xstrdup(conninfo);
+	*out = st;
+	return TM_OK;
+}
+
+void
+keyless_stage_close(keyless_stage *st)
+{
+	if (st == NULL)
+		return;
+	PQfinish(st->conn);
+	free(st->conninfo);
+	free(st);
+}
+
+static int
+connect_target(keyless_stage *st)
+{
+	int rc;
+
+	if (st->conn != NULL && PQstatus(st->conn) == CONNECTION_OK)
+		return TM_OK;
+	PQfinish(st->conn);
+	st->conn = NULL;
+	rc = pgconn_open(st->conninfo, TGT, "snapshot", false, &st->conn);
+	if (rc == TM_OK)
+		rc = pgconn_command(st->conn, TGT, "configuring the staging session",
+		                    "SELECT set_config('synchronous_commit', 'off', false),"
+		                    " set_config('lock_timeout', '30s', false)", 0, NULL);
+	return rc;
+}
+
+/* The staging table anew, with the target table's types of the columns. */
+static int
+create_stage(keyless_stage *st, int table_id, const char *schema, const char *table, int ncols,
+             const char *const *cols)
+{
+	strbuf sql = STRBUF_INIT;
+	int rc;
+
+	strbuf_append(&sql, "DROP TABLE IF EXISTS ");
+	keyless_sql_stage_name(&sql, table_id);
+	rc = pgconn_command(st->conn, TGT, "dropping a staging table", sql.data, 0, NULL);
+	strbuf_reset(&sql);
+	strbuf_append(&sql, "CREATE UNLOGGED TABLE ");
+	keyless_sql_stage_name(&sql, table_id);
+	strbuf_append(&sql, " AS SELECT ");
+	keyless_sql_columns(&sql, ncols, cols);
+	strbuf_append(&sql, " FROM ");
+	strbuf_append_qualified(&sql, schema, table);
+	strbuf_append(&sql, " WITH NO DATA");
+	if (rc == TM_OK)
+		rc = pgconn_command(st->conn, TGT, "creating a staging table", sql.data, 0, NULL);
+	strbuf_free(&sql);
+	return rc;
+}
+
+static int
+start_copy(keyless_stage *st, int table_id, int ncols, const char *const *cols, bool binary)
+{
+	strbuf sql = STRBUF_INIT;
+	PGresult *r;
+	int rc = TM_OK;
+
+	strbuf_append(&sql, "COPY ");
+	keyless_sql_stage_name(&sql, table_id);
+	strbuf_append(&sql, " (");
+	keyless_sql_columns(&sql, ncols, cols);
+	strbuf_append(&sql, binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN");
+	r = PQexec(st->conn, sql.data);
+	if (PQresultStatus(r) != PGRES_COPY_IN)
+		rc = pgconn_fail(st->conn, TGT, "starting the COPY into a staging table", r);
+	else
+		st->in_copy = true;
+	PQclear(r);
+	strbuf_free(&sql);
+	return rc;
+}
+
+int
+keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
+                    const char *target_table, int ncols, const char *const *cols, bool binary)
+{
+	int rc = connect_target(st);
+
+	if (rc == TM_OK)
+		rc = pgconn_command(st->conn, TGT, "starting a staging transaction", "BEGIN", 0, NULL);
+	st->in_tx = rc == TM_OK;
+	if (rc == TM_OK)
+		rc = create_stage(st, table_id, target_schema, target_table, ncols, cols);
+	if (rc == TM_OK)
+		rc = start_copy(st, table_id, ncols, cols, binary);
+	if (rc != TM_OK)
+		keyless_stage_abort(st);
+	return rc;
+}
+
+int
+keyless_stage_data(keyless_stage *st, const char *buf, int len)
+{
+	if (PQputCopyData(st->conn, buf, len) != 1)
+		return pgconn_fail(st->conn, TGT, "sending rows to a staging table", NULL);
+	return TM_OK;
+}
+
+int
+keyless_stage_commit(keyless_stage *st, long long *rows)
+{
+	PGresult *r;
+	int rc = TM_OK;
+
+	*rows = 0;
+	if (PQputCopyEnd(st->conn, NULL) != 1)
+		rc = pgconn_fail(st->conn, TGT, "ending the COPY into a staging table", NULL);
+	st->in_copy = false;
+	while ((r = PQgetResult(st->conn)) != NULL) {
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TM_OK)
+			rc = pgconn_fail(st->conn, TGT, "loading rows into a staging table", r);
+		else if (rc == TM_OK)
+			*rows = atoll(PQcmdTuples(r));
+		PQclear(r);
+	}
+	if (rc == TM_OK)
+		rc = pgconn_command(st->conn, TGT, "committing a staging table", "COMMIT", 0, NULL);
+	st->in_tx = false;
+	if (rc != TM_OK)
+		keyless_stage_abort(st);
+	return rc;
+}
+
+void
+keyless_stage_abort(keyless_stage *st)
+{
+	PGresult *r;
+
+	if (st->conn == NULL)
+		return;
+	if (st->in_copy && PQputCopyEnd(st->conn, "the source read failed") == 1)
+		while ((r = PQgetResult(st->conn)) != NULL)
+			PQclear(r);
+	st->in_copy = false;
+	if (st->in_tx && PQstatus(st->conn) == CONNECTION_OK)
+		PQclear(PQexec(st->conn, "ROLLBACK"));
+	st->in_tx = false;
+	if (PQstatus(st->conn) != CONNECTION_OK) {
+		PQfinish(st->conn);
+		st->conn = NULL;
+	}
+}

@@ -1,0 +1,45 @@
+/*
+ * keyless_stage.h: the target side of the one read that copies a table
+ * without a key (snap_keyless.h). A snapshot reader thread streams the
+ * source's COPY TO STDOUT straight into a staging table on the target,
+ * through a target connection of its own, piece by piece as it arrives:
+ * no row is held in memory beyond the one being forwarded.
+ *
+ *   BEGIN
+ *   DROP TABLE IF EXISTS tidemark."keyless <table id>"
+ *   CREATE UNLOGGED TABLE tidemark."keyless <table id>" AS
+ *       SELECT <the copied columns> FROM <target table> WITH NO DATA
+ *   COPY tidemark."keyless <table id>" (<columns>) FROM STDIN [binary]
+ *   ... the source's COPY data, as it comes ...
+ *   COMMIT
+ *
+ * The staging table is unlogged: a target crash empties it, but a crash
+ * also starts the copy over (a new read), and the load at the high
+ * watermark copies its rows into the target table in a logged transaction.
+ * Commits do not wait for the disk (synchronous_commit = off), for the same
+ * reason.
+ */
+#ifndef TIDEMARK_KEYLESS_STAGE_H
+#define TIDEMARK_KEYLESS_STAGE_H
+
+#include <stdbool.h>
+
+typedef struct keyless_stage keyless_stage;
+
+/* A stage for this target (conninfo copied); it connects at the first begin. */
+int keyless_stage_open(const char *conninfo, keyless_stage **out);
+void keyless_stage_close(keyless_stage *st);
+
+/* Starts the staging transaction and its COPY. Everything is borrowed. */
+int keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
+                        const char *target_table, int ncols, const char *const *cols,
+                        bool binary);
+/* Forwards COPY data (any split: whole rows in text, anything in binary). */
+int keyless_stage_data(keyless_stage *st, const char *buf, int len);
+/* Ends the COPY and commits; *rows: the rows staged. */
+int keyless_stage_commit(keyless_stage *st, long long *rows);
+/* Abandons the staging transaction (after a failure on either side); a
+ * broken connection is closed and opened again at the next begin. */
+void keyless_stage_abort(keyless_stage *st);
+
+#endif

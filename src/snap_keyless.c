@@ -1,0 +1,82 @@
+#include "snap_keyless.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "keyless_sql.h"
+#include "log.h"
+#include "pgconn.h"
+#include "strbuf.h"
+
+static int
+load_staged(sink *s, const keyless_change *t, long long *rows)
+{
+	strbuf sql = STRBUF_INIT;
+	PGresult *r = NULL;
+	int rc;
+
+	keyless_sql_load(&sql, t->target_schema, t->target_table, t->ncols, t->cols, t->table_id);
+	rc = sink_query(s, "loading a keyless table's copy", sql.data, 0, NULL, &r);
+	if (rc == TM_OK)
+		*rows = atoll(PQcmdTuples(r));
+	PQclear(r);
+	strbuf_free(&sql);
+	return rc;
+}
+
+static int
+drop_stage(sink *s, int table_id)
+{
+	strbuf sql = STRBUF_INIT;
+	int rc;
+
+	strbuf_append(&sql, "DROP TABLE IF EXISTS ");
+	keyless_sql_stage_name(&sql, table_id);
+	rc = sink_command(s, "dropping a staging table", sql.data, 0, NULL);
+	strbuf_free(&sql);
+	return rc;
+}
+
+int
+snap_keyless_apply(sink *s, keyless *k, const snap_keyless_load *in, snap_keyless_loaded *out)
+{
+	keyless_change truncate = in->table;
+	int rc;
+
+	/* emptied first (TRUNCATE: readers of the table wait for the load) */
+	truncate.op = 't';
+	rc = keyless_apply(k, &truncate);
+
+	out->rows = 0;
+	if (rc == TM_OK)
+		rc = load_staged(s, &in->table, &out->rows);
+	if (rc == TM_OK)
+		rc = keyless_replay(k, &in->table, in->snap, in->page_bytes, &out->replayed);
+	if (rc == TM_OK)
+		rc = keyless_pending_clear(s, in->table.table_id);
+	if (rc == TM_OK)
+		rc = drop_stage(s, in->table.table_id);
+	return rc;
+}
+
+int
+snap_keyless_drop_stale(sink *s, const int *live, int nlive)
+{
+	PGresult *r = NULL;
+	int rc = sink_query(s, "looking for staging tables left behind",
+	                    "SELECT substr(c.relname, 9)::int FROM pg_class c"
+	                    " WHERE c.relnamespace = 'tidemark'::regnamespace AND c.relkind = 'r'"
+	                    " AND c.relname ~ '^keyless [0-9]+$'", 0, NULL, &r);
+
+	for (int i = 0; rc == TM_OK && i < PQntuples(r); i++) {
+		int id = atoi(PQgetvalue(r, i, 0));
+		bool in_use = false;
+
+		for (int j = 0; j < nlive && !in_use; j++)
+			in_use = live[j] == id;
+		if (!in_use)
+			rc = drop_stage(s, id);
+	}
+	PQclear(r);
+	return rc;
+}
