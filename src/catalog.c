@@ -539,3 +539,65 @@ catalog_quarantine(sink *s, const char *slot, int table_id, const char *source_t
 	         key_json);
 	return sink_send(s, sink_stmt_get(s, sql, 8), p, NULL);
 }
+
+/* ---- is this replication registered here? ---- */
+
+typedef int (*query_fn)(void *ctx, const char *what, const char *sql, int n,
+                        const char *const *p, PGresult **r);
+
+static int
+sink_query_fn(void *ctx, const char *what, const char *sql, int n, const char *const *p,
+              PGresult **r)
+{
+	return sink_query(ctx, what, sql, n, p, r);
+}
+
+static int
+conn_query_fn(void *ctx, const char *what, const char *sql, int n, const char *const *p,
+              PGresult **r)
+{
+	return pgconn_exec(ctx, PGCONN_TARGET, what, sql, n, p, r);
+}
+
+static int
+check_registered(query_fn q, void *ctx, const char *slot)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	int rc = q(ctx, "looking for tidemark's catalog",
+	           "SELECT to_regclass('tidemark.progress') IS NOT NULL, current_database()", 0, NULL,
+	           &r);
+
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+		log_error("target: database \"%s\" holds no tidemark catalog: nothing was set up here. "
+		          "Fix: run `tidemark setup` first (with this --target)", PQgetvalue(r, 0, 1));
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	r = NULL;
+	if (rc == TM_OK)
+		rc = q(ctx, "looking for the replication",
+		       "SELECT EXISTS (SELECT FROM tidemark.progress WHERE slot_name = $1),"
+		       " coalesce(string_agg(quote_literal(slot_name), ', ' ORDER BY slot_name), '')"
+		       " FROM tidemark.progress", 1, p, &r);
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+		log_error("target: no replication \"%s\" is registered here%s%s. Fix: name the one you "
+		          "mean with --slot, or run `tidemark setup` with --slot %s", slot,
+		          PQgetvalue(r, 0, 1)[0] ? "; registered: " : "", PQgetvalue(r, 0, 1), slot);
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	return rc;
+}
+
+int
+catalog_check_registered(sink *s, const char *slot)
+{
+	return check_registered(sink_query_fn, s, slot);
+}
+
+int
+catalog_check_registered_conn(PGconn *conn, const char *slot)
+{
+	return check_registered(conn_query_fn, conn, slot);
+}

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <libpq-fe.h>
+
 #include "ddl_partition.h"
 #include "lsn.h"
 #include "pgoutput.h"
@@ -45,6 +47,13 @@ typedef struct catalog_table {
 
 /* Creates the progress row of a slot if missing. */
 int catalog_ensure_progress(sink *s, const char *slot);
+
+/* Is the replication of this slot set up in the target database (a
+ * catalog, and its progress row)? TM_OK, or TM_EXIT_CONFIG logged with the
+ * fix: run setup, or name a registered slot. Through the sink or a plain
+ * target connection. */
+int catalog_check_registered(sink *s, const char *slot);
+int catalog_check_registered_conn(PGconn *conn, const char *slot);
 
 /* The applied position (LSN_INVALID when nothing was applied yet). */
 int catalog_read_progress(sink *s, const char *slot, tm_lsn *applied);

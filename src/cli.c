@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exitcode.h"
+#include "log.h"
 
 static const char *const command_names[CLI_NCOMMANDS] = {
 	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown",
@@ -15,7 +16,7 @@ enum {
 	OPT_SOURCE = 1000, OPT_TARGET, OPT_SLOT, OPT_PUBLICATION, OPT_TABLE, OPT_SCHEMA,
 	OPT_UNTIL_CAUGHT_UP, OPT_JSON, OPT_CHUNK_ROWS, OPT_READERS, OPT_SINCE, OPT_POLICY,
 	OPT_TABLE_POLICY, OPT_PROGRESS, OPT_DROP_TARGET, OPT_DROP_COLUMNS, OPT_DROP_TABLES,
-	OPT_CHUNK_BYTES, OPT_EXCLUDE_TABLE,
+	OPT_CHUNK_BYTES, OPT_EXCLUDE_TABLE, OPT_LOG_FORMAT,
 };
 
 /* Which commands take which option: a bit per cli_command. */
@@ -47,6 +48,7 @@ static const struct {
 	{{"drop-target-catalog", no_argument, NULL, OPT_DROP_TARGET}, ONLY(CLI_TEARDOWN)},
 	{{"drop-columns", no_argument, NULL, OPT_DROP_COLUMNS}, ONLY(CLI_RUN)},
 	{{"drop-tables", no_argument, NULL, OPT_DROP_TABLES}, ONLY(CLI_RUN)},
+	{{"log-format", required_argument, NULL, OPT_LOG_FORMAT}, ALL},
 	{{"verbose", no_argument, NULL, 'v'}, ALL},
 	{{"quiet", no_argument, NULL, 'q'}, ALL},
 	{{"help", no_argument, NULL, 'h'}, ALL},
@@ -60,6 +62,7 @@ static const char *const common_help =
 	"  --target CONNINFO      target database (env TIDEMARK_TARGET)\n"
 	"  --slot NAME            replication slot (default tidemark)\n"
 	"  --publication NAME     publication (default tidemark)\n"
+	"  --log-format FORMAT    text (default) or json: one JSON object per log line\n"
 	"  -v, --verbose          more log output (repeat for debug)\n"
 	"  -q, --quiet            warnings and errors only\n"
 	"  -h, --help             this help\n";
@@ -145,7 +148,8 @@ cli_print_help(cli_command command)
 		       "  ddl-log    the DDL audit log\n"
 		       "  verify     compare source and target\n"
 		       "  teardown   remove the slot, publication and capture objects\n\n"
-		       "`tidemark COMMAND --help` describes a command.\n\n%s",
+		       "`tidemark COMMAND --help` describes a command; `tidemark --version` says which\n"
+		       "tidemark this is.\n\n%s",
 		       common_help);
 		return;
 	}
@@ -243,6 +247,13 @@ apply_option(cli_options *o, int c, const char *arg)
 			return TM_EXIT_USAGE;
 		o->progress_interval = (double) v;
 		break;
+	case OPT_LOG_FORMAT:
+		if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0) {
+			fprintf(stderr, "tidemark: --log-format takes text or json, not \"%s\"\n", arg);
+			return TM_EXIT_USAGE;
+		}
+		o->log_json = strcmp(arg, "json") == 0;
+		break;
 	case 'v': o->verbose = o->verbose < 0 ? 1 : o->verbose + 1; break;
 	case 'q': o->verbose = -1; break;
 	case 'h': o->help = true; break;
@@ -317,10 +328,42 @@ take_positionals(int argc, char **argv, cli_options *o)
 	return TM_OK;
 }
 
+static bool
+given(const char *conninfo)
+{
+	return conninfo != NULL && conninfo[0] != '\0';
+}
+
+/*
+ * Where a command needs one side that was not given, while the other side
+ * (if it needs one) was: libpq's own environment serves for it (PGHOST,
+ * PGPORT, PGDATABASE, PGUSER, PGSERVICE, ~/.pgpass, ...), as for psql: an
+ * empty connection string. With both sides missing it would be a guess.
+ */
+static void
+libpq_environment(cli_options *o)
+{
+	bool source = o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA &&
+	              o->command != CLI_DDL_LOG;
+	bool target = o->command != CLI_TEARDOWN || o->drop_target;
+
+	if (source && !given(o->source) && (!target || given(o->target))) {
+		o->source = "";
+		o->source_from_env = true;
+	} else if (target && !given(o->target) && (!source || given(o->source))) {
+		o->target = "";
+		o->target_from_env = true;
+	}
+}
+
 int
 cli_parse(int argc, char **argv, cli_options *o)
 {
 	set_defaults(o);
+	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+		o->version = true;
+		return TM_OK;
+	}
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		o->help = true;
@@ -339,6 +382,7 @@ cli_parse(int argc, char **argv, cli_options *o)
 		o->source = getenv("TIDEMARK_SOURCE");
 	if (o->target == NULL)
 		o->target = getenv("TIDEMARK_TARGET");
+	libpq_environment(o);
 	return TM_OK;
 }
 
@@ -347,16 +391,24 @@ cli_require(const cli_options *o, bool source, bool target)
 {
 	const char *cmd = command_names[o->command];
 
-	if (source && (o->source == NULL || o->source[0] == '\0')) {
+	if (source && !given(o->source) && !o->source_from_env) {
 		fprintf(stderr, "tidemark %s: no source given: use --source CONNINFO or set "
-		        "TIDEMARK_SOURCE\n", cmd);
+		        "TIDEMARK_SOURCE (or give only --target: libpq's environment, PGHOST and the "
+		        "like, then chooses the source)\n", cmd);
 		return TM_EXIT_USAGE;
 	}
-	if (target && (o->target == NULL || o->target[0] == '\0')) {
+	if (target && !given(o->target) && !o->target_from_env) {
 		fprintf(stderr, "tidemark %s: no target given: use --target CONNINFO or set "
-		        "TIDEMARK_TARGET\n", cmd);
+		        "TIDEMARK_TARGET (or give only --source: libpq's environment, PGHOST and the "
+		        "like, then chooses the target)\n", cmd);
 		return TM_EXIT_USAGE;
 	}
+	if (source && o->source_from_env)
+		log_info("no --source: libpq's environment chooses the source (PGHOST, PGPORT, "
+		         "PGDATABASE, PGUSER, PGSERVICE, ~/.pgpass)");
+	if (target && o->target_from_env)
+		log_info("no --target: libpq's environment chooses the target (PGHOST, PGPORT, "
+		         "PGDATABASE, PGUSER, PGSERVICE, ~/.pgpass)");
 	return TM_OK;
 }
 

@@ -26,6 +26,8 @@ typedef struct cli_options {
 	cli_command command;
 	const char *source;       /* borrowed from argv/environ */
 	const char *target;
+	bool source_from_env;     /* no source given: "" (libpq's environment serves) */
+	bool target_from_env;
 	const char *slot;         /* default "tidemark" */
 	const char *publication;  /* default "tidemark" */
 	const char **tables;      /* owned array of borrowed strings: --table, or positional */
@@ -37,6 +39,8 @@ typedef struct cli_options {
 	bool until_caught_up;
 	bool json;
 	bool help;
+	bool version;             /* tidemark --version */
+	bool log_json;            /* --log-format json */
 	bool drop_target;         /* teardown: also drop the target catalog */
 	bool drop_columns;        /* run: drop on the target the columns dropped on the source */
 	bool drop_tables;         /* run: drop on the target the tables dropped on the source */

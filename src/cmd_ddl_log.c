@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "catalog.h"
 #include "commands.h"
 #include "ident.h"
 #include "log.h"
@@ -85,6 +86,8 @@ cmd_ddl_log(const cli_options *o)
 			abort();
 	}
 	rc = pgconn_open(o->target, PGCONN_TARGET, "ddl-log", false, &conn);
+	if (rc == TM_OK)
+		rc = catalog_check_registered_conn(conn, o->slot);
 	if (rc == TM_OK)
 		rc = list(conn, o, table, o->since);
 	PQfinish(conn);

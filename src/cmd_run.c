@@ -79,6 +79,8 @@ typedef struct run_state {
 	long long progress_txs, progress_changes;
 	bool made_progress;
 	bool migrated;              /* the target catalog is at this binary's version */
+	bool streamed;              /* a session of this run has streamed */
+	bool connect_failed;        /* this session failed to open a connection */
 } run_state;
 
 /* ---- new tables in replicated schemas ---- */
@@ -384,7 +386,7 @@ catalog_upgrade(run_state *st)
 	if (rc == TM_OK && version > 0 && version < migrate_latest(PGCONN_TARGET)) {
 		rc = pgconn_open(st->opts->target, PGCONN_TARGET, "setup", false, &plain);
 		if (rc == TM_OK)
-			rc = migrate_apply(plain, PGCONN_TARGET);
+			rc = migrate_apply(plain, PGCONN_TARGET, NULL);
 		PQfinish(plain);
 	}
 	st->migrated = rc == TM_OK;
@@ -446,12 +448,18 @@ session_open(run_state *st)
 	char pos[LSN_TEXT_MAX];
 	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
 
+	st->connect_failed = rc != TM_OK;
+	/* PostgreSQL 15 or later, wal_level logical, the REPLICATION privilege */
+	if (rc == TM_OK && !st->streamed)
+		rc = source_query_check_server(st->control);
 	if (rc == TM_OK)
 		rc = source_query_check_via_root(st->control, o->publication);
 	if (rc == TM_OK)
 		rc = write_marker(st);
+	if (rc == TM_OK && (rc = sink_open(o->target, "apply", &st->sink)) != TM_OK)
+		st->connect_failed = true;
 	if (rc == TM_OK)
-		rc = sink_open(o->target, "apply", &st->sink);
+		rc = catalog_check_registered(st->sink, o->slot);
 	if (rc == TM_OK)
 		rc = catalog_upgrade(st);
 	if (rc == TM_OK)
@@ -476,6 +484,8 @@ session_open(run_state *st)
 		apply_stop_before(st->apply, st->stop_before);
 	so.start = apply_committed(st->apply);
 	rc = source_open(&so, &st->stream);
+	st->connect_failed = PGCONN_IS_RETRY(rc) && rc != PGCONN_RETRY_SLOT_BUSY;
+	st->streamed |= rc == TM_OK;
 	if (rc == TM_OK)
 		sink_set_tick(st->sink, keepalive_tick, st, KEEPALIVE_TICK_MS);
 	if (rc == TM_OK)
@@ -549,9 +559,6 @@ cmd_run(const cli_options *o)
 		fprintf(stderr, "tidemark run: --policy takes widen, follow, quarantine or stop\n");
 		return TM_EXIT_USAGE;
 	}
-	if ((rc = pgconn_check_conninfo(o->source, "--source")) != TM_OK ||
-	    (rc = pgconn_check_conninfo(o->target, "--target")) != TM_OK)
-		return rc;
 	st.opts = o;
 	arena_init(&st.scratch, 64 * 1024);
 	install_signals();
@@ -565,6 +572,13 @@ cmd_run(const cli_options *o)
 		}
 		if (!PGCONN_IS_RETRY(rc) || stop_requests > 0)
 			break;
+		if (st.connect_failed && !st.streamed) {
+			/* a wrong host or port, a server down: said at once */
+			log_error("run could not connect (above); it retries only connections lost once "
+			          "it streams. Fix: check the connection string and that the server runs, "
+			          "then start it again");
+			break;
+		}
 		if (rc != PGCONN_RETRY_SLOT_BUSY)
 			busy_since = 0;
 		else if (busy_since == 0)

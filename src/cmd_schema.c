@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "commands.h"
 #include "ident.h"
 #include "log.h"
@@ -129,6 +130,8 @@ cmd_schema(const cli_options *o)
 		return TM_EXIT_USAGE;
 	}
 	rc = pgconn_open(o->target, PGCONN_TARGET, "schema", false, &conn);
+	if (rc == TM_OK)
+		rc = catalog_check_registered_conn(conn, o->slot);
 	if (rc == TM_OK)
 		rc = show(conn, o, schema, name);
 	PQfinish(conn);

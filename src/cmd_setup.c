@@ -17,7 +17,16 @@
 #include "migrate.h"
 #include "pgconn.h"
 #include "source_query.h"
+#include "strbuf.h"
 #include "xalloc.h"
+
+/* What a setup has changed so far, for the report of one that fails. */
+typedef struct setup_done {
+	int source_migrations;  /* source migrations applied (capture objects) */
+	int target_migrations;  /* target catalog migrations applied */
+	bool registered;        /* the replication's progress row, exclusions, schemas */
+	int tables;             /* tables registered (and created on the target) */
+} setup_done;
 
 typedef struct setup_tables {
 	tabledef **defs;      /* owned array of owned definitions */
@@ -242,15 +251,15 @@ collect_tables(PGconn *src, const cli_options *o, setup_tables *t)
 		free(names);
 	}
 	if (rc == TM_OK && bad > 0) {
-		log_error("setup stopped: %d table(s) cannot be replicated as they are (see above); "
-		          "nothing was changed", bad);
+		log_error("setup stopped: %d table(s) cannot be replicated as they are (see above)",
+		          bad);
 		rc = TM_EXIT_CONFIG;
 	}
 	return rc == TM_OK ? warn_foreign_partitions(src, o, t) : rc;
 }
 
 static int
-prepare_source(PGconn *src)
+prepare_source(PGconn *src, setup_done *done)
 {
 	bool super = false;
 	int rc = source_query_check_server(src);
@@ -265,7 +274,7 @@ prepare_source(PGconn *src)
 			          "the REPLICATION privilege and SELECT on the tables");
 			return TM_EXIT_CONFIG;
 		}
-		rc = migrate_apply(src, PGCONN_SOURCE);
+		rc = migrate_apply(src, PGCONN_SOURCE, &done->source_migrations);
 	}
 	return rc;
 }
@@ -354,7 +363,7 @@ record_partitions(sink *s, const char *slot, const tabledef *def, ddl_part_root 
 
 static int
 prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const char *key_hex,
-               tm_lsn valid_from)
+               tm_lsn valid_from, setup_done *done)
 {
 	PGconn *plain;
 	sink *s = NULL;
@@ -363,12 +372,13 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 
 	if (rc != TM_OK)
 		return rc;
-	rc = migrate_apply(plain, PGCONN_TARGET);
+	rc = migrate_apply(plain, PGCONN_TARGET, &done->target_migrations);
 	PQfinish(plain);
 	if (rc == TM_OK)
 		rc = sink_open(o->target, "setup", &s);
 	if (rc == TM_OK)
 		rc = catalog_ensure_progress(s, o->slot);
+	done->registered = rc == TM_OK;
 	if (rc == TM_OK)
 		rc = keep_capture_key(s, o, key_hex, valid_from);
 	for (int i = 0; rc == TM_OK && i < t->nexcluded; i++)
@@ -395,6 +405,7 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 			log_info("target: replicating %s.%s (%d columns, key of %d)", t->defs[i]->schema,
 			         t->defs[i]->name, t->defs[i]->ncols, tabledef_nkeys(t->defs[i]));
 		added_count += rc == TM_OK && added;
+		done->tables += rc == TM_OK && added;
 		if (rc == TM_OK && added && tabledef_nkeys(t->defs[i]) > 0)
 			rc = record_key_order(src, s, o->slot, t->defs[i]);
 	}
@@ -405,10 +416,38 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 	return rc;
 }
 
+/* What a failed setup had done already: said exactly, so that nobody
+ * believes nothing changed (running setup again after the fix goes on
+ * from there: every step is idempotent). */
+static void
+report_partial(const setup_done *d)
+{
+	strbuf sb = STRBUF_INIT;
+
+	if (d->source_migrations > 0)
+		strbuf_appendf(&sb, "; on the source, %d of tidemark's migrations (its schema and the "
+		               "DDL capture event triggers, which write a message into the WAL for each "
+		               "DDL and change nothing else)", d->source_migrations);
+	if (d->target_migrations > 0)
+		strbuf_appendf(&sb, "; on the target, %d catalog migrations (schema tidemark)",
+		               d->target_migrations);
+	if (d->registered)
+		strbuf_append(&sb, "; the replication's row in tidemark.progress");
+	if (d->tables > 0)
+		strbuf_appendf(&sb, "; %d table(s) registered and created on the target", d->tables);
+	if (sb.len == 0)
+		log_error("setup changed nothing");
+	else
+		log_error("setup had already installed%s. Running setup again once fixed goes on from "
+		          "there; `tidemark teardown` removes it", strbuf_str(&sb) + 1);
+	strbuf_free(&sb);
+}
+
 int
 cmd_setup(const cli_options *o)
 {
 	setup_tables tables = {0};
+	setup_done done = {0};
 	PGconn *src = NULL;
 	tm_lsn lsn = LSN_INVALID, slot_lsn = LSN_INVALID;
 	char *key_hex = NULL; /* owned: the source's capture key */
@@ -421,16 +460,13 @@ cmd_setup(const cli_options *o)
 		fprintf(stderr, "tidemark setup: name at least one --table or --schema\n");
 		return TM_EXIT_USAGE;
 	}
-	if ((rc = pgconn_check_conninfo(o->source, "--source")) != TM_OK ||
-	    (rc = pgconn_check_conninfo(o->target, "--target")) != TM_OK)
-		return rc;
 	rc = parse_exclusions(o, &tables);
 	if (rc == TM_OK)
 		rc = stored_exclusions(o, &tables);
 	if (rc == TM_OK)
 		rc = pgconn_open(o->source, PGCONN_SOURCE, "setup", false, &src);
 	if (rc == TM_OK)
-		rc = prepare_source(src);
+		rc = prepare_source(src, &done);
 	if (rc == TM_OK)
 		rc = collect_tables(src, o, &tables);
 	if (rc == TM_OK)
@@ -438,7 +474,7 @@ cmd_setup(const cli_options *o)
 	if (rc == TM_OK)
 		rc = source_query_current_lsn(src, &lsn);
 	if (rc == TM_OK)
-		rc = prepare_target(o, src, &tables, key_hex, lsn);
+		rc = prepare_target(o, src, &tables, key_hex, lsn, &done);
 	if (rc == TM_OK)
 		rc = source_query_ensure_publication(src, o->publication, tables.defs, tables.n,
 		                                     o->schemas, o->nschemas);
@@ -453,6 +489,8 @@ cmd_setup(const cli_options *o)
 		       "publication \"%s\"; start streaming with `tidemark run`\n",
 		       tables.n, o->slot, o->publication);
 	}
+	if (rc != TM_OK && rc != TM_EXIT_USAGE)
+		report_partial(&done);
 	tables_free(&tables);
 	free(key_hex);
 	PQfinish(src);

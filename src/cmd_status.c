@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "commands.h"
 #include "log.h"
 #include "lsn.h"
@@ -21,7 +22,7 @@ source_part(const cli_options *o, json_t *out)
 {
 	const char *p[] = {o->slot};
 	PGconn *conn;
-	PGresult *r;
+	PGresult *r = NULL;
 	int rc = pgconn_open(o->source, PGCONN_SOURCE, "status", false, &conn);
 
 	if (rc != TM_OK)
@@ -34,10 +35,15 @@ source_part(const cli_options *o, json_t *out)
 	                 "   AS retained_wal_bytes"
 	                 " FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1",
 	                 1, p, &r);
-	if (rc == TM_OK) {
+	if (rc == TM_OK && PQgetisnull(r, 0, 0)) {
+		log_error("source: replication slot \"%s\" does not exist there (a misspelt --slot, or "
+		          "dropped by someone else?). Fix: name the slot of this replication with --slot; "
+		          "if it was dropped, `tidemark setup` again creates it and `tidemark snapshot` "
+		          "copies the tables again (changes made meanwhile were not captured)", o->slot);
+		rc = TM_EXIT_CONFIG;
+	} else if (rc == TM_OK)
 		json_object_set_new(out, "source", report_row(r, 0));
-		PQclear(r);
-	}
+	PQclear(r);
 	PQfinish(conn);
 	return rc;
 }
@@ -70,8 +76,12 @@ target_part(const cli_options *o, json_t *out)
 	int rc = pgconn_open(o->target, PGCONN_TARGET, "status", false, &conn);
 
 	json_object_set_new(out, "tables", tables);
-	if (rc != TM_OK)
+	if (rc == TM_OK)
+		rc = catalog_check_registered_conn(conn, o->slot);
+	if (rc != TM_OK) {
+		PQfinish(conn);
 		return rc;
+	}
 	rc = pgconn_exec(conn, PGCONN_TARGET, "reading the applied position",
 	                 "SELECT applied_lsn::text, source_commit_time::text, applied_at::text,"
 	                 " round(extract(epoch FROM now() - source_commit_time)::numeric, 1)::float8"
@@ -191,9 +201,9 @@ cmd_status(const cli_options *o)
 	int rc = cli_require(o, true, true);
 
 	if (rc == TM_OK)
-		rc = source_part(o, doc);
-	if (rc == TM_OK)
 		rc = target_part(o, doc);
+	if (rc == TM_OK)
+		rc = source_part(o, doc);
 	if (rc == TM_OK) {
 		add_lag(doc);
 		if (o->json)
