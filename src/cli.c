@@ -9,7 +9,7 @@
 #include "log.h"
 
 static const char *const command_names[CLI_NCOMMANDS] = {
-	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown",
+	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown", "resync",
 };
 
 enum {
@@ -32,7 +32,8 @@ static const struct {
 	{{"slot", required_argument, NULL, OPT_SLOT}, ALL},
 	{{"publication", required_argument, NULL, OPT_PUBLICATION}, ALL},
 	{{"table", required_argument, NULL, OPT_TABLE},
-	 ONLY(CLI_SETUP) | ONLY(CLI_VERIFY) | ONLY(CLI_DDL_LOG) | ONLY(CLI_SNAPSHOT)},
+	 ONLY(CLI_SETUP) | ONLY(CLI_VERIFY) | ONLY(CLI_DDL_LOG) | ONLY(CLI_SNAPSHOT) |
+	 ONLY(CLI_RESYNC)},
 	{{"schema", required_argument, NULL, OPT_SCHEMA}, ONLY(CLI_SETUP)},
 	{{"exclude-table", required_argument, NULL, OPT_EXCLUDE_TABLE}, ONLY(CLI_SETUP)},
 	{{"until-caught-up", no_argument, NULL, OPT_UNTIL_CAUGHT_UP}, ONLY(CLI_RUN)},
@@ -125,6 +126,15 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"Drops the slot, the publication and the DDL capture objects on the source\n"
 		"(the replicated tables on the target are kept).\n"
 		"  --drop-target-catalog  also drop the tidemark schema on the target\n",
+	[CLI_RESYNC] =
+		"Usage: tidemark resync [RUN OPTIONS] [--table SCHEMA.TABLE]...\n"
+		"After the target was restored from a backup, the slot was lost or invalidated, or\n"
+		"the source failed over: copies every table again in place while streaming (no\n"
+		"table is dropped or emptied; rows the source no longer has are removed), creating\n"
+		"the slot again when it is gone, then goes on as `tidemark run` (with its options).\n"
+		"A resync interrupted is finished by the next `run` or `resync`.\n"
+		"  --table SCHEMA.TABLE   copy only this table again (repeatable; only when the\n"
+		"                         target and the slot agree)\n",
 };
 
 const char *
@@ -147,7 +157,8 @@ cli_print_help(cli_command command)
 		       "  schema     a table's schema versions\n"
 		       "  ddl-log    the DDL audit log\n"
 		       "  verify     compare source and target\n"
-		       "  teardown   remove the slot, publication and capture objects\n\n"
+		       "  teardown   remove the slot, publication and capture objects\n"
+		       "  resync     copy everything again in place after a restore or a failover\n\n"
 		       "`tidemark COMMAND --help` describes a command; `tidemark --version` says which\n"
 		       "tidemark this is.\n\n%s",
 		       common_help);
@@ -288,7 +299,8 @@ static int
 parse_options(int argc, char **argv, cli_options *o)
 {
 	struct option longopts[NOPTIONS + 1];
-	unsigned bit = 1u << o->command;
+	/* resync goes on as run: it takes run's options */
+	unsigned bit = ONLY(o->command) | (o->command == CLI_RESYNC ? ONLY(CLI_RUN) : 0);
 
 	for (size_t i = 0; i < NOPTIONS; i++)
 		longopts[i] = option_table[i].opt;

@@ -19,6 +19,7 @@ typedef enum cli_command {
 	CLI_DDL_LOG,
 	CLI_VERIFY,
 	CLI_TEARDOWN,
+	CLI_RESYNC,               /* takes run's options too (it runs afterwards) */
 	CLI_NCOMMANDS
 } cli_command;
 

@@ -16,11 +16,13 @@
 #include "apply.h"
 #include "clock.h"
 #include "commands.h"
+#include "consistency.h"
 #include "key_order.h"
 #include "log.h"
 #include "migrate.h"
 #include "pgconn.h"
 #include "pgoutput.h"
+#include "resync.h"
 #include "schema_sync.h"
 #include "snapshot.h"
 #include "source.h"
@@ -81,6 +83,7 @@ typedef struct run_state {
 	bool migrated;              /* the target catalog is at this binary's version */
 	bool streamed;              /* a session of this run has streamed */
 	bool connect_failed;        /* this session failed to open a connection */
+	resync_watch resync;        /* a resync in progress: its end is recorded */
 } run_state;
 
 /* ---- new tables in replicated schemas ---- */
@@ -342,6 +345,8 @@ stream_loop(run_state *st)
 			rc = send_feedback(st, false);
 		if (rc == TM_OK)
 			rc = snapshot_poll(st->snap);
+		if (rc == TM_OK && !apply_in_transaction(st->apply))
+			rc = resync_watch_poll(&st->resync, st->sink, st->opts->slot, false);
 		log_progress(st, false);
 	}
 	if (rc == TM_OK && stop_requests >= 2 && apply_in_transaction(st->apply))
@@ -376,19 +381,14 @@ catalog_version(sink *sk, int *version)
 static int
 catalog_upgrade(run_state *st)
 {
-	PGconn *plain = NULL;
 	int version = 0;
 	int rc;
 
 	if (st->migrated)
 		return TM_OK;
 	rc = catalog_version(st->sink, &version);
-	if (rc == TM_OK && version > 0 && version < migrate_latest(PGCONN_TARGET)) {
-		rc = pgconn_open(st->opts->target, PGCONN_TARGET, "setup", false, &plain);
-		if (rc == TM_OK)
-			rc = migrate_apply(plain, PGCONN_TARGET, NULL);
-		PQfinish(plain);
-	}
+	if (rc == TM_OK && version > 0 && version < migrate_latest(PGCONN_TARGET))
+		rc = migrate_apply_to(st->opts->target, PGCONN_TARGET);
 	st->migrated = rc == TM_OK;
 	return rc;
 }
@@ -462,6 +462,9 @@ session_open(run_state *st)
 		rc = catalog_check_registered(st->sink, o->slot);
 	if (rc == TM_OK)
 		rc = catalog_upgrade(st);
+	/* the target's position against the slot and the source's history */
+	if (rc == TM_OK && (rc = consistency_check(st->control, st->sink, o->source, o->slot)) != TM_OK)
+		st->connect_failed = PGCONN_IS_RETRY(rc) && !st->streamed;
 	if (rc == TM_OK)
 		rc = key_order_refresh(st);
 	if (rc == TM_OK)
@@ -526,6 +529,8 @@ run_session(run_state *st)
 		log_progress(st, true);
 	if (rc == TM_OK)
 		rc = send_feedback(st, true);
+	if (rc == TM_OK)
+		rc = resync_watch_poll(&st->resync, st->sink, st->opts->slot, true);
 	if (rc == TM_EXIT_POLICY && st->stop_before == LSN_INVALID)
 		st->stop_before = apply_current_commit_lsn(st->apply);
 	else if (rc == TM_EXIT_POLICY)
