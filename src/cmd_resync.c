@@ -31,6 +31,7 @@
 #include "migrate.h"
 #include "pgconn.h"
 #include "resync.h"
+#include "schema_sync.h"
 #include "source_query.h"
 
 typedef struct resync_ctx {
@@ -40,7 +41,82 @@ typedef struct resync_ctx {
 	char **names;             /* owned: --table as schema, name pairs */
 	int nnames;
 	consistency_facts c;
+	schema_sync *ss;          /* owned: for the catch-up */
 } resync_ctx;
+
+/* ---- what the catch-up reads of the source (schema_sync_source) ---- */
+
+/* A table that cannot be replicated (no key: logged) is NULL. */
+static int
+no_config_error(int rc, tabledef **out)
+{
+	if (rc != TM_EXIT_CONFIG)
+		return rc;
+	*out = NULL;
+	return TM_OK;
+}
+
+static int
+def_by_oid(void *ctx, uint32_t relid, tabledef **out)
+{
+	return no_config_error(source_query_table_def_oid(((resync_ctx *) ctx)->control, relid, out),
+	                       out);
+}
+
+static int
+def_by_name(void *ctx, const char *schema, const char *name, tabledef **out)
+{
+	return no_config_error(source_query_table_def(((resync_ctx *) ctx)->control, schema, name,
+	                                              out), out);
+}
+
+static int
+partitions_of(void *ctx, uint32_t relid, ddl_part_root *out)
+{
+	return source_query_partitions(((resync_ctx *) ctx)->control, relid, out);
+}
+
+static int
+name_of(void *ctx, uint32_t relid, char **out)
+{
+	return source_query_table_name(((resync_ctx *) ctx)->control, relid, out);
+}
+
+static int
+tables_of(void *ctx, const char *schema, char ***names)
+{
+	return source_query_schema_tables(((resync_ctx *) ctx)->control, schema, names);
+}
+
+static int
+catch_up(void *ctx, tm_lsn resume)
+{
+	resync_ctx *x = ctx;
+	int n = 0;
+	int rc = schema_sync_catch_up(x->ss, resume, &n);
+
+	if (rc == TM_OK && n > 0)
+		log_info("resync: %d table(s) followed to the source's definitions as they are now", n);
+	return rc;
+}
+
+/* The schema changes the stream will not deliver are followed under
+ * run's schema-change options. */
+static int
+open_schema_sync(resync_ctx *x)
+{
+	const cli_options *o = x->o;
+	schema_sync_config cfg = {o->slot, DDL_POLICY_WIDEN, o->ntable_policies, o->table_policies,
+	                          o->drop_columns, o->drop_tables,
+	                          {x, def_by_oid, partitions_of, name_of, tables_of, def_by_name},
+	                          NULL, NULL};
+
+	if (o->policy != NULL && ddl_policy_parse(o->policy, &cfg.policy) != 0) {
+		log_error("--policy takes widen, follow, quarantine or stop");
+		return TM_EXIT_USAGE;
+	}
+	return schema_sync_new(&cfg, x->sink, &x->ss);
+}
 
 static int
 parse_tables(resync_ctx *x)
@@ -78,6 +154,8 @@ open_both(resync_ctx *x)
 		rc = migrate_apply_to(o->target, PGCONN_TARGET);
 	if (rc == TM_OK)
 		rc = consistency_gather(x->control, x->sink, o->source, o->slot, &x->c);
+	if (rc == TM_OK)
+		rc = open_schema_sync(x);
 	return rc;
 }
 
@@ -142,6 +220,8 @@ plan(resync_ctx *x, resync_plan *p)
 	p->timeline = f->source_tli;
 	p->ntables = x->nnames;
 	p->tables = x->names;
+	p->catch_up = catch_up;
+	p->catch_up_ctx = x;
 	if (rc != TM_OK)
 		return rc;
 	if (v == RESUME_SLOT_MISSING || v == RESUME_SLOT_INVALIDATED) {
@@ -201,6 +281,7 @@ cmd_resync(const cli_options *o)
 		rc = open_both(&x);
 	if (rc == TM_OK)
 		rc = prepare(&x);
+	schema_sync_free(x.ss);
 	sink_close(x.sink);
 	PQfinish(x.control);
 	for (int i = 0; i < 2 * x.nnames; i++)

@@ -441,7 +441,7 @@ session_open(run_state *st)
 	                      .progress_interval = o->progress_interval};
 	schema_sync_config ssc = {o->slot, st->policy, o->ntable_policies, o->table_policies,
 	                          o->drop_columns, o->drop_tables,
-	                          {st, source_table_def, source_partitions, source_table_name},
+	                          {st, source_table_def, source_partitions, source_table_name, NULL, NULL},
 	                          type_boundary, st};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};

@@ -100,6 +100,8 @@ resync_begin(sink *s, const char *slot, const resync_plan *p, int *nrequested)
 		rc = repoint(s, slot, p->resume);
 	if (rc == TM_OK && p->timeline != 0)
 		rc = consistency_record_timeline(s, slot, p->timeline);
+	if (rc == TM_OK && p->catch_up != NULL)
+		rc = p->catch_up(p->catch_up_ctx, p->resume);
 	if (rc == TM_OK)
 		rc = request_copies(s, slot, p, nrequested);
 	if (rc == TM_OK && *nrequested < p->ntables) {

@@ -36,6 +36,11 @@ typedef struct resync_plan {
 	uint32_t timeline;        /* the source's timeline (0: not known) */
 	int ntables;              /* tables named: "schema", "name" pairs; 0: every table */
 	char *const *tables;
+	/* Called in the resync's first transaction once the position is
+	 * re-pointed (NULL: not called): the schema changes the stream will
+	 * not deliver, followed (schema_sync_catch_up). */
+	int (*catch_up)(void *ctx, tm_lsn resume);
+	void *catch_up_ctx;
 } resync_plan;
 
 /* Begins a resync, in one target transaction (the sink's; none may be

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "catalog.h"
 #include "ddl_auth.h"
 #include "ddl_event.h"
 #include "ddl_partition.h"
@@ -62,6 +63,14 @@ bool schema_sync_was_rewritten(const schema_sync *ss, uint32_t relid);
  * (created on the target, to be copied). *added tells whether it was. */
 int schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_note *note,
                           schema_sync_result *res, bool *added);
+
+/* The table's version in force: *def new, *version its number (0: none). */
+int schema_sync_load_version(schema_sync *ss, const catalog_table *t, tabledef **def,
+                             int *version);
+/* A replicated table's change to the definition now (not rewritten): planned
+ * under its policy, run on the target, a new version valid from pos. */
+int schema_sync_follow_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, tm_lsn pos,
+                             sync_note *note, schema_sync_result *res);
 
 /* ---- partitioned tables (schema_sync_part.c) ---- */
 

@@ -167,6 +167,34 @@ target_position(tm_env *e)
 	return strdup(lsn_format(lsn, buf));
 }
 
+/* The backup: a copy of the target database dst_NAME, as it is now. */
+static void
+back_up_target(tm_env *e, const char *name)
+{
+	char sql[200];
+
+	PQfinish(e->t);
+	snprintf(sql, sizeof sql, "CREATE DATABASE dst_%s_backup TEMPLATE dst_%s", name, name);
+	admin_until_done(e, sql);
+	e->t = pgtest_connect_str(e->dst);
+}
+
+/* The backup replaces the target database. */
+static void
+restore_target(tm_env *e, const char *name)
+{
+	char sql[200];
+
+	PQfinish(e->t);
+	snprintf(sql, sizeof sql, "ALTER DATABASE dst_%s RENAME TO dst_%s_lost", name, name);
+	admin_until_done(e, sql);
+	snprintf(sql, sizeof sql, "ALTER DATABASE dst_%s_backup RENAME TO dst_%s", name, name);
+	admin_until_done(e, sql);
+	snprintf(sql, sizeof sql, "DROP DATABASE dst_%s_lost", name);
+	admin_until_done(e, sql);
+	e->t = pgtest_connect_str(e->dst);
+}
+
 /* ---- a restored target ---- */
 
 /* Runs until the slot's confirmed position reaches lsn: tidemark reports
@@ -236,7 +264,7 @@ static void
 test_restored_target(void **state)
 {
 	tm_env *e = tm_env_new("restored");
-	char *p1, *p2, *out = NULL, sql[256];
+	char *p1, *p2, *out = NULL;
 
 	(void) state;
 	create_tables(e->s, e->t);
@@ -247,10 +275,7 @@ test_restored_target(void **state)
 
 	/* the backup, at P1 */
 	p1 = target_position(e);
-	PQfinish(e->t);
-	snprintf(sql, sizeof sql, "CREATE DATABASE dst_restored_backup TEMPLATE dst_restored");
-	admin_until_done(e, sql);
-	e->t = pgtest_connect_str(e->dst);
+	back_up_target(e, "restored");
 
 	/* the source goes on, and so does the target, to P2, which the slot
 	 * confirms (once the target has flushed it) */
@@ -260,11 +285,7 @@ test_restored_target(void **state)
 	confirm(e, p2);
 
 	/* the backup replaces the target */
-	PQfinish(e->t);
-	admin_until_done(e, "ALTER DATABASE dst_restored RENAME TO dst_restored_lost");
-	admin_until_done(e, "ALTER DATABASE dst_restored_backup RENAME TO dst_restored");
-	admin_until_done(e, "DROP DATABASE dst_restored_lost");
-	e->t = pgtest_connect_str(e->dst);
+	restore_target(e, "restored");
 	change_everything(e->s, 1);
 
 	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 3);
@@ -476,11 +497,68 @@ test_failover_slot_synced(void **state)
 	pgtest_cluster_stop(standby);
 }
 
+
+/* ---- schema changes in the stretch the stream does not deliver ---- */
+
+/* The target restored to before a column was added and another renamed,
+ * a table created in the replicated schema and one dropped: the stream
+ * resumes past those changes, so the resync follows the source's
+ * definitions as they are now before it copies. */
+static void
+test_restored_before_ddl(void **state)
+{
+	tm_env *e = tm_env_new("gapddl");
+	char *out = NULL, *p2;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA rs; CREATE TABLE rs.a (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO rs.a SELECT g, 'v' || g FROM generate_series(1, 300) g;"
+	                  "CREATE TABLE rs.c (id int PRIMARY KEY); INSERT INTO rs.c VALUES (1), (2)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "rs", NULL), 0);
+	free(out);
+	tm_catch_up(e, 120);
+	back_up_target(e, "gapddl");
+
+	pgtest_exec(e->s, "ALTER TABLE rs.a ADD COLUMN w int NOT NULL DEFAULT 7;"
+	                  "ALTER TABLE rs.a RENAME COLUMN v TO label;"
+	                  "UPDATE rs.a SET w = id WHERE id < 10; DELETE FROM rs.a WHERE id > 290;"
+	                  "CREATE TABLE rs.b (id int PRIMARY KEY, n numeric);"
+	                  "INSERT INTO rs.b VALUES (1, 1.5); DROP TABLE rs.c");
+	tm_catch_up(e, 120);
+	p2 = target_position(e);
+	confirm(e, p2);
+	free(p2);
+	restore_target(e, "gapddl");
+	pgtest_exec(e->s, "UPDATE rs.a SET label = 'after' WHERE id = 50; INSERT INTO rs.b VALUES (2, 2)");
+
+	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 3);
+	assert_output_has(out, "tidemark resync");
+	free(out);
+	assert_int_equal(tm_run(e, 120, &out, "resync", "--until-caught-up", NULL), 0);
+	assert_output_has(out, "rs.a changed on the source in the stretch the stream does not deliver");
+	assert_output_has(out, "new table rs.b in replicated schema");
+	assert_output_has(out, "rs.c was dropped on the source");
+	free(out);
+	tm_assert_multiset_equal(e, "rs.a", "id, label, w");
+	tm_assert_multiset_equal(e, "rs.b", "id, n");
+	/* the target keeps the dropped table, as a DROP in the stream leaves it */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM rs.c"), 2);
+
+	/* the stream goes on, schema changes included */
+	pgtest_exec(e->s, "ALTER TABLE rs.a ADD COLUMN z text; UPDATE rs.a SET z = 'z' WHERE id < 5;"
+	                  "INSERT INTO rs.b VALUES (3, 3)");
+	tm_catch_up(e, 120);
+	tm_assert_multiset_equal(e, "rs.a", "id, label, w, z");
+	tm_assert_multiset_equal(e, "rs.b", "id, n");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restored_target),
+		cmocka_unit_test(test_restored_before_ddl),
 		cmocka_unit_test(test_failover_slot_lost),
 		cmocka_unit_test(test_failover_slot_synced),
 	};
