@@ -425,7 +425,8 @@ load_checks(apply *a, apply_rel *r)
 
 	snprintf(id, sizeof id, "%d", r->table->table_id);
 	rc = sink_query(a->sink, "reading the source types in force",
-	                "SELECT c->>'name', c->>'type', c->>'generated'"
+	                /* the source's type, or its counterpart on the target */
+	                "SELECT c->>'name', coalesce(c->>'target_type', c->>'type'), c->>'generated'"
 	                " FROM tidemark.schema_versions v,"
 	                " jsonb_array_elements(v.columns) c WHERE v.table_id = $1::int"
 	                " AND v.version = (SELECT max(version) FROM tidemark.schema_versions"

@@ -50,8 +50,8 @@ int catalog_ensure_progress(sink *s, const char *slot);
 
 /* Is the replication of this slot set up in the target database (a
  * catalog, and its progress row)? TM_OK, or TM_EXIT_CONFIG logged with the
- * fix: run setup, or name a registered slot. Through the sink or a plain
- * target connection. */
+ * fix: run setup, or name a registered slot. slot NULL: is there a catalog
+ * at all? Through the sink or a plain target connection. */
 int catalog_check_registered(sink *s, const char *slot);
 int catalog_check_registered_conn(PGconn *conn, const char *slot);
 

@@ -16,7 +16,7 @@ enum {
 	OPT_SOURCE = 1000, OPT_TARGET, OPT_SLOT, OPT_PUBLICATION, OPT_TABLE, OPT_SCHEMA,
 	OPT_UNTIL_CAUGHT_UP, OPT_JSON, OPT_CHUNK_ROWS, OPT_READERS, OPT_SINCE, OPT_POLICY,
 	OPT_TABLE_POLICY, OPT_PROGRESS, OPT_DROP_TARGET, OPT_DROP_COLUMNS, OPT_DROP_TABLES,
-	OPT_CHUNK_BYTES, OPT_EXCLUDE_TABLE, OPT_LOG_FORMAT,
+	OPT_CHUNK_BYTES, OPT_EXCLUDE_TABLE, OPT_LOG_FORMAT, OPT_TARGET_SCHEMA, OPT_MAP_SCHEMA, OPT_ALL,
 };
 
 /* Which commands take which option: a bit per cli_command. */
@@ -35,6 +35,9 @@ static const struct {
 	 ONLY(CLI_SETUP) | ONLY(CLI_VERIFY) | ONLY(CLI_DDL_LOG) | ONLY(CLI_SNAPSHOT)},
 	{{"schema", required_argument, NULL, OPT_SCHEMA}, ONLY(CLI_SETUP)},
 	{{"exclude-table", required_argument, NULL, OPT_EXCLUDE_TABLE}, ONLY(CLI_SETUP)},
+	{{"target-schema", required_argument, NULL, OPT_TARGET_SCHEMA}, ONLY(CLI_SETUP)},
+	{{"map-schema", required_argument, NULL, OPT_MAP_SCHEMA}, ONLY(CLI_SETUP)},
+	{{"all", no_argument, NULL, OPT_ALL}, ONLY(CLI_STATUS) | ONLY(CLI_DDL_LOG)},
 	{{"until-caught-up", no_argument, NULL, OPT_UNTIL_CAUGHT_UP}, ONLY(CLI_RUN)},
 	{{"json", no_argument, NULL, OPT_JSON},
 	 ONLY(CLI_STATUS) | ONLY(CLI_SCHEMA) | ONLY(CLI_DDL_LOG) | ONLY(CLI_VERIFY)},
@@ -78,7 +81,13 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"                         the SQL way: 'public.\"Line Items\"'\n"
 		"  --schema NAME          every table of a schema, including tables created later\n"
 		"  --exclude-table SCHEMA.TABLE  leave a table of a --schema out (repeatable); it is\n"
-		"                         not replicated now nor when it is created again later\n",
+		"                         not replicated now nor when it is created again later\n"
+		"  --target-schema NAME   put every table of this pipeline into schema NAME on the\n"
+		"                         target (default: the source's schema names)\n"
+		"  --map-schema SRC=DST   put the tables of source schema SRC into target schema DST\n"
+		"                         (repeatable; before --target-schema)\n"
+		"A pipeline is named by its --slot: several (other source databases) can share one\n"
+		"target database, each with its own slot, publication and target schemas.\n",
 	[CLI_RUN] =
 		"Usage: tidemark run [OPTIONS]\n"
 		"Streams changes from the source into the target until stopped (SIGINT/SIGTERM\n"
@@ -98,9 +107,11 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"                         (default: keep them, no longer replicated)\n"
 		"  --progress-interval S  seconds between progress lines (default 5)\n",
 	[CLI_STATUS] =
-		"Usage: tidemark status [OPTIONS] [--json]\n"
+		"Usage: tidemark status [OPTIONS] [--json] [--all]\n"
 		"Shows the slot, the WAL it retains, the applied position, the lag and each\n"
-		"table's state (snapshot progress).\n",
+		"table's state (snapshot progress).\n"
+		"  --all                  every pipeline of the target: its source, applied position\n"
+		"                         and tables (from the target only; no --source needed)\n",
 	[CLI_SNAPSHOT] =
 		"Usage: tidemark snapshot [OPTIONS] SCHEMA.TABLE...\n"
 		"Asks a running (or the next) `run` to copy these tables again, chunk by chunk,\n"
@@ -112,7 +123,8 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 	[CLI_DDL_LOG] =
 		"Usage: tidemark ddl-log [OPTIONS] [--table SCHEMA.TABLE] [--since POSITION] [--json]\n"
 		"Lists the captured DDL: position, transaction, time, user, statement,\n"
-		"classification and what was done on the target.\n",
+		"classification and what was done on the target.\n"
+		"  --all                  the DDL of every pipeline of the target, each named\n",
 	[CLI_VERIFY] =
 		"Usage: tidemark verify [OPTIONS] [--table SCHEMA.TABLE]... [--json]\n"
 		"Compares source and target by key ranges without long transactions; prints each\n"
@@ -237,6 +249,9 @@ apply_option(cli_options *o, int c, const char *arg)
 			return TM_EXIT_USAGE;
 		break;
 	case OPT_EXCLUDE_TABLE: push(&o->exclude_tables, &o->nexclude_tables, arg); break;
+	case OPT_TARGET_SCHEMA: o->target_schema = arg; break;
+	case OPT_MAP_SCHEMA: push(&o->map_schemas, &o->nmap_schemas, arg); break;
+	case OPT_ALL: o->all = true; break;
 	case OPT_READERS:
 		if (parse_long("snapshot-readers", arg, 1, 16, &v) != TM_OK)
 			return TM_EXIT_USAGE;
@@ -419,5 +434,6 @@ cli_options_free(cli_options *o)
 	free(o->schemas);
 	free(o->table_policies);
 	free(o->exclude_tables);
-	o->tables = o->schemas = o->table_policies = o->exclude_tables = NULL;
+	free(o->map_schemas);
+	o->tables = o->schemas = o->table_policies = o->exclude_tables = o->map_schemas = NULL;
 }

@@ -36,6 +36,10 @@ typedef struct cli_options {
 	int nschemas;
 	const char **exclude_tables; /* owned array: setup --exclude-table */
 	int nexclude_tables;
+	const char *target_schema;   /* setup --target-schema */
+	const char **map_schemas;    /* owned array of borrowed "SRC=DST": setup --map-schema */
+	int nmap_schemas;
+	bool all;                    /* status, ddl-log --all: every pipeline of the target */
 	bool until_caught_up;
 	bool json;
 	bool help;

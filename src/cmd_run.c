@@ -20,6 +20,7 @@
 #include "log.h"
 #include "migrate.h"
 #include "pgconn.h"
+#include "pipeline.h"
 #include "pgoutput.h"
 #include "schema_sync.h"
 #include "snapshot.h"
@@ -452,16 +453,21 @@ session_open(run_state *st)
 	/* PostgreSQL 15 or later, wal_level logical, the REPLICATION privilege */
 	if (rc == TM_OK && !st->streamed)
 		rc = source_query_check_server(st->control);
-	if (rc == TM_OK)
-		rc = source_query_check_via_root(st->control, o->publication);
-	if (rc == TM_OK)
-		rc = write_marker(st);
 	if (rc == TM_OK && (rc = sink_open(o->target, "apply", &st->sink)) != TM_OK)
 		st->connect_failed = true;
 	if (rc == TM_OK)
 		rc = catalog_check_registered(st->sink, o->slot);
 	if (rc == TM_OK)
 		rc = catalog_upgrade(st);
+	/* this source's pipeline, not another one's position and tables:
+	 * before anything is written to either side */
+	if (rc == TM_OK)
+		rc = pipeline_check((pipeline_target){st->sink, NULL}, o->slot, st->control, o->source,
+		                    true);
+	if (rc == TM_OK)
+		rc = source_query_check_via_root(st->control, o->publication);
+	if (rc == TM_OK)
+		rc = write_marker(st);
 	if (rc == TM_OK)
 		rc = key_order_refresh(st);
 	if (rc == TM_OK)

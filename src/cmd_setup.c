@@ -16,6 +16,7 @@
 #include "log.h"
 #include "migrate.h"
 #include "pgconn.h"
+#include "pipeline.h"
 #include "source_query.h"
 #include "strbuf.h"
 #include "xalloc.h"
@@ -258,6 +259,100 @@ collect_tables(PGconn *src, const cli_options *o, setup_tables *t)
 	return rc == TM_OK ? warn_foreign_partitions(src, o, t) : rc;
 }
 
+/* The pipeline this setup makes or extends: its source and mapping. */
+typedef struct setup_pipeline {
+	pipeline_source source;
+	schema_map map;       /* the recorded mapping with what this setup adds */
+} setup_pipeline;
+
+/* --target-schema and --map-schema. */
+static int
+wanted_map(const cli_options *o, schema_map *want)
+{
+	tm_error err;
+
+	if (o->target_schema != NULL && schema_map_set_default(want, o->target_schema, &err) != 0) {
+		log_error("%s", err.msg);
+		return TM_EXIT_USAGE;
+	}
+	for (int i = 0; i < o->nmap_schemas; i++)
+		if (schema_map_parse_pair(want, o->map_schemas[i], &err) != 0) {
+			log_error("%s", err.msg);
+			return TM_EXIT_USAGE;
+		}
+	return TM_OK;
+}
+
+static void
+names_push(char ***names, int *n, const char *schema, const char *name)
+{
+	*names = xrealloc(*names, sizeof(char *) * (size_t) (2 * *n + 2));
+	(*names)[2 * *n] = xstrdup(schema);
+	(*names)[2 * *n + 1] = xstrdup(name);
+	(*n)++;
+}
+
+/* The tables this setup names, as schema, name pairs: known before their
+ * definitions are read (which needs the capture functions on the source),
+ * so that the pipeline's checks come before any change. */
+static int
+setup_names(PGconn *src, const cli_options *o, const setup_tables *t, char ***names, int *n)
+{
+	int rc = TM_OK;
+
+	for (int i = 0; i < o->ntables; i++) {
+		char *schema, *name;
+		tm_error err;
+
+		if (ident_parse_qualified(o->tables[i], "public", &schema, &name, &err) != 0) {
+			log_error("--table %s: %s", o->tables[i], err.msg);
+			return TM_EXIT_USAGE;
+		}
+		names_push(names, n, schema, name);
+		free(schema);
+		free(name);
+	}
+	for (int i = 0; rc == TM_OK && i < o->nschemas; i++) {
+		char **list = NULL;
+
+		rc = source_query_schema_tables(src, o->schemas[i], &list);
+		for (int j = 0; rc == TM_OK && list[j] != NULL; j++)
+			if (!is_excluded(t, o->schemas[i], list[j]))
+				names_push(names, n, o->schemas[i], list[j]);
+		for (int j = 0; list != NULL && list[j] != NULL; j++)
+			free(list[j]);
+		free(list);
+	}
+	return rc;
+}
+
+/* Which source this is, and whether this target lets it set up the
+ * pipeline asked: checked before anything changes on either side. */
+static int
+check_pipeline(const cli_options *o, PGconn *src, const setup_tables *t, setup_pipeline *sp)
+{
+	schema_map want = SCHEMA_MAP_INIT;
+	char **names = NULL;
+	int n = 0;
+	PGconn *target = NULL;
+	int rc = wanted_map(o, &want);
+
+	if (rc == TM_OK)
+		rc = pipeline_source_read(src, o->source, &sp->source);
+	if (rc == TM_OK)
+		rc = setup_names(src, o, t, &names, &n);
+	if (rc == TM_OK)
+		rc = pgconn_open(o->target, PGCONN_TARGET, "setup", false, &target);
+	if (rc == TM_OK)
+		rc = pipeline_check_setup(target, src, o->slot, &sp->source, &want, names, n, &sp->map);
+	for (int i = 0; i < 2 * n; i++)
+		free(names[i]);
+	free(names);
+	schema_map_clear(&want);
+	PQfinish(target);
+	return rc;
+}
+
 static int
 prepare_source(PGconn *src, setup_done *done)
 {
@@ -362,8 +457,9 @@ record_partitions(sink *s, const char *slot, const tabledef *def, ddl_part_root 
 }
 
 static int
-prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const char *key_hex,
-               tm_lsn valid_from, setup_done *done)
+prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
+               const setup_pipeline *sp, const char *key_hex, tm_lsn valid_from,
+               setup_done *done)
 {
 	PGconn *plain;
 	sink *s = NULL;
@@ -378,6 +474,8 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 		rc = sink_open(o->target, "setup", &s);
 	if (rc == TM_OK)
 		rc = catalog_ensure_progress(s, o->slot);
+	if (rc == TM_OK)
+		rc = pipeline_save(s, o->slot, &sp->source, &sp->map);
 	done->registered = rc == TM_OK;
 	if (rc == TM_OK)
 		rc = keep_capture_key(s, o, key_hex, valid_from);
@@ -447,6 +545,7 @@ int
 cmd_setup(const cli_options *o)
 {
 	setup_tables tables = {0};
+	setup_pipeline pipeline = {{NULL, NULL, NULL}, SCHEMA_MAP_INIT};
 	setup_done done = {0};
 	PGconn *src = NULL;
 	tm_lsn lsn = LSN_INVALID, slot_lsn = LSN_INVALID;
@@ -466,6 +565,8 @@ cmd_setup(const cli_options *o)
 	if (rc == TM_OK)
 		rc = pgconn_open(o->source, PGCONN_SOURCE, "setup", false, &src);
 	if (rc == TM_OK)
+		rc = check_pipeline(o, src, &tables, &pipeline);
+	if (rc == TM_OK)
 		rc = prepare_source(src, &done);
 	if (rc == TM_OK)
 		rc = collect_tables(src, o, &tables);
@@ -474,7 +575,7 @@ cmd_setup(const cli_options *o)
 	if (rc == TM_OK)
 		rc = source_query_current_lsn(src, &lsn);
 	if (rc == TM_OK)
-		rc = prepare_target(o, src, &tables, key_hex, lsn, &done);
+		rc = prepare_target(o, src, &tables, &pipeline, key_hex, lsn, &done);
 	if (rc == TM_OK)
 		rc = source_query_ensure_publication(src, o->publication, tables.defs, tables.n,
 		                                     o->schemas, o->nschemas);
@@ -492,6 +593,8 @@ cmd_setup(const cli_options *o)
 	if (rc != TM_OK && rc != TM_EXIT_USAGE)
 		report_partial(&done);
 	tables_free(&tables);
+	pipeline_source_clear(&pipeline.source);
+	schema_map_clear(&pipeline.map);
 	free(key_hex);
 	PQfinish(src);
 	return rc;

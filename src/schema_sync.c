@@ -13,6 +13,7 @@
 #include "ident.h"
 #include "keyless.h"
 #include "log.h"
+#include "pipeline.h"
 #include "pgconn.h"
 #include "schema_sync_int.h"
 #include "target_ddl.h"
@@ -352,6 +353,28 @@ run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, tablede
 	return TM_EXIT_TARGET;
 }
 
+/* SET SCHEMA: the target table moves to the target schema of the new
+ * source schema (the pipeline's mapping), if that is another one. */
+static int
+move_to_schema(schema_sync *ss, target_name *tn, const char *source_schema, strbuf *sql)
+{
+	char *tschema = NULL;
+	int rc = pipeline_target_schema(ss->sink, ss->cfg.slot, source_schema, &tschema);
+
+	if (rc == TM_OK && strcmp(tschema, tn->schema) != 0) {
+		target_ddl_create_schema(sql, tschema);
+		rc = exec(ss, "creating a target schema", sql);
+		if (rc == TM_OK) {
+			target_ddl_set_schema(sql, tn->schema, tn->table, tschema);
+			rc = exec(ss, "moving a target table", sql);
+		}
+		if (rc == TM_OK)
+			rename_to(&tn->schema, tschema);
+	}
+	free(tschema);
+	return rc;
+}
+
 static int
 run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const target_cols *tc,
                  tabledef *now, strbuf *sql)
@@ -362,12 +385,7 @@ run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const ta
 		rename_to(&tn->table, a->name);
 		return exec(ss, "renaming a target table", sql);
 	case DDL_ACT_SET_SCHEMA:
-		target_ddl_create_schema(sql, a->name);
-		if (exec(ss, "creating a target schema", sql) != TM_OK)
-			return TM_EXIT_TARGET;
-		target_ddl_set_schema(sql, tn->schema, tn->table, a->name);
-		rename_to(&tn->schema, a->name);
-		return exec(ss, "moving a target table", sql);
+		return move_to_schema(ss, tn, a->name, sql);
 	case DDL_ACT_SET_KEY:
 		target_ddl_set_key(sql, tn->schema, tn->table, tc->pk, a->nkeys, a->keys);
 		return exec(ss, "changing a target table's key", sql);

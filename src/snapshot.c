@@ -208,7 +208,10 @@ load_checks(snapshot *s, snap_table *t, const snap_job *job)
 	checks_clear(t);
 	snprintf(id, sizeof id, "%d", t->table_id);
 	if (sink_query(s->sink, "reading the source types in force",
-	               "SELECT c->>'name', c->>'type' FROM tidemark.schema_versions v,"
+	               /* the type the target column is to have: the source's, or
+	                * its counterpart (a type in the pipeline's target schema) */
+	               "SELECT c->>'name', coalesce(c->>'target_type', c->>'type')"
+	               " FROM tidemark.schema_versions v,"
 	               " jsonb_array_elements(v.columns) c WHERE v.table_id = $1::int"
 	               " AND v.version = (SELECT max(version) FROM tidemark.schema_versions"
 	               "   WHERE table_id = $1::int)", 1, p, &r) != TM_OK)
