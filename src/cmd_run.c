@@ -487,10 +487,6 @@ session_open(run_state *st)
 		rc = catalog_upgrade(st);
 	if (rc == TM_OK)
 		rc = key_order_refresh(st);
-	/* this run's policies, said once: in force while its apply connection lives */
-	if (rc == TM_OK)
-		rc = policy_record_run(st->sink, o->slot, &st->policies, !st->policies_logged);
-	st->policies_logged |= rc == TM_OK;
 	if (rc == TM_OK)
 		rc = snapshot_new(&sc, st->sink, &st->snap);
 	if (rc == TM_OK)
@@ -502,8 +498,12 @@ session_open(run_state *st)
 	cfg.hooks.on_message = on_message;
 	cfg.hooks.message_ctx = st;
 	rc = apply_new(st->sink, &cfg, &st->apply);
+	/* this run's policies, said once: in force while its apply connection lives */
+	if (rc == TM_OK)
+		rc = policy_record_run(st->sink, o->slot, &st->policies, !st->policies_logged);
 	if (rc != TM_OK)
 		return rc;
+	st->policies_logged = true;
 	snapshot_attach(st->snap, st->apply);
 	if (st->marker[0] != '\0')
 		apply_set_marker(st->apply, st->marker);
