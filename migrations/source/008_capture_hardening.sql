@@ -22,10 +22,10 @@
 --    into the target's audit log. The client string may hold more than the
 --    DDL: DO $$ ... EXECUTE 'ALTER ROLE app PASSWORD ''...''' $$, CALL
 --    p('...'), SELECT f('...'), INSERT of a row of secrets, ALTER ROLE in
---    the same string as an ALTER TABLE. capture_envelope now writes
---    capture_statement(current_query()) instead: the string statement by
---    statement (split at the semicolons outside quotes, comments and
---    brackets), where
+--    the same string as an ALTER TABLE. capture_emit now writes
+--    capture_statement(statement) instead, before it signs: the string
+--    statement by statement (split at the semicolons outside quotes,
+--    comments and brackets), where
 --      - a statement of table or type DDL (ALTER / CREATE of a TABLE, INDEX,
 --        TYPE, DOMAIN, SCHEMA, EXTENSION, SEQUENCE, VIEW, MATERIALIZED VIEW,
 --        COLLATION, STATISTICS, TRIGGER, PUBLICATION, POLICY or RULE; any
@@ -49,37 +49,11 @@
 --    rest of the message is the catalog's, as before: what a DO block or a
 --    function did is in "tables", "dropped" and "rewrite", whatever the text.
 --
--- Only capture_emit and capture_envelope are replaced (and two helpers
--- added); the event trigger functions call them as before.
-
--- Signs (bound form) and writes one message. A key that cannot be read, or
--- a message whose xid and seq cannot be read, leaves it unsigned rather
--- than fail the DDL (run then ignores it, with a warning).
-CREATE OR REPLACE FUNCTION tidemark.capture_emit(p_msg text)
-RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    k bytea;
-    head text;
-BEGIN
-    BEGIN
-        SELECT key INTO k FROM tidemark.capture_key;
-        head := format('v2 %s %s ', (p_msg::json ->> 'xid')::bigint,
-                       (p_msg::json ->> 'seq')::integer);
-    EXCEPTION WHEN OTHERS THEN
-        k := NULL;
-    END;
-    IF k IS NOT NULL AND head IS NOT NULL THEN
-        p_msg := head || encode(sha256(k || sha256(convert_to(head || p_msg,
-                                                            current_setting('server_encoding')))),
-                                'hex') || ' ' || p_msg;
-    END IF;
-    -- outside any exception block: see the top of 001
-    PERFORM pg_logical_emit_message(true, 'tidemark.ddl', p_msg);
-END
-$$;
+-- Only capture_emit is replaced (and two helpers added): every message goes
+-- through it, whatever builds the message; the event trigger functions call
+-- it as before. The statement's place in the message is unchanged: a
+-- client string over 4096 bytes is still carried once per transaction
+-- ("statement_seq", 001), now in its checked form.
 
 -- What a statement whose leading keywords are p_words (upper case, at most
 -- eight) is, for its text: NULL, kept as written; '', kept with its string
@@ -345,61 +319,51 @@ BEGIN
 END
 $$;
 
--- The envelope of 001, writing capture_statement(current_query()) as the
--- statement. Otherwise unchanged.
-CREATE OR REPLACE FUNCTION tidemark.capture_envelope(
-    p_kind text, p_tag text, p_commands json, p_tables json, p_dropped json,
-    p_rewrite json, p_error text)
-RETURNS text
-LANGUAGE plpgsql
+-- Writes one message: its statement as it may leave the source (2. above),
+-- then signed in the bound form (1. above). A key that cannot be read, or a
+-- message whose xid and seq cannot be read, leaves it unsigned rather than
+-- fail the DDL (run then ignores it, with a warning); a statement that
+-- cannot be checked is written as unreadable.
+CREATE OR REPLACE FUNCTION tidemark.capture_emit(p_msg text)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    -- "<xid> <seq> <client string key> <seq of its text>", local to the
-    -- transaction; a value from elsewhere (another transaction, a manual SET)
-    -- restarts the count
-    state text[] := string_to_array(current_setting('tidemark.capture_seq', true), ' ');
-    cur_xid bigint := txid_current();
-    seq integer := 1;
-    -- the client string: statement_timestamp() is taken per client message
-    stmt_key text := extract(epoch FROM statement_timestamp())::text;
-    stmt_seq integer;
+    k bytea;
+    head text;
     stmt text;
+    said text;
 BEGIN
-    IF cardinality(state) = 4 AND state[1] = cur_xid::text AND state[2] ~ '^[0-9]{1,9}$'
-       AND state[4] ~ '^[0-9]{1,9}$' THEN
-        seq := state[2]::integer + 1;
-        IF state[3] = stmt_key THEN
-            stmt_seq := state[4]::integer;
-        END IF;
+    BEGIN
+        stmt := p_msg::json ->> 'statement';
+        said := tidemark.capture_statement(stmt);
+    EXCEPTION WHEN OTHERS THEN
+        said := '/* UNREADABLE TEXT: left out by the capture */';
+    END;
+    IF said IS DISTINCT FROM stmt THEN
+        BEGIN
+            p_msg := jsonb_set(p_msg::jsonb, '{statement}', to_jsonb(said))::text;
+        EXCEPTION WHEN OTHERS THEN
+            RETURN; -- not JSON: nothing the target could follow, and the text stays here
+        END;
     END IF;
-    IF stmt_seq IS NULL THEN
-        stmt := current_query();
-        -- a long client string is read once per transaction, whatever is left of it
-        IF octet_length(stmt) <= 4096 THEN
-            stmt_key := '-';
-        END IF;
-        stmt := tidemark.capture_statement(stmt);
-        stmt_seq := seq;
-    ELSE
-        stmt_key := state[3];
+    BEGIN
+        SELECT key INTO k FROM tidemark.capture_key;
+        head := format('v2 %s %s ', (p_msg::json ->> 'xid')::bigint,
+                       (p_msg::json ->> 'seq')::integer);
+    EXCEPTION WHEN OTHERS THEN
+        k := NULL;
+    END;
+    IF k IS NOT NULL AND head IS NOT NULL THEN
+        p_msg := head || encode(sha256(k || sha256(convert_to(head || p_msg,
+                                                            current_setting('server_encoding')))),
+                                'hex') || ' ' || p_msg;
     END IF;
-    PERFORM set_config('tidemark.capture_seq', concat_ws(' ', cur_xid, seq, stmt_key, stmt_seq), true);
-    RETURN json_build_object(
-        'version', 1, 'kind', p_kind, 'command_tag', p_tag,
-        'statement', stmt, 'statement_seq', stmt_seq,
-        'user', session_user,
-        'role', CASE current_setting('role') WHEN 'none' THEN session_user
-                ELSE current_setting('role') END,
-        'time', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-        'timezone', current_setting('TimeZone'),
-        'xid', cur_xid, 'seq', seq,
-        'commands', coalesce(p_commands, '[]'), 'tables', coalesce(p_tables, '[]'),
-        'dropped', coalesce(p_dropped, '[]'), 'rewrite', p_rewrite,
-        'error', p_error)::text;
+    -- outside any exception block: see the top of 001
+    PERFORM pg_logical_emit_message(true, 'tidemark.ddl', p_msg);
 END
 $$;
 
 REVOKE ALL ON FUNCTION tidemark.capture_emit(text), tidemark.capture_statement(text),
-    tidemark.capture_statement_kind(text[], boolean, boolean),
-    tidemark.capture_envelope(text, text, json, json, json, json, text) FROM PUBLIC;
+    tidemark.capture_statement_kind(text[], boolean, boolean) FROM PUBLIC;
