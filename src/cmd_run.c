@@ -15,8 +15,8 @@
 
 #include "apply.h"
 #include "clock.h"
-#include "ddl_auth.h"
 #include "commands.h"
+#include "ddl_auth.h"
 #include "key_order.h"
 #include "log.h"
 #include "migrate.h"
