@@ -49,9 +49,9 @@ peeked_message(tm_env *e, int n)
 	                                "SELECT data FROM pg_logical_slot_peek_changes('peek_%s', NULL,"
 	                                " NULL) WHERE data LIKE 'message: transactional: 1 prefix:"
 	                                " tidemark.ddl, %%' OFFSET %d LIMIT 1", e->slot, n);
-	char *content, *out;
+	char *content = line != NULL ? strstr(line, " content:") : NULL, *out;
 
-	if (line == NULL || (content = strstr(line, " content:")) == NULL)
+	if (content == NULL)
 		fail_msg("the peek slot has no capture message %d: %s", n, line ? line : "(none)");
 	out = strdup(content + strlen(" content:"));
 	free(line);
@@ -297,6 +297,70 @@ test_no_secret_through_opaque_statements(void **state)
 	tm_env_free(e);
 }
 
+/* capture_statement, the source's own reading of a client string, on the
+ * texts that are hard to split: each input and what the message carries. */
+static const char *const statement_texts[][2] = {
+	{"ALTER TABLE t ADD c int", "ALTER TABLE t ADD c int"},
+	{"ALTER TABLE t ADD c int;\nALTER TABLE t ADD d int;\n",
+	 "ALTER TABLE t ADD c int;\nALTER TABLE t ADD d int;\n"},
+	{"ALTER TABLE \"we;ird\" ADD \"c;\" text DEFAULT 'a;b'; CALL p('hunter2')",
+	 "ALTER TABLE \"we;ird\" ADD \"c;\" text DEFAULT 'a;b'; /* CALL: left out by the capture */"},
+	{"ALTER TABLE t ADD c text DEFAULT E'it\\'s; CALL'; SELECT 'hunter2'",
+	 "ALTER TABLE t ADD c text DEFAULT E'it\\'s; CALL'; /* SELECT: left out by the capture */"},
+	{"DO $x$ BEGIN PERFORM 'hunter2'; END $x$; ALTER TABLE t ADD c int",
+	 "/* DO: left out by the capture */; ALTER TABLE t ADD c int"},
+	{"DO $$ BEGIN PERFORM $a$ ; hunter2 $a$; END $$; ALTER TABLE t ADD c int",
+	 "/* DO: left out by the capture */; ALTER TABLE t ADD c int"},
+	{"/* a /* nested */ hunter2 */ ALTER TABLE t ADD c int -- hunter2",
+	 "  ALTER TABLE t ADD c int  "},
+	{"CREATE OR REPLACE FUNCTION f() RETURNS text LANGUAGE sql AS 'SELECT ''hunter2''';"
+	 " CREATE UNIQUE INDEX i ON t (c)",
+	 "/* CREATE FUNCTION: left out by the capture */; CREATE UNIQUE INDEX i ON t (c)"},
+	{"ALTER TABLE t ALTER c TYPE text USING pgp_sym_decrypt(c, 'hunter2')",
+	 "ALTER TABLE t ALTER c TYPE text USING pgp_sym_decrypt(c, '?')"},
+	{"CREATE TEMP TABLE a AS SELECT f($q$hunter2$q$)", "CREATE TEMP TABLE a AS SELECT f('?')"},
+	{"CREATE RULE r AS ON INSERT TO t DO ALSO (NOTIFY a; NOTIFY b); GRANT SELECT ON t TO u",
+	 "CREATE RULE r AS ON INSERT TO t DO ALSO (NOTIFY a; NOTIFY b); GRANT SELECT ON t TO u"},
+	{"ALTER TABLE t ADD c int; 'hunter2", "/* UNREADABLE TEXT: left out by the capture */"},
+	{"ALTER TABLE t ADD c int; /* hunter2", "/* UNREADABLE TEXT: left out by the capture */"},
+	{"COMMIT; hunter2 x; WITH a AS (SELECT 1) SELECT 1; ALTER USER u PASSWORD 'hunter2'",
+	 "COMMIT; /* STATEMENT: left out by the capture */; /* WITH: left out by the capture */;"
+	 " /* ALTER USER: left out by the capture */"},
+};
+
+static void
+assert_statement_text(PGconn *conn, const char *in, const char *want)
+{
+	const char *p[] = {in};
+	PGresult *r = PQexecParams(conn, "SELECT tidemark.capture_statement($1)", 1, NULL, p, NULL,
+	                           NULL, 0);
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("capture_statement: %s", PQerrorMessage(conn));
+	if (strcmp(PQgetvalue(r, 0, 0), want) != 0)
+		fail_msg("capture_statement(%s)\n  is %s\n not %s", in, PQgetvalue(r, 0, 0), want);
+	PQclear(r);
+}
+
+static void
+test_capture_statement_texts(void **state)
+{
+	tm_env *e = tm_env_new("texts");
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY)");
+	tm_setup_table(e, "t");
+	for (size_t i = 0; i < sizeof statement_texts / sizeof statement_texts[0]; i++)
+		assert_statement_text(e->s, statement_texts[i][0], statement_texts[i][1]);
+	/* with standard_conforming_strings off, a backslash escapes a quote */
+	pgtest_exec(e->s, "SET standard_conforming_strings = off");
+	assert_statement_text(e->s, "ALTER TABLE t ADD c text DEFAULT 'it\\'s; CALL'; CALL p('hunter2')",
+	                      "ALTER TABLE t ADD c text DEFAULT 'it\\'s; CALL'; /* CALL: left out by"
+	                      " the capture */");
+	pgtest_exec(e->s, "RESET standard_conforming_strings");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -304,6 +368,7 @@ main(void)
 		cmocka_unit_test(test_replayed_message_ignored),
 		cmocka_unit_test(test_old_form_only_before_binding),
 		cmocka_unit_test(test_no_secret_through_opaque_statements),
+		cmocka_unit_test(test_capture_statement_texts),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
