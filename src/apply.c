@@ -1379,3 +1379,9 @@ apply_current_commit_lsn(const apply *a)
 {
 	return a->final_lsn;
 }
+
+uint32_t
+apply_current_xid(const apply *a)
+{
+	return a->xid;
+}

@@ -9,7 +9,7 @@
 #include "log.h"
 
 static const char *const command_names[CLI_NCOMMANDS] = {
-	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown",
+	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown", "policy",
 };
 
 enum {
@@ -17,6 +17,7 @@ enum {
 	OPT_UNTIL_CAUGHT_UP, OPT_JSON, OPT_CHUNK_ROWS, OPT_READERS, OPT_SINCE, OPT_POLICY,
 	OPT_TABLE_POLICY, OPT_PROGRESS, OPT_DROP_TARGET, OPT_DROP_COLUMNS, OPT_DROP_TABLES,
 	OPT_CHUNK_BYTES, OPT_EXCLUDE_TABLE, OPT_LOG_FORMAT, OPT_TARGET_SCHEMA, OPT_MAP_SCHEMA, OPT_ALL,
+	OPT_DEFAULT,
 };
 
 /* Which commands take which option: a bit per cli_command. */
@@ -40,13 +41,14 @@ static const struct {
 	{{"all", no_argument, NULL, OPT_ALL}, ONLY(CLI_STATUS) | ONLY(CLI_DDL_LOG)},
 	{{"until-caught-up", no_argument, NULL, OPT_UNTIL_CAUGHT_UP}, ONLY(CLI_RUN)},
 	{{"json", no_argument, NULL, OPT_JSON},
-	 ONLY(CLI_STATUS) | ONLY(CLI_SCHEMA) | ONLY(CLI_DDL_LOG) | ONLY(CLI_VERIFY)},
+	 ONLY(CLI_STATUS) | ONLY(CLI_SCHEMA) | ONLY(CLI_DDL_LOG) | ONLY(CLI_VERIFY) | ONLY(CLI_POLICY)},
 	{{"chunk-rows", required_argument, NULL, OPT_CHUNK_ROWS}, ONLY(CLI_RUN) | ONLY(CLI_VERIFY)},
 	{{"chunk-bytes", required_argument, NULL, OPT_CHUNK_BYTES}, ONLY(CLI_RUN)},
 	{{"snapshot-readers", required_argument, NULL, OPT_READERS}, ONLY(CLI_RUN)},
 	{{"since", required_argument, NULL, OPT_SINCE}, ONLY(CLI_DDL_LOG)},
-	{{"policy", required_argument, NULL, OPT_POLICY}, ONLY(CLI_RUN)},
-	{{"table-policy", required_argument, NULL, OPT_TABLE_POLICY}, ONLY(CLI_RUN)},
+	{{"policy", required_argument, NULL, OPT_POLICY}, ONLY(CLI_RUN) | ONLY(CLI_SETUP)},
+	{{"table-policy", required_argument, NULL, OPT_TABLE_POLICY}, ONLY(CLI_RUN) | ONLY(CLI_SETUP)},
+	{{"default", required_argument, NULL, OPT_DEFAULT}, ONLY(CLI_POLICY)},
 	{{"progress-interval", required_argument, NULL, OPT_PROGRESS}, ONLY(CLI_RUN)},
 	{{"drop-target-catalog", no_argument, NULL, OPT_DROP_TARGET}, ONLY(CLI_TEARDOWN)},
 	{{"drop-columns", no_argument, NULL, OPT_DROP_COLUMNS}, ONLY(CLI_RUN)},
@@ -86,6 +88,10 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"                         target (default: the source's schema names)\n"
 		"  --map-schema SRC=DST   put the tables of source schema SRC into target schema DST\n"
 		"                         (repeatable; before --target-schema)\n"
+		"  --policy P             the default policy for a column type change that cannot\n"
+		"                         widen: widen, follow, quarantine or stop (kept; see\n"
+		"                         `tidemark policy`)\n"
+		"  --table-policy SCHEMA.TABLE=P  the same, for one table of this setup (repeatable)\n"
 		"A pipeline is named by its --slot: several (other source databases) can share one\n"
 		"target database, each with its own slot, publication and target schemas.\n",
 	[CLI_RUN] =
@@ -98,9 +104,11 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"  --chunk-rows N         snapshot chunk size in rows (default 20000)\n"
 		"  --chunk-bytes SIZE     and in bytes, as read (default 32MB; kB, MB, GB)\n"
 		"  --snapshot-readers N   parallel snapshot reader connections (default 1)\n"
-		"  --policy P             for a column type change that cannot widen: widen (default),\n"
-		"                         follow, quarantine or stop\n"
-		"  --table-policy SCHEMA.TABLE=P  the same, for one table (repeatable)\n"
+		"  --policy P             for a column type change that cannot widen: widen,\n"
+		"                         follow, quarantine or stop, for this run only (instead\n"
+		"                         of the stored default: see `tidemark policy`)\n"
+		"  --table-policy SCHEMA.TABLE=P  the same, for one table (repeatable; instead of\n"
+		"                         the table's stored policy)\n"
 		"  --drop-columns         drop on the target the columns dropped on the source\n"
 		"                         (default: keep them, no longer filled)\n"
 		"  --drop-tables          drop on the target the tables dropped on the source\n"
@@ -137,6 +145,15 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"Drops the slot, the publication and the DDL capture objects on the source\n"
 		"(the replicated tables on the target are kept).\n"
 		"  --drop-target-catalog  also drop the tidemark schema on the target\n",
+	[CLI_POLICY] =
+		"Usage: tidemark policy [OPTIONS] [SCHEMA.TABLE=P]... [--default P] [--json]\n"
+		"Sets, then lists, the stored policies for a column type change that cannot widen\n"
+		"(widen, follow, quarantine or stop): each table's and the default, used by every\n"
+		"`run` (a run's --policy / --table-policy override them for that run only).\n"
+		"  SCHEMA.TABLE=P         a replicated table's policy; P default: the table follows\n"
+		"                         the default again\n"
+		"  --default P            the default policy (initially widen)\n"
+		"  --json                 the list as one JSON document\n",
 };
 
 const char *
@@ -159,7 +176,8 @@ cli_print_help(cli_command command)
 		       "  schema     a table's schema versions\n"
 		       "  ddl-log    the DDL audit log\n"
 		       "  verify     compare source and target\n"
-		       "  teardown   remove the slot, publication and capture objects\n\n"
+		       "  teardown   remove the slot, publication and capture objects\n"
+		       "  policy     the stored schema-change policies\n\n"
 		       "`tidemark COMMAND --help` describes a command; `tidemark --version` says which\n"
 		       "tidemark this is.\n\n%s",
 		       common_help);
@@ -238,6 +256,7 @@ apply_option(cli_options *o, int c, const char *arg)
 	case OPT_SINCE: o->since = arg; break;
 	case OPT_POLICY: o->policy = arg; break;
 	case OPT_TABLE_POLICY: push(&o->table_policies, &o->ntable_policies, arg); break;
+	case OPT_DEFAULT: o->policy = arg; break;
 	case OPT_CHUNK_ROWS:
 		if (parse_long("chunk-rows", arg, 1, 10000000, &v) != TM_OK)
 			return TM_EXIT_USAGE;
@@ -333,12 +352,15 @@ static int
 take_positionals(int argc, char **argv, cli_options *o)
 {
 	for (int i = optind; i < argc; i++) {
-		if (o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA) {
+		if (o->command == CLI_POLICY)
+			push(&o->table_policies, &o->ntable_policies, argv[i]);
+		else if (o->command == CLI_SNAPSHOT || o->command == CLI_SCHEMA)
+			push(&o->tables, &o->ntables, argv[i]);
+		else {
 			fprintf(stderr, "tidemark %s: unexpected argument \"%s\"\n",
 			        command_names[o->command], argv[i]);
 			return TM_EXIT_USAGE;
 		}
-		push(&o->tables, &o->ntables, argv[i]);
 	}
 	return TM_OK;
 }

@@ -19,6 +19,7 @@ typedef enum cli_command {
 	CLI_DDL_LOG,
 	CLI_VERIFY,
 	CLI_TEARDOWN,
+	CLI_POLICY,
 	CLI_NCOMMANDS
 } cli_command;
 
@@ -52,8 +53,10 @@ typedef struct cli_options {
 	long long chunk_bytes;    /* run: snapshot chunk size in bytes read (0: default) */
 	int snapshot_readers;     /* run: parallel snapshot reader connections */
 	const char *since;        /* ddl-log: --since POSITION */
-	const char *policy;       /* run: schema-change policy (widen, follow, quarantine, stop) */
-	const char **table_policies; /* owned array of borrowed "SCHEMA.TABLE=POLICY" */
+	const char *policy;       /* setup, run: --policy; policy: --default (widen, follow,
+	                           * quarantine, stop) */
+	const char **table_policies; /* owned array of borrowed "SCHEMA.TABLE=POLICY": setup and
+	                              * run --table-policy, policy's arguments */
 	int ntable_policies;
 	double progress_interval; /* run: seconds between progress lines */
 	int verbose;              /* -v count; -q sets -1 */

@@ -16,12 +16,14 @@
 #include "apply.h"
 #include "clock.h"
 #include "commands.h"
+#include "ddl_auth.h"
 #include "key_order.h"
 #include "log.h"
 #include "migrate.h"
 #include "pgconn.h"
 #include "pipeline.h"
 #include "pgoutput.h"
+#include "policy.h"
 #include "schema_sync.h"
 #include "snapshot.h"
 #include "source.h"
@@ -69,7 +71,10 @@ typedef struct run_state {
 	apply *apply;               /* owned */
 	snapshot *snap;             /* owned */
 	schema_sync *schema;        /* owned */
-	ddl_policy policy;          /* --policy */
+	policy_settings policies;   /* --policy, --table-policy: this run's */
+	bool policies_logged;
+	uint64_t next_xid;          /* the source's next xid, read at next_xid_at: */
+	double next_xid_at;         /* the epoch of the stream's transactions */
 	tm_lsn stop_before;         /* the stop policy stopped at this transaction */
 	apply_hooks snap_hooks;
 	source *stream;             /* owned */
@@ -145,13 +150,38 @@ key_order_for(run_state *st, const int *ids, int nids)
 	return rc;
 }
 
+/* The 64-bit xid of the source transaction being applied: its Begin's 32
+ * bits, in the epoch of the source's next xid, read again when it is more
+ * than NEXT_XID_MAX_AGE_S old (far fewer than 2^31 xids go by meanwhile:
+ * ddl_auth_widen_xid). */
+#define NEXT_XID_MAX_AGE_S 10
+static int
+current_xid(run_state *st, uint64_t *out)
+{
+	double now = clock_now_s();
+	int rc = TM_OK;
+
+	if (st->next_xid == 0 || now - st->next_xid_at > NEXT_XID_MAX_AGE_S) {
+		rc = source_query_next_xid(st->control, &st->next_xid);
+		st->next_xid_at = now;
+	}
+	*out = ddl_auth_widen_xid(st->next_xid, apply_current_xid(st->apply));
+	return rc;
+}
+
 /* A schema change: the target follows it; the tables concerned are looked
  * at again (names, keys, statements, chunks in flight). */
 static int
 on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 {
 	schema_sync_result res;
-	int rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
+	uint64_t xid = 0;
+	int rc = current_xid(st, &xid);
+
+	if (rc != TM_OK)
+		return rc;
+	schema_sync_in_transaction(st->schema, xid, apply_current_commit_lsn(st->apply));
+	rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
 
 	if (rc == TM_OK && res.commit_after)
 		apply_commit_after(st->apply);
@@ -440,10 +470,11 @@ session_open(run_state *st)
 	                                                        : SNAPSHOT_CHUNK_BYTES_DEFAULT,
 	                      .readers = o->snapshot_readers,
 	                      .progress_interval = o->progress_interval};
-	schema_sync_config ssc = {o->slot, st->policy, o->ntable_policies, o->table_policies,
-	                          o->drop_columns, o->drop_tables,
-	                          {st, source_table_def, source_partitions, source_table_name},
-	                          type_boundary, st};
+	schema_sync_config ssc = {.slot = o->slot, .drop_columns = o->drop_columns,
+	                          .drop_tables = o->drop_tables,
+	                          .source = {st, source_table_def, source_partitions,
+	                                     source_table_name},
+	                          .type_boundary = type_boundary, .boundary_ctx = st};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
@@ -481,8 +512,12 @@ session_open(run_state *st)
 	cfg.hooks.on_message = on_message;
 	cfg.hooks.message_ctx = st;
 	rc = apply_new(st->sink, &cfg, &st->apply);
+	/* this run's policies, said once: in force while its apply connection lives */
+	if (rc == TM_OK)
+		rc = policy_record_run(st->sink, o->slot, &st->policies, !st->policies_logged);
 	if (rc != TM_OK)
 		return rc;
+	st->policies_logged = true;
 	snapshot_attach(st->snap, st->apply);
 	if (st->marker[0] != '\0')
 		apply_set_marker(st->apply, st->marker);
@@ -560,10 +595,11 @@ cmd_run(const cli_options *o)
 	if (rc != TM_OK)
 		return rc;
 	memset(&st, 0, sizeof st);
-	st.policy = DDL_POLICY_WIDEN;
-	if (o->policy != NULL && ddl_policy_parse(o->policy, &st.policy) != 0) {
-		fprintf(stderr, "tidemark run: --policy takes widen, follow, quarantine or stop\n");
-		return TM_EXIT_USAGE;
+	rc = policy_settings_parse(o->policy, o->table_policies, o->ntable_policies,
+	                           "--table-policy", false, &st.policies);
+	if (rc != TM_OK) {
+		policy_settings_free(&st.policies);
+		return rc;
 	}
 	st.opts = o;
 	arena_init(&st.scratch, 64 * 1024);
@@ -600,6 +636,7 @@ cmd_run(const cli_options *o)
 		backoff_sleep(backoff_ms);
 	}
 	arena_free(&st.scratch);
+	policy_settings_free(&st.policies);
 	if (PGCONN_IS_RETRY(rc) && stop_requests > 0)
 		rc = TM_OK; /* stopped by a signal while retrying */
 	if (rc == TM_OK && o->until_caught_up && stop_requests == 0)

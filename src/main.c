@@ -15,7 +15,7 @@ typedef int (*command_fn)(const cli_options *opts);
 static const command_fn commands[CLI_NCOMMANDS] = {
 	[CLI_SETUP] = cmd_setup,       [CLI_RUN] = cmd_run,         [CLI_STATUS] = cmd_status,
 	[CLI_SNAPSHOT] = cmd_snapshot, [CLI_SCHEMA] = cmd_schema,   [CLI_DDL_LOG] = cmd_ddl_log,
-	[CLI_VERIFY] = cmd_verify,     [CLI_TEARDOWN] = cmd_teardown,
+	[CLI_VERIFY] = cmd_verify,     [CLI_TEARDOWN] = cmd_teardown, [CLI_POLICY] = cmd_policy,
 };
 
 const char *
