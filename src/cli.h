@@ -52,6 +52,7 @@ typedef struct cli_options {
 	const char **table_policies; /* owned array of borrowed "SCHEMA.TABLE=POLICY" */
 	int ntable_policies;
 	double progress_interval; /* run: seconds between progress lines */
+	const char *metrics_listen; /* run: --metrics-listen ADDR:PORT, NULL: no metrics */
 	int verbose;              /* -v count; -q sets -1 */
 } cli_options;
 
