@@ -195,17 +195,21 @@ on_message(void *ctx, const pgoutput_msg *m, pg_timestamp commit_time)
 /* ---- progress ---- */
 
 /* How far the target is behind the source: the bytes of WAL the source
- * reported that are not applied, and while there are any, the age of the
- * last source transaction applied. */
+ * reported that are not applied, and while anything is left to apply (those
+ * bytes, a transaction under way, messages received and not yet read), the
+ * age of the last source transaction applied. */
 static void
 lag_of(const run_state *st, long long *bytes, double *seconds)
 {
 	const apply_stats *s = apply_get_stats(st->apply);
 	tm_lsn pos = apply_committed(st->apply);
+	bool behind;
 
 	*bytes = st->wal_end > pos ? (long long) (st->wal_end - pos) : 0;
+	behind = *bytes > 0 || apply_in_transaction(st->apply) ||
+	         (st->stream != NULL && source_has_pending(st->stream));
 	*seconds = 0;
-	if (*bytes > 0 && s->last_commit_time != 0) {
+	if (behind && s->last_commit_time != 0) {
 		struct timespec wall;
 
 		clock_gettime(CLOCK_REALTIME, &wall);
@@ -220,6 +224,7 @@ lag_of(const run_state *st, long long *bytes, double *seconds)
 static void
 update_metrics(run_state *st, double now)
 {
+	tm_lsn applied = apply_committed(st->apply);
 	long long lag_b;
 	double lag_s;
 
@@ -227,9 +232,11 @@ update_metrics(run_state *st, double now)
 		return;
 	st->last_metrics = now;
 	lag_of(st, &lag_b, &lag_s);
-	metrics_set(st->metrics, METRICS_APPLIED_LSN, apply_committed(st->apply));
+	metrics_set(st->metrics, METRICS_APPLIED_LSN, applied);
 	metrics_set(st->metrics, METRICS_FLUSHED_LSN, apply_position(st->apply));
-	metrics_set(st->metrics, METRICS_SOURCE_LSN, st->wal_end);
+	/* the stream's messages carry their own start as the end: the source
+	 * has at least what is applied */
+	metrics_set(st->metrics, METRICS_SOURCE_LSN, st->wal_end > applied ? st->wal_end : applied);
 	metrics_set(st->metrics, METRICS_LAG_BYTES, (uint64_t) lag_b);
 	metrics_set(st->metrics, METRICS_LAG_US, (uint64_t) (lag_s * 1e6));
 }
