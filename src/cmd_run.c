@@ -224,13 +224,14 @@ lag_of(const run_state *st, long long *bytes, double *seconds)
 static void
 update_metrics(run_state *st, double now)
 {
-	tm_lsn applied = apply_committed(st->apply);
+	tm_lsn applied;
 	long long lag_b;
 	double lag_s;
 
 	if (st->metrics == NULL || now - st->last_metrics < METRICS_INTERVAL_S)
 		return;
 	st->last_metrics = now;
+	applied = apply_committed(st->apply);
 	lag_of(st, &lag_b, &lag_s);
 	metrics_set(st->metrics, METRICS_APPLIED_LSN, applied);
 	metrics_set(st->metrics, METRICS_FLUSHED_LSN, apply_position(st->apply));

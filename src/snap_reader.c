@@ -903,7 +903,8 @@ reader_main(void *arg)
 			rc = open_conn(r, &conn);
 		if (rc == TM_OK)
 			rc = one_chunk(r, conn, &c, is, &final);
-		metrics_add(r->metrics, METRICS_READER_BUSY_US, (uint64_t) ((clock_now_s() - busy) * 1e6));
+		metrics_add(r->metrics, METRICS_READER_BUSY_US,
+		            (uint64_t) ((clock_now_s() - busy) * 1e6));
 		pthread_mutex_lock(&r->mu);
 		s = slot_of(r, c.job.table_id);
 		if (rc != TM_OK)

@@ -767,6 +767,7 @@ snapshot_poll(snapshot *s)
 		rc = scan_catalog(s);
 		s->last_poll = clock_now_s();
 		s->polled = rc == TM_OK;
+		metrics_set(s->cfg.metrics, METRICS_TABLES_PENDING, pending_tables(s));
 	}
 	/* not inside a target transaction: its requests are committed, and a
 	 * read that waits on the source holds nothing open on the target */
@@ -777,7 +778,6 @@ snapshot_poll(snapshot *s)
 		rc = rereads_start(s);
 	}
 	report(s, false);
-	metrics_set(s->cfg.metrics, METRICS_TABLES_PENDING, pending_tables(s));
 	return rc;
 }
 

@@ -380,7 +380,6 @@ test_quarantine_counted(void **state)
 	pgtest_exec(e->s, "INSERT INTO q VALUES (100, 77), (101, 123456789012345);"
 	                  "UPDATE q SET amount = 99999999999999 WHERE id = 5");
 	assert_true(pgtest_wait_value(e->t, "SELECT count(*) >= 2 FROM tidemark.quarantine", "t", 60));
-	wait_metric(port, "tidemark_snapshot_tables_pending", 0, 60); /* the copy the rewrite asked for */
 	wait_metric(port, "tidemark_lag_bytes", 0, 60);
 	n = pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.quarantine");
 	wait_metric(port, "tidemark_rows_quarantined_total", (double) n, 30);
@@ -402,7 +401,7 @@ test_retry_counted(void **state)
 	                  "INSERT INTO r SELECT generate_series(1, 10)");
 	tm_setup_table(e, "r");
 	run = start_with_metrics(e, &port, NULL, NULL);
-	wait_metric(port, "tidemark_snapshot_tables_pending", 0, 60);
+	wait_metric(port, "tidemark_snapshot_rows_total{table=\"public.r\"}", 10, 60);
 	pgtest_cluster_restart(e->dst_cluster, false);
 	PQreset(e->t);
 	pgtest_exec(e->s, "INSERT INTO r SELECT generate_series(11, 60)");
