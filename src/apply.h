@@ -27,6 +27,7 @@
 #include "catalog.h"
 #include "keyless.h"
 #include "lsn.h"
+#include "metrics.h"
 #include "pgoutput.h"
 #include "sink.h"
 #include "tabledef.h"
@@ -75,6 +76,8 @@ typedef struct apply_config {
 	apply_resolve_fn resolve;  /* may be NULL */
 	void *resolve_ctx;
 	apply_hooks hooks;         /* members may be NULL */
+	metrics *metrics;          /* borrowed; NULL: none. Counts are staged and
+	                            * committed with each target transaction */
 } apply_config;
 
 typedef struct apply_stats {

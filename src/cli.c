@@ -7,6 +7,7 @@
 
 #include "exitcode.h"
 #include "log.h"
+#include "prom.h"
 
 static const char *const command_names[CLI_NCOMMANDS] = {
 	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown", "policy",
@@ -17,7 +18,7 @@ enum {
 	OPT_UNTIL_CAUGHT_UP, OPT_JSON, OPT_CHUNK_ROWS, OPT_READERS, OPT_SINCE, OPT_POLICY,
 	OPT_TABLE_POLICY, OPT_PROGRESS, OPT_DROP_TARGET, OPT_DROP_COLUMNS, OPT_DROP_TABLES,
 	OPT_CHUNK_BYTES, OPT_EXCLUDE_TABLE, OPT_LOG_FORMAT, OPT_TARGET_SCHEMA, OPT_MAP_SCHEMA, OPT_ALL,
-	OPT_DEFAULT,
+	OPT_DEFAULT, OPT_METRICS_LISTEN,
 };
 
 /* Which commands take which option: a bit per cli_command. */
@@ -53,6 +54,7 @@ static const struct {
 	{{"drop-target-catalog", no_argument, NULL, OPT_DROP_TARGET}, ONLY(CLI_TEARDOWN)},
 	{{"drop-columns", no_argument, NULL, OPT_DROP_COLUMNS}, ONLY(CLI_RUN)},
 	{{"drop-tables", no_argument, NULL, OPT_DROP_TABLES}, ONLY(CLI_RUN)},
+	{{"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN}, ONLY(CLI_RUN)},
 	{{"log-format", required_argument, NULL, OPT_LOG_FORMAT}, ALL},
 	{{"verbose", no_argument, NULL, 'v'}, ALL},
 	{{"quiet", no_argument, NULL, 'q'}, ALL},
@@ -113,7 +115,9 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"                         (default: keep them, no longer filled)\n"
 		"  --drop-tables          drop on the target the tables dropped on the source\n"
 		"                         (default: keep them, no longer replicated)\n"
-		"  --progress-interval S  seconds between progress lines (default 5)\n",
+		"  --progress-interval S  seconds between progress lines (default 5)\n"
+		"  --metrics-listen ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+		"                         (127.0.0.1:9187, :9187 for every interface, [::1]:9187)\n",
 	[CLI_STATUS] =
 		"Usage: tidemark status [OPTIONS] [--json] [--all]\n"
 		"Shows the slot, the WAL it retains, the applied position, the lag and each\n"
@@ -288,6 +292,18 @@ apply_option(cli_options *o, int c, const char *arg)
 		}
 		o->log_json = strcmp(arg, "json") == 0;
 		break;
+	case OPT_METRICS_LISTEN: {
+		char host[256];
+		unsigned port;
+
+		if (prom_parse_listen(arg, host, sizeof host, &port) != 0) {
+			fprintf(stderr, "tidemark run: --metrics-listen takes ADDRESS:PORT, such as "
+			        "127.0.0.1:9187, :9187 (every interface) or [::1]:9187, not \"%s\"\n", arg);
+			return TM_EXIT_USAGE;
+		}
+		o->metrics_listen = arg;
+		break;
+	}
 	case 'v': o->verbose = o->verbose < 0 ? 1 : o->verbose + 1; break;
 	case 'q': o->verbose = -1; break;
 	case 'h': o->help = true; break;

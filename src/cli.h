@@ -59,6 +59,7 @@ typedef struct cli_options {
 	                              * run --table-policy, policy's arguments */
 	int ntable_policies;
 	double progress_interval; /* run: seconds between progress lines */
+	const char *metrics_listen; /* run: --metrics-listen ADDR:PORT, NULL: no metrics */
 	int verbose;              /* -v count; -q sets -1 */
 } cli_options;
 

@@ -19,6 +19,7 @@
 #include "ddl_auth.h"
 #include "key_order.h"
 #include "log.h"
+#include "metrics.h"
 #include "migrate.h"
 #include "pgconn.h"
 #include "pipeline.h"
@@ -40,6 +41,8 @@
 #define BACKOFF_MAX_MS 30000
 /* How long another process may hold the slot before run gives up. */
 #define SLOT_BUSY_LIMIT_S 60
+/* The metrics' positions and lag, refreshed this often. */
+#define METRICS_INTERVAL_S 0.2
 
 static volatile sig_atomic_t stop_requests;
 
@@ -87,6 +90,8 @@ typedef struct run_state {
 	bool migrated;              /* the target catalog is at this binary's version */
 	bool streamed;              /* a session of this run has streamed */
 	bool connect_failed;        /* this session failed to open a connection */
+	metrics *metrics;           /* owned; NULL without --metrics-listen */
+	double last_metrics;        /* when the positions were last set */
 } run_state;
 
 /* ---- new tables in replicated schemas ---- */
@@ -220,6 +225,54 @@ on_message(void *ctx, const pgoutput_msg *m, pg_timestamp commit_time)
 
 /* ---- progress ---- */
 
+/* How far the target is behind the source: the bytes of WAL the source
+ * reported that are not applied, and while anything is left to apply (those
+ * bytes, a transaction under way, messages received and not yet read), the
+ * age of the last source transaction applied. */
+static void
+lag_of(const run_state *st, long long *bytes, double *seconds)
+{
+	const apply_stats *s = apply_get_stats(st->apply);
+	tm_lsn pos = apply_committed(st->apply);
+	bool behind;
+
+	*bytes = st->wal_end > pos ? (long long) (st->wal_end - pos) : 0;
+	behind = *bytes > 0 || apply_in_transaction(st->apply) ||
+	         (st->stream != NULL && source_has_pending(st->stream));
+	*seconds = 0;
+	if (behind && s->last_commit_time != 0) {
+		struct timespec wall;
+
+		clock_gettime(CLOCK_REALTIME, &wall);
+		*seconds = ((double) wall.tv_sec * 1e6 + wall.tv_nsec / 1e3 -
+		            (double) pgoutput_timestamp_to_unix_us(s->last_commit_time)) / 1e6;
+		if (*seconds < 0)
+			*seconds = 0;
+	}
+}
+
+/* The positions and the lag, for the metrics (a few times a second). */
+static void
+update_metrics(run_state *st, double now)
+{
+	tm_lsn applied;
+	long long lag_b;
+	double lag_s;
+
+	if (st->metrics == NULL || now - st->last_metrics < METRICS_INTERVAL_S)
+		return;
+	st->last_metrics = now;
+	applied = apply_committed(st->apply);
+	lag_of(st, &lag_b, &lag_s);
+	metrics_set(st->metrics, METRICS_APPLIED_LSN, applied);
+	metrics_set(st->metrics, METRICS_FLUSHED_LSN, apply_position(st->apply));
+	/* the stream's messages carry their own start as the end: the source
+	 * has at least what is applied */
+	metrics_set(st->metrics, METRICS_SOURCE_LSN, st->wal_end > applied ? st->wal_end : applied);
+	metrics_set(st->metrics, METRICS_LAG_BYTES, (uint64_t) lag_b);
+	metrics_set(st->metrics, METRICS_LAG_US, (uint64_t) (lag_s * 1e6));
+}
+
 static void
 log_progress(run_state *st, bool force)
 {
@@ -229,19 +282,11 @@ log_progress(run_state *st, bool force)
 	char applied[LSN_TEXT_MAX];
 	tm_lsn pos = apply_committed(st->apply);
 	double lag_s = 0;
-	long long lag_b = st->wal_end > pos ? (long long) (st->wal_end - pos) : 0;
+	long long lag_b = 0;
 
 	if (!force && dt < st->opts->progress_interval)
 		return;
-	if (lag_b > 0 && s->last_commit_time != 0) {
-		struct timespec wall;
-
-		clock_gettime(CLOCK_REALTIME, &wall);
-		lag_s = ((double) wall.tv_sec * 1e6 + wall.tv_nsec / 1e3 -
-		         (double) pgoutput_timestamp_to_unix_us(s->last_commit_time)) / 1e6;
-		if (lag_s < 0)
-			lag_s = 0;
-	}
+	lag_of(st, &lag_b, &lag_s);
 	log_info("applied %s, lag %lld bytes %.1f s, %.0f tx/s, %.0f rows/s",
 	         lsn_format(pos, applied), lag_b, lag_s,
 	         dt > 0 ? (double) (s->txs - st->progress_txs) / dt : 0,
@@ -313,6 +358,7 @@ handle_xlogdata(run_state *st, const pgoutput_copydata *cd)
 
 	if (cd->wal_end > st->wal_end)
 		st->wal_end = cd->wal_end;
+	metrics_stage(st->metrics, METRICS_STREAM_BYTES, cd->len);
 	if (pgoutput_read_message(&st->reader, cd->data, cd->len, &st->scratch, &m, &err) != 0) {
 		log_error("source: cannot decode the message at %s: %s", lsn_format(cd->wal_start, pos),
 		          err.msg);
@@ -363,8 +409,11 @@ stream_loop(run_state *st)
 	while (rc == TM_OK && !session_done(st, &rc) && stop_requests < 2) {
 		const char *buf;
 		size_t len;
+		double busy = 0;
 
 		rc = source_read(st->stream, 500, &buf, &len);
+		if (st->metrics != NULL)
+			busy = clock_now_s(); /* from here on, the apply's work */
 		if (rc == TM_OK && len > 0)
 			rc = handle_copydata(st, buf, len);
 		if (rc == TM_OK && (len == 0 || stop_requests > 0 || !source_has_pending(st->stream)))
@@ -374,6 +423,12 @@ stream_loop(run_state *st)
 		if (rc == TM_OK)
 			rc = snapshot_poll(st->snap);
 		log_progress(st, false);
+		if (st->metrics != NULL) {
+			double now = clock_now_s();
+
+			metrics_add(st->metrics, METRICS_APPLY_BUSY_US, (uint64_t) ((now - busy) * 1e6));
+			update_metrics(st, now);
+		}
 	}
 	if (rc == TM_OK && stop_requests >= 2 && apply_in_transaction(st->apply))
 		log_warn("second stop signal: the open target transaction is rolled back; it is applied "
@@ -469,13 +524,14 @@ session_open(run_state *st)
 	                      .chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes
 	                                                        : SNAPSHOT_CHUNK_BYTES_DEFAULT,
 	                      .readers = o->snapshot_readers,
-	                      .progress_interval = o->progress_interval};
+	                      .progress_interval = o->progress_interval, .metrics = st->metrics};
 	schema_sync_config ssc = {.slot = o->slot, .drop_columns = o->drop_columns,
 	                          .drop_tables = o->drop_tables,
 	                          .source = {st, source_table_def, source_partitions,
 	                                     source_table_name},
-	                          .type_boundary = type_boundary, .boundary_ctx = st};
-	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
+	                          .type_boundary = type_boundary, .boundary_ctx = st,
+	                          .metrics = st->metrics};
+	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}, st->metrics};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
 	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
@@ -530,6 +586,8 @@ session_open(run_state *st)
 	if (rc == TM_OK)
 		sink_set_tick(st->sink, keepalive_tick, st, KEEPALIVE_TICK_MS);
 	if (rc == TM_OK)
+		metrics_set(st->metrics, METRICS_UP, 1);
+	if (rc == TM_OK)
 		log_info("streaming from slot \"%s\" at %s", o->slot, lsn_format(so.start, pos));
 	return rc;
 }
@@ -537,6 +595,8 @@ session_open(run_state *st)
 static void
 session_close(run_state *st)
 {
+	metrics_set(st->metrics, METRICS_UP, 0);
+	metrics_rollback(st->metrics); /* counts of a target transaction not committed */
 	if (st->sink != NULL)
 		sink_set_tick(st->sink, NULL, NULL, 0); /* the stream goes first */
 	source_close(st->stream);
@@ -602,6 +662,10 @@ cmd_run(const cli_options *o)
 		return rc;
 	}
 	st.opts = o;
+	/* before streaming: a port in use is said at once */
+	if (o->metrics_listen != NULL &&
+	    (rc = metrics_start(o->metrics_listen, TIDEMARK_VERSION, &st.metrics)) != TM_OK)
+		return rc;
 	arena_init(&st.scratch, 64 * 1024);
 	install_signals();
 	for (;;) {
@@ -612,6 +676,7 @@ cmd_run(const cli_options *o)
 			log_info("applying the transactions before the stop");
 			continue;
 		}
+		metrics_error(st.metrics, rc);
 		if (!PGCONN_IS_RETRY(rc) || stop_requests > 0)
 			break;
 		if (st.connect_failed && !st.streamed) {
@@ -633,10 +698,12 @@ cmd_run(const cli_options *o)
 		backoff_ms = st.made_progress ? 500 : (backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
 		                                                                       : backoff_ms * 2);
 		log_warn("resuming from the target's position in %.1f s", backoff_ms / 1000.0);
+		metrics_retry(st.metrics, rc);
 		backoff_sleep(backoff_ms);
 	}
 	arena_free(&st.scratch);
 	policy_settings_free(&st.policies);
+	metrics_free(st.metrics);
 	if (PGCONN_IS_RETRY(rc) && stop_requests > 0)
 		rc = TM_OK; /* stopped by a signal while retrying */
 	if (rc == TM_OK && o->until_caught_up && stop_requests == 0)

@@ -355,6 +355,7 @@ schema_sync_request_snapshot(schema_sync *ss, int table_id)
 	const char *p[] = {id};
 
 	snprintf(id, sizeof id, "%d", table_id);
+	metrics_stage_schema_change(ss->cfg.metrics, "copy_again");
 	return sink_command(ss->sink, "asking for the table to be copied again",
 	                    "UPDATE tidemark.tables SET state = 'snapshot_pending',"
 	                    " snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
@@ -479,6 +480,8 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 			rc = run_table_action(ss, tn, a, tc, now->def, &sql);
 		if (rc == TM_OK)
 			schema_sync_note_list(&note->actions, a->why);
+		if (rc == TM_OK && a->kind != DDL_ACT_RESNAPSHOT) /* counted when asked for */
+			metrics_stage_ddl_action(ss->cfg.metrics, (int) a->kind);
 	}
 	strbuf_free(&sql);
 	return rc;
@@ -632,6 +635,7 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 		                                    "by all their columns)" : "");
 		schema_sync_note_list(&note->actions, "created the table on the target; its rows are copied");
 		schema_sync_note_list(&note->classes, "create table");
+		metrics_stage_schema_change(ss->cfg.metrics, "create_table");
 		note->version = 1;
 		res->any_new_table = true;
 	}
@@ -696,6 +700,8 @@ on_types(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_resul
 	res->commit_after = true;
 	if (rc == TM_OK)
 		rc = typesync_follow(ss->sink, ss->cfg.slot, &e->types, &ts);
+	if (rc == TM_OK)
+		metrics_stage_schema_change(ss->cfg.metrics, "type");
 	for (int i = 0; rc == TM_OK && i < e->types.n; i++) {
 		strbuf name = STRBUF_INIT;
 
@@ -744,6 +750,7 @@ drop_target_table(schema_sync *ss, const ddl_event_dropped *d, const char *schem
 	strbuf sql = STRBUF_INIT;
 	int rc = TM_OK;
 
+	metrics_stage_schema_change(ss->cfg.metrics, "drop_table");
 	if (!ss->cfg.drop_tables) {
 		log_info("table %s was dropped on the source; the target keeps it, no longer "
 		         "replicated", d->identity);

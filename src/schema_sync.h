@@ -38,6 +38,7 @@
 #include "ddl_partition.h"
 #include "ddl_track.h"
 #include "lsn.h"
+#include "metrics.h"
 #include "pgoutput.h"
 #include "sink.h"
 
@@ -68,6 +69,8 @@ typedef struct schema_sync_config {
 	 * target (may be NULL): see apply_type_boundary. */
 	int (*type_boundary)(void *ctx);
 	void *boundary_ctx;
+	metrics *metrics;              /* borrowed; NULL: none. Each change done on the
+	                                * target is staged by its action */
 } schema_sync_config;
 
 /* Loads the capture key; *out new (schema_sync_free). */
