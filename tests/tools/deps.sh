@@ -5,7 +5,7 @@
 # tests/demo.sh; defines install_dependencies (returns non-zero on failure).
 
 PACKAGES=(cmake gcc make pkg-config libc6-dev libpq-dev libpg-query-dev libjansson-dev
-	libcmocka-dev postgresql-15 valgrind clang libclang-rt-14-dev
+	libcmocka-dev libconfig-dev postgresql-15 valgrind clang libclang-rt-14-dev
 	bison flex libicu-dev zlib1g-dev)
 
 missing_packages() {
