@@ -485,7 +485,7 @@ entry_of(int c)
 }
 
 static int
-parse_options(int argc, char **argv, cli_options *o, cli_given *given)
+parse_options(int argc, char **argv, cli_options *o, cli_given *g)
 {
 	struct option longopts[MAX_OPTIONS + 1];
 	char shorts[16], err[256];
@@ -511,24 +511,25 @@ parse_options(int argc, char **argv, cli_options *o, cli_given *given)
 			fprintf(stderr, "tidemark: --%s %s\n", opt->name, err);
 			return TM_EXIT_USAGE;
 		}
-		given_add(given, opt->field);
+		given_add(g, opt->field);
 	}
 	return TM_OK;
 }
 
+/* snapshot's and schema's SCHEMA.TABLE arguments */
 static int
-take_positionals(int argc, char **argv, cli_options *o, cli_given *given)
+take_positionals(int argc, char **argv, cli_options *o, cli_given *g)
 {
+	static const cli_option tables = {.field = F(tables), .count = F(ntables)};
+
 	for (int i = optind; i < argc; i++) {
 		if (o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA) {
 			fprintf(stderr, "tidemark %s: unexpected argument \"%s\"\n",
 			        command_names[o->command], argv[i]);
 			return TM_EXIT_USAGE;
 		}
-		bool exists;
-
-		set_list(o, cli_option_find("table", o->command, &exists), argv[i], NULL, 0);
-		given_add(given, offsetof(cli_options, tables));
+		set_list(o, &tables, argv[i], NULL, 0);
+		given_add(g, tables.field);
 	}
 	return TM_OK;
 }

@@ -112,6 +112,11 @@ test_command_line(void **state)
 	assert_int_equal(o.verbose, -1);
 	cli_options_free(&o);
 
+	assert_int_equal(parse(&o, "schema", "--target", "host=b", "public.t", "--json", NULL), TM_OK);
+	assert_list(o.tables, o.ntables, LIST("public.t"));
+	assert_true(o.json);
+	cli_options_free(&o);
+
 	assert_int_equal(parse(&o, "status", "--chunk-rows", "5", NULL), TM_EXIT_USAGE);
 	assert_stderr_has("--chunk-rows does not apply to this command");
 	cli_options_free(&o);
