@@ -25,16 +25,43 @@
 /* The last parse's standard error. */
 static char stderr_text[8192];
 
+static FILE *capture;
+static int saved_stderr;
+
+/* Standard error (stdio and log's write(2)s) from here to capture_end goes
+ * to stderr_text. */
+static void
+capture_begin(void)
+{
+	capture = tmpfile();
+	assert_non_null(capture);
+	fflush(stderr);
+	saved_stderr = dup(2);
+	dup2(fileno(capture), 2);
+}
+
+static void
+capture_end(void)
+{
+	size_t n;
+
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	rewind(capture);
+	n = fread(stderr_text, 1, sizeof stderr_text - 1, capture);
+	stderr_text[n] = '\0';
+	fclose(capture);
+}
+
 /* cli_parse of the NULL-terminated arguments (after the program name),
  * standard error kept in stderr_text. */
 static int
 parse(cli_options *o, ...)
 {
 	char *argv[64];
-	int argc = 0, rc, saved;
-	FILE *capture = tmpfile();
+	int argc = 0, rc;
 	va_list ap;
-	size_t n;
 
 	argv[argc++] = "tidemark";
 	va_start(ap, o);
@@ -42,18 +69,21 @@ parse(cli_options *o, ...)
 		argv[argc++] = a;
 	va_end(ap);
 	argv[argc] = NULL;
-	assert_non_null(capture);
-	fflush(stderr);
-	saved = dup(2);
-	dup2(fileno(capture), 2);
+	capture_begin();
 	rc = cli_parse(argc, argv, o);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(capture);
-	n = fread(stderr_text, 1, sizeof stderr_text - 1, capture);
-	stderr_text[n] = '\0';
-	fclose(capture);
+	capture_end();
+	return rc;
+}
+
+/* cli_load_secrets, standard error kept in stderr_text. */
+static int
+load_secrets(cli_options *o)
+{
+	int rc;
+
+	capture_begin();
+	rc = cli_load_secrets(o);
+	capture_end();
 	return rc;
 }
 
@@ -331,13 +361,55 @@ test_password_files(void **state)
 	assert_int_equal(cli_load_secrets(&o), TM_EXIT_CONFIG);
 	cli_options_free(&o);
 
-	assert_int_equal(parse(&o, "status", "--config", CONFIG_DIR "password.conf", NULL), TM_OK);
-	assert_true(o.config_has_password);
+	assert_int_equal(parse(&o, "status", "--config", CONFIG_DIR "valid.conf", NULL), TM_OK);
+	assert_false(o.config_has_password);
 	cli_options_free(&o);
 	unlink(pw);
 	unlink(empty);
 	free(pw);
 	free(empty);
+}
+
+/* A file that holds a password and that others may read: a warning with
+ * its mode and the chmod; none for mode 0600, none without a password. */
+static void
+test_password_file_modes(void **state)
+{
+	char *conf = write_temp("pw.conf", "source = \"host=src password=s3cret\";\n", 0644);
+	char *nopw = write_temp("nopw.conf", "source = \"host=src\";\n", 0644);
+	char *pw = write_temp("pw-shared", "s3cret\n", 0640);
+	const char *warning = "holds a password and other users than its owner may read it";
+	cli_options o;
+
+	(void) state;
+	assert_int_equal(parse(&o, "status", "--config", conf, NULL), TM_OK);
+	assert_true(o.config_has_password);
+	assert_int_equal(load_secrets(&o), TM_OK);
+	assert_stderr_has(warning);
+	assert_stderr_has("(mode 0644): chmod 600 ");
+	assert_null(strstr(stderr_text, "s3cret"));
+	assert_int_equal(chmod(conf, 0600), 0);
+	assert_int_equal(load_secrets(&o), TM_OK);
+	assert_null(strstr(stderr_text, warning));
+	cli_options_free(&o);
+
+	assert_int_equal(parse(&o, "status", "--config", nopw, NULL), TM_OK);
+	assert_int_equal(load_secrets(&o), TM_OK);
+	assert_null(strstr(stderr_text, warning));
+	cli_options_free(&o);
+
+	assert_int_equal(parse(&o, "status", "--source-password-file", pw, NULL), TM_OK);
+	assert_int_equal(load_secrets(&o), TM_OK);
+	assert_stderr_has("the source password file");
+	assert_stderr_has("(mode 0640)");
+	assert_null(strstr(stderr_text, "s3cret"));
+	cli_options_free(&o);
+	unlink(conf);
+	unlink(nopw);
+	unlink(pw);
+	free(conf);
+	free(nopw);
+	free(pw);
 }
 
 int
@@ -350,6 +422,7 @@ main(void)
 		cmocka_unit_test(test_config_repeatable),
 		cmocka_unit_test(test_config_override),
 		cmocka_unit_test(test_password_files),
+		cmocka_unit_test(test_password_file_modes),
 	};
 
 	unsetenv("TIDEMARK_CONFIG");
