@@ -1,3 +1,14 @@
+/*
+ * cli.c: the option table, the command-line parser and the help.
+ *
+ * Adding an option: a field in cli_options (cli.h) and one entry below,
+ * which gives it to the command line, the help and the config file at
+ * once; then its line in the man page (docs/tidemark.1.in) and the bash
+ * completion (contrib/bash-completion/tidemark), which test_service checks
+ * against the help. For example:
+ *   {"metrics-listen", 0, "ADDR:PORT", STRING(metrics_listen), ON(RUN), ON(RUN),
+ *    "serve Prometheus metrics on ADDR:PORT"},
+ */
 #include "cli.h"
 
 #include <getopt.h>
@@ -194,38 +205,22 @@ parse_number(const cli_option *opt, const char *arg, long long *out, char *err, 
 	return TM_OK;
 }
 
-static int
-set_long(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
-{
-	long long v;
-	int rc = parse_number(opt, arg, &v, err, n);
-
-	if (rc == TM_OK)
-		*FIELD(o, opt, long) = (long) v;
-	return rc;
-}
-
-static int
-set_int(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
-{
-	long long v;
-	int rc = parse_number(opt, arg, &v, err, n);
-
-	if (rc == TM_OK)
-		*FIELD(o, opt, int) = (int) v;
-	return rc;
-}
-
-static int
-set_seconds(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
-{
-	long long v;
-	int rc = parse_number(opt, arg, &v, err, n);
-
-	if (rc == TM_OK)
-		*FIELD(o, opt, double) = (double) v;
-	return rc;
-}
+/* set_long, set_int, set_seconds: a whole number in the entry's range,
+ * into a field of that type */
+#define NUMBER_SETTER(name, type)                                                         \
+	static int name(cli_options *o, const cli_option *opt, const char *arg, char *err,    \
+	                size_t n)                                                             \
+	{                                                                                     \
+		long long v;                                                                      \
+		int rc = parse_number(opt, arg, &v, err, n);                                      \
+                                                                                          \
+		if (rc == TM_OK)                                                                  \
+			*FIELD(o, opt, type) = (type) v;                                              \
+		return rc;                                                                        \
+	}
+NUMBER_SETTER(set_long, long)
+NUMBER_SETTER(set_int, int)
+NUMBER_SETTER(set_seconds, double)
 
 /* A size in bytes: a whole number with an optional kB, MB or GB (powers of
  * 1024, as PostgreSQL's settings read them). */
