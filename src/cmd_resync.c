@@ -30,6 +30,8 @@
 #include "log.h"
 #include "migrate.h"
 #include "pgconn.h"
+#include "pipeline.h"
+#include "policy.h"
 #include "resync.h"
 #include "schema_sync.h"
 #include "source_query.h"
@@ -100,22 +102,27 @@ catch_up(void *ctx, tm_lsn resume)
 	return rc;
 }
 
-/* The schema changes the stream will not deliver are followed under
- * run's schema-change options. */
+/* The schema changes the stream will not deliver are followed under the
+ * policies in force: stored, or run's --policy and --table-policy given
+ * to this resync (recorded for its connection, as run does). */
 static int
 open_schema_sync(resync_ctx *x)
 {
 	const cli_options *o = x->o;
-	schema_sync_config cfg = {o->slot, DDL_POLICY_WIDEN, o->ntable_policies, o->table_policies,
-	                          o->drop_columns, o->drop_tables,
-	                          {x, def_by_oid, partitions_of, name_of, tables_of, def_by_name},
-	                          NULL, NULL};
+	schema_sync_config cfg = {.slot = o->slot, .drop_columns = o->drop_columns,
+	                          .drop_tables = o->drop_tables,
+	                          .source = {x, def_by_oid, partitions_of, name_of, tables_of,
+	                                     def_by_name}};
+	policy_settings ps = {0, NULL};
+	int rc = policy_settings_parse(o->policy, o->table_policies, o->ntable_policies,
+	                               "--table-policy", false, &ps);
 
-	if (o->policy != NULL && ddl_policy_parse(o->policy, &cfg.policy) != 0) {
-		log_error("--policy takes widen, follow, quarantine or stop");
-		return TM_EXIT_USAGE;
-	}
-	return schema_sync_new(&cfg, x->sink, &x->ss);
+	if (rc == TM_OK)
+		rc = policy_record_run(x->sink, o->slot, &ps, false);
+	policy_settings_free(&ps);
+	if (rc == TM_OK)
+		rc = schema_sync_new(&cfg, x->sink, &x->ss);
+	return rc;
 }
 
 static int
@@ -152,6 +159,10 @@ open_both(resync_ctx *x)
 	/* the catalog at this binary's version (tidemark.resyncs and the rest) */
 	if (rc == TM_OK)
 		rc = migrate_apply_to(o->target, PGCONN_TARGET);
+	/* this source's pipeline: before anything is changed on either side */
+	if (rc == TM_OK)
+		rc = pipeline_check((pipeline_target){x->sink, NULL}, o->slot, x->control, o->source,
+		                    true);
 	if (rc == TM_OK)
 		rc = consistency_gather(x->control, x->sink, o->source, o->slot, &x->c);
 	if (rc == TM_OK)

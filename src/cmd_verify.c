@@ -17,6 +17,7 @@
 #include "ident.h"
 #include "log.h"
 #include "pgconn.h"
+#include "pipeline.h"
 #include "report.h"
 #include "verify.h"
 #include "xalloc.h"
@@ -65,6 +66,10 @@ open_all(verify_run *run)
 		rc = sink_open(run->o->target, "verify", &run->catalog);
 	if (rc == TM_OK)
 		rc = catalog_check_registered_conn(run->target, run->o->slot);
+	/* another source's tables would be "compared" with this one's */
+	if (rc == TM_OK)
+		rc = pipeline_check((pipeline_target){NULL, run->target}, run->o->slot, run->source,
+		                    run->o->source, false);
 	return rc;
 }
 
