@@ -1,12 +1,13 @@
 -- Start-up consistency and resync (src/consistency.h, src/resync.h).
--- Applied once by `tidemark setup` (or `run`), recorded in tidemark.migrations.
+-- Applied once by `tidemark setup` (or `run`), recorded in tidemark.migrations;
+-- idempotent (a catalog whose record of it was lost takes it again).
 
 -- The source timeline the stored position was streamed from, written by
 -- `run` when a session starts streaming. When the source's timeline
 -- changes (a standby promoted, a point-in-time recovery), the target's
 -- position must not lie beyond the point where the source's history left
 -- this timeline: the source never had what the target applied after it.
-CREATE TABLE tidemark.source_timeline (
+CREATE TABLE IF NOT EXISTS tidemark.source_timeline (
     slot_name text PRIMARY KEY REFERENCES tidemark.progress ON DELETE CASCADE,
     timeline  bigint NOT NULL,
     seen_at   timestamptz NOT NULL DEFAULT now()
@@ -20,7 +21,7 @@ CREATE TABLE tidemark.source_timeline (
 -- the tables' copies requested with requested_at) is one target
 -- transaction; `run` finishes it after a crash, and sets finished_at once
 -- every table requested is copied and swept.
-CREATE TABLE tidemark.resyncs (
+CREATE TABLE IF NOT EXISTS tidemark.resyncs (
     slot_name    text PRIMARY KEY REFERENCES tidemark.progress ON DELETE CASCADE,
     reason       text NOT NULL,        -- target_behind, slot_missing, slot_invalidated,
                                        -- source_forked, source_behind, requested
@@ -42,7 +43,7 @@ CREATE TABLE tidemark.resyncs (
 -- those the source does not have (and the stream did not touch meanwhile)
 -- are deleted. The row is written in the transaction of the copy's last
 -- chunk, advanced with each page, and deleted with the last one.
-CREATE TABLE tidemark.snapshot_sweeps (
+CREATE TABLE IF NOT EXISTS tidemark.snapshot_sweeps (
     table_id     integer PRIMARY KEY REFERENCES tidemark.tables ON DELETE CASCADE,
     last_key     text[],               -- the last target key looked up; NULL: none yet
     keys_checked bigint NOT NULL DEFAULT 0,
