@@ -8,7 +8,8 @@
  * version in force is compared with the source's definition now, and a
  * difference is followed as a captured DDL is (ddl_track.h: the plan from
  * the old and new definitions, by attnum, under the table's policy), valid
- * from where the stream resumes. A schema change the stream delivers later
+ * from where the stream resumes; a partitioned table's partitions are
+ * recorded as they are now. A schema change the stream delivers later
  * anyway (made after that position) then finds the target already changed
  * and does nothing more.
  */
@@ -135,6 +136,9 @@ catch_up_table(schema_sync *ss, catalog_table *t, tm_lsn pos, int *nchanged)
 		rc = schema_sync_load_version(ss, t, &old, &version);
 	if (rc == TM_OK && now != NULL && (version == 0 || definition_differs(old, now)))
 		rc = follow(ss, t, now, pos, nchanged);
+	/* partitions attached, detached or dropped meanwhile */
+	if (rc == TM_OK && now != NULL)
+		rc = schema_sync_part_record(ss, now);
 	tabledef_free(now);
 	tabledef_free(old);
 	free(name);
@@ -161,6 +165,8 @@ catch_up_new(schema_sync *ss, const char *schema, const char *name, tm_lsn pos, 
 
 		memset(&res, 0, sizeof res);
 		rc = schema_sync_add_table(ss, def, pos, &note, &res, &added);
+		if (rc == TM_OK && added)
+			rc = schema_sync_part_record(ss, def);
 		*nchanged += added;
 		note_free(&note);
 	}

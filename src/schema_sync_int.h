@@ -98,6 +98,9 @@ int schema_sync_part_follow(schema_sync *ss, const ddl_event *e, ddl_part_root *
 int schema_sync_part_listed(schema_sync *ss, const ddl_event *e, const ddl_event_table *et,
                             const ddl_part_root *roots, int n, sync_note *note,
                             schema_sync_result *res, bool *done);
+/* A registered table's partitions, as the source has them now, recorded
+ * (nothing for a table without partitions). */
+int schema_sync_part_record(schema_sync *ss, const tabledef *def);
 /* Did the source rewrite a partition of this table in the message's
  * transaction (a root's rows are its partitions')? */
 bool schema_sync_part_rewritten(const schema_sync *ss, const ddl_event *e, uint32_t relid);

@@ -501,7 +501,8 @@ test_failover_slot_synced(void **state)
 /* ---- schema changes in the stretch the stream does not deliver ---- */
 
 /* The target restored to before a column was added and another renamed,
- * a table created in the replicated schema and one dropped: the stream
+ * a table created in the replicated schema and one dropped, a partition
+ * attached (and dropped later, in the stream): the stream
  * resumes past those changes, so the resync follows the source's
  * definitions as they are now before it copies. */
 static void
@@ -513,7 +514,10 @@ test_restored_before_ddl(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE SCHEMA rs; CREATE TABLE rs.a (id int PRIMARY KEY, v text);"
 	                  "INSERT INTO rs.a SELECT g, 'v' || g FROM generate_series(1, 300) g;"
-	                  "CREATE TABLE rs.c (id int PRIMARY KEY); INSERT INTO rs.c VALUES (1), (2)");
+	                  "CREATE TABLE rs.c (id int PRIMARY KEY); INSERT INTO rs.c VALUES (1), (2);"
+	                  "CREATE TABLE rs.p (k int, id int, PRIMARY KEY (k, id)) PARTITION BY LIST (k);"
+	                  "CREATE TABLE rs.p1 PARTITION OF rs.p FOR VALUES IN (1);"
+	                  "INSERT INTO rs.p SELECT 1, g FROM generate_series(1, 50) g");
 	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "rs", NULL), 0);
 	free(out);
 	tm_catch_up(e, 120);
@@ -523,7 +527,9 @@ test_restored_before_ddl(void **state)
 	                  "ALTER TABLE rs.a RENAME COLUMN v TO label;"
 	                  "UPDATE rs.a SET w = id WHERE id < 10; DELETE FROM rs.a WHERE id > 290;"
 	                  "CREATE TABLE rs.b (id int PRIMARY KEY, n numeric);"
-	                  "INSERT INTO rs.b VALUES (1, 1.5); DROP TABLE rs.c");
+	                  "INSERT INTO rs.b VALUES (1, 1.5); DROP TABLE rs.c;"
+	                  "CREATE TABLE rs.p2 PARTITION OF rs.p FOR VALUES IN (2);"
+	                  "INSERT INTO rs.p SELECT 2, g FROM generate_series(1, 30) g");
 	tm_catch_up(e, 120);
 	p2 = target_position(e);
 	confirm(e, p2);
@@ -541,15 +547,20 @@ test_restored_before_ddl(void **state)
 	free(out);
 	tm_assert_multiset_equal(e, "rs.a", "id, label, w");
 	tm_assert_multiset_equal(e, "rs.b", "id, n");
+	tm_assert_multiset_equal(e, "rs.p", "k, id");
 	/* the target keeps the dropped table, as a DROP in the stream leaves it */
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM rs.c"), 2);
 
 	/* the stream goes on, schema changes included */
 	pgtest_exec(e->s, "ALTER TABLE rs.a ADD COLUMN z text; UPDATE rs.a SET z = 'z' WHERE id < 5;"
-	                  "INSERT INTO rs.b VALUES (3, 3)");
+	                  "INSERT INTO rs.b VALUES (3, 3);"
+	                  /* the partition attached meanwhile leaves: its rows with it */
+	                  "DROP TABLE rs.p2");
 	tm_catch_up(e, 120);
 	tm_assert_multiset_equal(e, "rs.a", "id, label, w, z");
 	tm_assert_multiset_equal(e, "rs.b", "id, n");
+	tm_assert_multiset_equal(e, "rs.p", "k, id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM rs.p"), 50);
 	tm_env_free(e);
 }
 
