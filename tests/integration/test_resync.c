@@ -133,16 +133,18 @@ assert_output_has(const char *out, const char *needle)
 
 /* ---- databases ---- */
 
-/* Runs SQL on the target cluster's postgres database until it succeeds:
- * CREATE DATABASE ... TEMPLATE and RENAME need the databases free of
- * sessions, which a background worker may hold for a moment. */
+/* Runs SQL (a format whose %s, once or twice, is the test's name) on
+ * the target cluster's postgres database until it succeeds: CREATE
+ * DATABASE ... TEMPLATE and RENAME need the databases free of sessions,
+ * which a background worker may hold for a moment. */
 static void
-admin_until_done(tm_env *e, const char *sql)
+admin_until_done(tm_env *e, const char *format, const char *name)
 {
 	PGconn *admin = pgtest_connect(e->dst_cluster);
 	double deadline = clock_now_s() + 30;
-	char *err;
+	char sql[300], *err;
 
+	snprintf(sql, sizeof sql, format, name, name);
 	while ((err = pgtest_exec_error(admin, "%s", sql)) != NULL && clock_now_s() < deadline) {
 		free(err);
 		tm_sleep_ms(100);
@@ -171,11 +173,8 @@ target_position(tm_env *e)
 static void
 back_up_target(tm_env *e, const char *name)
 {
-	char sql[200];
-
 	PQfinish(e->t);
-	snprintf(sql, sizeof sql, "CREATE DATABASE dst_%s_backup TEMPLATE dst_%s", name, name);
-	admin_until_done(e, sql);
+	admin_until_done(e, "CREATE DATABASE dst_%s_backup TEMPLATE dst_%s", name);
 	e->t = pgtest_connect_str(e->dst);
 }
 
@@ -183,15 +182,10 @@ back_up_target(tm_env *e, const char *name)
 static void
 restore_target(tm_env *e, const char *name)
 {
-	char sql[200];
-
 	PQfinish(e->t);
-	snprintf(sql, sizeof sql, "ALTER DATABASE dst_%s RENAME TO dst_%s_lost", name, name);
-	admin_until_done(e, sql);
-	snprintf(sql, sizeof sql, "ALTER DATABASE dst_%s_backup RENAME TO dst_%s", name, name);
-	admin_until_done(e, sql);
-	snprintf(sql, sizeof sql, "DROP DATABASE dst_%s_lost", name);
-	admin_until_done(e, sql);
+	admin_until_done(e, "ALTER DATABASE dst_%s RENAME TO dst_%s_lost", name);
+	admin_until_done(e, "ALTER DATABASE dst_%s_backup RENAME TO dst_%s", name);
+	admin_until_done(e, "DROP DATABASE dst_%s_lost", name);
 	e->t = pgtest_connect_str(e->dst);
 }
 
