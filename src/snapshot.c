@@ -361,7 +361,8 @@ renumber_keys(snap_table *t, PGresult *r, int row)
 	t->nreread = 0;
 	snap_keys_free(t->key_columns, t->nkeys);
 	snap_keys_free(t->applied_key, t->nkeys);
-	t->key_columns = t->applied_key = NULL;
+	snap_keys_free(t->key_types, t->nkeys);
+	t->key_columns = t->applied_key = t->key_types = NULL;
 	snap_window_free(t->window);
 	t->window = NULL;
 	t->recording = false;
