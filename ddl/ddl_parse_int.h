@@ -56,6 +56,7 @@ int ddl_scan_char_pos(const char *s, size_t byte);
 bool ddl_scan_utf8(const char *s, size_t len, size_t *bad);
 size_t ddl_scan_depth(const char *s, size_t len, size_t *where);
 int ddl_scan_int_at(const char *s, size_t len, size_t pos, int64_t *out);
+size_t ddl_scan_expr_end(const char *s, size_t len, size_t pos);
 
 /* ddl_parse_stmt.c, ddl_parse_alter.c: one statement */
 int ddl_walk_stmt(ddl_walk *w, const char *node, const json_t *body);

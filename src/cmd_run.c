@@ -152,8 +152,10 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 
 	if (rc == TM_OK && res.commit_after)
 		apply_commit_after(st->apply);
-	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table))
+	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table)) {
+		schema_sync_result_free(&res);
 		return rc;
+	}
 	snapshot_poll_soon(st->snap);
 	rc = sink_reset_statements(st->sink);
 	if (rc == TM_OK)
@@ -165,6 +167,7 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 		apply_forget_statements(st->apply, res.changed[i]);
 		snapshot_restart(st->snap, res.changed[i]);
 	}
+	schema_sync_result_free(&res);
 	return rc;
 }
 

@@ -322,13 +322,20 @@ sink_script(sink *s, const char *what, const char *sql)
 int
 sink_try(sink *s, const char *what, const char *sql, char **failure)
 {
+	return sink_try_params(s, what, sql, 0, NULL, failure);
+}
+
+int
+sink_try_params(sink *s, const char *what, const char *sql, int nparams,
+                const char *const *params, char **failure)
+{
 	int rc = sink_command(s, "setting a savepoint", "SAVEPOINT tidemark_try", 0, NULL);
 
 	*failure = NULL;
 	if (rc != TM_OK)
 		return rc;
 	s->trying = true;
-	rc = sink_command(s, what, sql, 0, NULL);
+	rc = sink_command(s, what, sql, nparams, params);
 	s->trying = false;
 	if (s->try_failure != NULL) {
 		*failure = s->try_failure;

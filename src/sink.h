@@ -55,6 +55,9 @@ int sink_command(sink *s, const char *what, const char *sql, int nparams,
  * other failure.
  */
 int sink_try(sink *s, const char *what, const char *sql, char **failure);
+/* The same with parameters. */
+int sink_try_params(sink *s, const char *what, const char *sql, int nparams,
+                    const char *const *params, char **failure);
 
 int sink_begin(sink *s);
 bool sink_in_transaction(const sink *s);

@@ -15,6 +15,7 @@
 
 #include "ddl_event.h"
 #include "ddl_track.h"
+#include "cast.h"
 
 typedef struct scenario {
 	char name[256];
@@ -26,6 +27,10 @@ typedef struct scenario {
 	ddl_policy policy;
 	bool rewritten;
 	bool drop_columns;
+	bool converted;
+	bool has_using;              /* a statement text was read */
+	ddl_using_list using;
+	char *settings[5];           /* timezone, datestyle, intervalstyle, float_digits, bytea */
 	int nexpect;
 	char *expect[32];
 } scenario;
@@ -85,6 +90,8 @@ add_column(tabledef *t, ddl_event_column *extra, char *spec)
 			c->generated = strdup(f[i] + 4);
 		else if (strncmp(f[i], "ref=", 4) == 0)
 			c->type_ref = (uint32_t) atol(f[i] + 4);
+		else if (strncmp(f[i], "tt=", 3) == 0)
+			tabledef_set_target_type(c, f[i] + 3);
 		else if (strncmp(f[i], "oid=", 4) == 0)
 			c->type_oid = (uint32_t) atol(f[i] + 4);
 		else if (strncmp(f[i], "coll=", 5) == 0) {
@@ -144,6 +151,55 @@ parse_target(scenario *s, char *line)
 	}
 }
 
+/* "col=none|plain|expr[=TEXT] ; ..." (the statement's ALTER ... TYPE
+ * clauses), or "" for a text without any. */
+static void
+parse_using(scenario *s, char *line)
+{
+	char *parts[32];
+	int n = *line ? split_parts(line, parts, 32) : 0;
+
+	s->has_using = true;
+	for (int i = 0; i < n; i++) {
+		char *kind = strchr(parts[i], '='), *text;
+		ddl_using_column *c;
+
+		*kind++ = '\0';
+		text = strchr(kind, '=');
+		if (text != NULL)
+			*text++ = '\0';
+		s->using.cols = realloc(s->using.cols, sizeof *c * (size_t) (s->using.n + 1));
+		c = &s->using.cols[s->using.n++];
+		c->column = strdup(parts[i]);
+		c->kind = strcmp(kind, "none") == 0    ? DDL_USING_NONE
+		          : strcmp(kind, "plain") == 0 ? DDL_USING_PLAIN
+		                                       : DDL_USING_EXPR;
+		c->text = text ? strdup(text) : NULL;
+	}
+}
+
+/* "timezone=America/New_York ; datestyle=SQL, DMY ; ...", or "all" for
+ * tidemark's own values of all five. */
+static void
+parse_session(scenario *s, char *line)
+{
+	static const char *const keys[] = {"timezone", "datestyle", "intervalstyle",
+	                                   "extra_float_digits", "bytea_output"};
+	static const char *const mine[] = {"UTC", "ISO, YMD", "postgres", "3", "hex"};
+	char *parts[8];
+	int n = split_parts(line, parts, 8);
+
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < 5; k++) {
+			size_t len = strlen(keys[k]);
+
+			if (strcmp(parts[i], "all") == 0)
+				s->settings[k] = strdup(mine[k]);
+			else if (strncmp(parts[i], keys[k], len) == 0 && parts[i][len] == '=')
+				s->settings[k] = strdup(parts[i] + len + 1);
+		}
+}
+
 static void
 describe(const ddl_action *a, strbuf *out)
 {
@@ -164,6 +220,20 @@ describe(const ddl_action *a, strbuf *out)
 		break;
 	case DDL_ACT_ALTER_TYPE:
 		strbuf_appendf(out, " %s %s -> %s", a->column, a->from_type, a->type);
+		if (a->settings & CAST_NEEDS_TIMEZONE)
+			strbuf_append(out, " under TimeZone");
+		if (a->settings & CAST_NEEDS_DATESTYLE)
+			strbuf_append(out, " under DateStyle");
+		if (a->settings & CAST_NEEDS_INTERVALSTYLE)
+			strbuf_append(out, " under IntervalStyle");
+		if (a->settings & CAST_NEEDS_FLOAT_DIGITS)
+			strbuf_append(out, " under extra_float_digits");
+		if (a->settings & CAST_NEEDS_BYTEA_OUTPUT)
+			strbuf_append(out, " under bytea_output");
+		break;
+	case DDL_ACT_RESNAPSHOT:
+		if (a->column != NULL)
+			strbuf_appendf(out, " %s", a->column);
 		break;
 	case DDL_ACT_ADD_COLUMN:
 		strbuf_appendf(out, " %s %s = %s", a->column, a->type, a->value ? a->value : "NULL");
@@ -192,7 +262,10 @@ check(scenario *s)
 {
 	ddl_track_input in = {s->old, &s->now, {s->ntarget, (const char *const *) s->tnames,
 	                                        (const char *const *) s->ttypes},
-	                      s->policy, s->rewritten, s->drop_columns};
+	                      s->policy, s->rewritten, s->drop_columns,
+	                      s->has_using ? &s->using : NULL, s->converted,
+	                      {s->settings[0], s->settings[1], s->settings[2], s->settings[3],
+	                       s->settings[4]}};
 	ddl_plan plan;
 	tm_error err;
 	int n;
@@ -233,6 +306,9 @@ scenario_free(scenario *s)
 	}
 	for (int i = 0; i < s->nexpect; i++)
 		free(s->expect[i]);
+	ddl_using_list_free(&s->using);
+	for (int i = 0; i < 5; i++)
+		free(s->settings[i]);
 	memset(s, 0, sizeof *s);
 }
 
@@ -249,6 +325,12 @@ field(scenario *s, const char *key, char *val)
 		assert_int_equal(ddl_policy_parse(val, &s->policy), 0);
 	else if (strcmp(key, "rewritten") == 0)
 		s->rewritten = strcmp(val, "yes") == 0;
+	else if (strcmp(key, "converted") == 0)
+		s->converted = strcmp(val, "yes") == 0;
+	else if (strcmp(key, "using") == 0)
+		parse_using(s, val);
+	else if (strcmp(key, "session") == 0)
+		parse_session(s, val);
 	else if (strcmp(key, "drop_columns") == 0)
 		s->drop_columns = strcmp(val, "yes") == 0;
 	else if (strcmp(key, "expect") == 0)
@@ -311,7 +393,8 @@ test_malformed_type_fails_the_plan(void **state)
 	for (int p = DDL_POLICY_WIDEN; p <= DDL_POLICY_FOLLOW; p++) {
 		ddl_track_input in = {s.old, &s.now, {s.ntarget, (const char *const *) s.tnames,
 		                                      (const char *const *) s.ttypes},
-		                      (ddl_policy) p, false, false};
+		                      (ddl_policy) p, false, false, NULL, false, {NULL, NULL, NULL,
+		                                                                  NULL, NULL}};
 
 		assert_int_equal(ddl_track_plan(&in, &plan, &err), -1);
 		assert_non_null(strstr(err.msg, "out of range"));
