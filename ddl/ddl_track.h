@@ -172,6 +172,8 @@ int ddl_track_settings(const ddl_track_session *s, unsigned mask, const char **n
  * planner itself. Returns 0, or -1 with err set.
  */
 int ddl_track_widen_row(const char *from, const char *to, strbuf *out, tm_error *err);
+#define DDL_TRACK_WIDEN_HEADER "| type | changed to | the target column under widen |"
+#define DDL_TRACK_WIDEN_RULE "|---|---|---|"
 
 /* A human description of an action ("rename column a to b"). */
 void ddl_action_describe(const ddl_action *a, strbuf *out);

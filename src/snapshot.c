@@ -435,7 +435,8 @@ reread_add(snap_table *t, const char *json)
 static int
 scan_rereads(snapshot *s)
 {
-	const char *p[] = {s->cfg.slot};
+	char max[16];
+	const char *p[] = {s->cfg.slot, max};
 	PGresult *r;
 	/* a request made under another key (the table's key changed since)
 	 * cannot be read under the current one */
@@ -446,12 +447,15 @@ scan_rereads(snapshot *s)
 
 	if (rc != TM_OK)
 		return rc;
+	snprintf(max, sizeof max, "%d", REREAD_MAX);
+	/* REREAD_MAX per table at a time: the others stay asked for, for the
+	 * next scan once these are read */
 	rc = sink_query(s->sink, "reading the rows to read again",
-	                "SELECT r.table_id, array_to_json(r.key)::text"
-	                " FROM tidemark.snapshot_rereads r JOIN tidemark.tables t USING (table_id)"
-	                " WHERE t.slot_name = $1 AND t.state <> 'dropped'"
-	                " ORDER BY r.table_id, r.requested_lsn",
-	                1, p, &r);
+	                "SELECT table_id, key FROM (SELECT r.table_id, array_to_json(r.key)::text AS key,"
+	                "  row_number() OVER (PARTITION BY r.table_id ORDER BY r.requested_lsn) AS n"
+	                "  FROM tidemark.snapshot_rereads r JOIN tidemark.tables t USING (table_id)"
+	                "  WHERE t.slot_name = $1 AND t.state <> 'dropped') q"
+	                " WHERE n <= $2::int ORDER BY table_id, n", 2, p, &r);
 	if (rc != TM_OK)
 		return rc;
 	for (int i = 0; i < s->ntables; i++)

@@ -501,6 +501,118 @@ test_policy_names(void **state)
 	assert_int_equal(ddl_policy_parse("WIDEN", &p), -1);
 }
 
+/* ---- the README's table of what widen does ---- */
+
+static char *
+read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	strbuf sb = STRBUF_INIT;
+	char buf[8192];
+	size_t n;
+
+	if (f == NULL)
+		fail_msg("cannot open %s", path);
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		strbuf_appendn(&sb, buf, n);
+	fclose(f);
+	return strbuf_steal(&sb);
+}
+
+/* The table as the planner makes it, from fixtures/cast/widen_table.txt. */
+static void
+widen_table(strbuf *out)
+{
+	FILE *f = fopen(FIXTURES_DIR "/cast/widen_table.txt", "r");
+	char line[512];
+	tm_error err;
+
+	assert_non_null(f);
+	strbuf_appendf(out, "%s\n%s\n", DDL_TRACK_WIDEN_HEADER, DDL_TRACK_WIDEN_RULE);
+	while (fgets(line, sizeof line, f) != NULL) {
+		char *sep = strstr(line, " | ");
+
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		assert_non_null(sep);
+		*sep = '\0';
+		if (ddl_track_widen_row(line, sep + 3, out, &err) != 0)
+			fail_msg("%s -> %s: %s", line, sep + 3, err.msg);
+		strbuf_appendc(out, '\n');
+	}
+	fclose(f);
+}
+
+/* The README's table says what the planner does, row for row: regenerate
+ * it with `build/tests/tools/cast_using --widen-table <
+ * fixtures/cast/widen_table.txt`. */
+static void
+test_readme_widen_table(void **state)
+{
+	char *readme = read_file(FIXTURES_DIR "/../README.md");
+	const char *start = strstr(readme, "<!-- widen table"), *end;
+	strbuf want = STRBUF_INIT, got = STRBUF_INIT;
+
+	(void) state;
+	if (start == NULL || (start = strstr(start, "-->\n")) == NULL ||
+	    (end = strstr(start, "<!-- end widen table -->")) == NULL)
+		fail_msg("README.md has no widen table between its markers");
+	start += 4;
+	strbuf_appendn(&got, start, (size_t) (end - start));
+	widen_table(&want);
+	if (strcmp(strbuf_str(&want), strbuf_str(&got)) != 0)
+		fail_msg("README.md's widen table differs from the planner's; it should read:\n%s",
+		         strbuf_str(&want));
+	strbuf_free(&want);
+	strbuf_free(&got);
+	free(readme);
+}
+
+/* The flags of an ALTER in a plan that copies the table again, and the
+ * settings' names and values. */
+static void
+test_recopied_and_settings(void **state)
+{
+	ddl_track_session session = {"America/New_York", NULL, "postgres", NULL, "hex"};
+	const char *names[5], *values[5];
+	char old_line[] = "1|id|integer|key,notnull ; 2|a|integer ; 3|b|integer";
+	char now_line[] = "1|id|integer|key,notnull ; 2|a|bigint ; 3|b|bigint";
+	char target_line[] = "id|integer ; a|integer ; b|integer";
+	char using_line[] = "a=expr=a * 2 ; b=none";
+	scenario s;
+	ddl_plan plan;
+	tm_error err;
+
+	(void) state;
+	assert_int_equal(ddl_track_settings(&session, CAST_NEEDS_TIMEZONE | CAST_NEEDS_DATESTYLE |
+	                                                  CAST_NEEDS_BYTEA_OUTPUT, names, values), 2);
+	assert_string_equal(names[0], "TimeZone");
+	assert_string_equal(values[0], "America/New_York");
+	assert_string_equal(names[1], "bytea_output");
+	memset(&s, 0, sizeof s);
+	s.old = parse_def(old_line, NULL);
+	s.now.def = parse_def(now_line, &s.now.cols);
+	parse_target(&s, target_line);
+	parse_using(&s, using_line);
+	s.rewritten = s.converted = true;
+	{
+		ddl_track_input in = {s.old, &s.now, {s.ntarget, (const char *const *) s.tnames,
+		                                      (const char *const *) s.ttypes},
+		                      DDL_POLICY_WIDEN, true, false, &s.using, true, session};
+
+		assert_int_equal(ddl_track_plan(&in, &plan, &err), 0);
+	}
+	assert_int_equal(plan.n, 3); /* alter a, resnapshot, alter b */
+	for (int i = 0; i < plan.n; i++)
+		if (plan.actions[i].kind == DDL_ACT_ALTER_TYPE)
+			assert_true(plan.actions[i].recopied);
+		else
+			assert_non_null(strstr(plan.actions[i].why, "with USING a * 2"));
+	ddl_plan_free(&plan);
+	scenario_free(&s);
+}
+
 int
 main(void)
 {
@@ -511,6 +623,8 @@ main(void)
 		cmocka_unit_test(test_event_table_without_name),
 		cmocka_unit_test(test_event_types),
 		cmocka_unit_test(test_policy_names),
+		cmocka_unit_test(test_readme_widen_table),
+		cmocka_unit_test(test_recopied_and_settings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
