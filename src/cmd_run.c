@@ -132,12 +132,11 @@ key_order_for(run_state *st, const int *ids, int nids)
 {
 	catalog_table *tables = NULL;
 	int n = 0;
-	int rc = nids > 0 ? catalog_load_tables(st->sink, st->opts->slot, &tables, &n) : TM_OK;
+	int rc = nids > 0 ? catalog_load_tables_ids(st->sink, st->opts->slot, ids, nids, &tables, &n)
+	                  : TM_OK;
 
 	for (int i = 0; rc == TM_OK && i < n; i++)
-		for (int j = 0; rc == TM_OK && j < nids; j++)
-			if (tables[i].table_id == ids[j])
-				rc = key_order_record(st->control, st->sink, &tables[i]);
+		rc = key_order_record(st->control, st->sink, &tables[i]);
 	catalog_tables_free(tables, n);
 	return rc;
 }

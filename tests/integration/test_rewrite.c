@@ -252,6 +252,37 @@ test_text_to_enum_under_widen(void **state)
 
 /* ---- hundreds of tables in one transaction ---- */
 
+/* Schema `schema` with n tables, each made by table_fmt (with %1$d, the
+ * table's number), replicated with `setup --schema`. */
+static void
+many_tables(tm_env *e, const char *schema, int n, const char *table_fmt)
+{
+	strbuf sql = STRBUF_INIT;
+	char *out = NULL;
+
+	strbuf_appendf(&sql, "CREATE SCHEMA %s;", schema);
+	for (int i = 1; i <= n; i++)
+		strbuf_appendf(&sql, table_fmt, i);
+	pgtest_exec(e->s, "%s", strbuf_str(&sql));
+	assert_int_equal(tm_run(e, 120, &out, "setup", "--schema", schema, NULL), 0);
+	free(out);
+	strbuf_free(&sql);
+}
+
+/* The same text on both sides for each of n tables: query_fmt with %1$d. */
+static void
+assert_each_same(tm_env *e, int n, const char *query_fmt)
+{
+	strbuf sql = STRBUF_INIT;
+
+	for (int i = 1; i <= n; i++) {
+		strbuf_reset(&sql);
+		strbuf_appendf(&sql, query_fmt, i);
+		assert_same(e, strbuf_str(&sql));
+	}
+	strbuf_free(&sql);
+}
+
 #define WIDE_TABLES 300
 
 /*
@@ -266,20 +297,13 @@ test_three_hundred_tables_in_one_transaction(void **state)
 	tm_env *e = tm_env_new("wide");
 	strbuf sql = STRBUF_INIT;
 	pgtest_proc *run;
-	char *out = NULL;
 
 	(void) state;
-	strbuf_append(&sql, "CREATE SCHEMA w;");
-	for (int i = 1; i <= WIDE_TABLES; i++)
-		strbuf_appendf(&sql, "CREATE TABLE w.r%d (id int PRIMARY KEY, a integer, b numeric(12,2));"
-		               "INSERT INTO w.r%d VALUES (1, 1, 1.5), (2, 2, 2.25), (3, %d, 0.5);",
-		               i, i, i);
-	pgtest_exec(e->s, "%s", strbuf_str(&sql));
-	assert_int_equal(tm_run(e, 120, &out, "setup", "--schema", "w", NULL), 0);
-	free(out);
+	many_tables(e, "w", WIDE_TABLES,
+	            "CREATE TABLE w.r%1$d (id int PRIMARY KEY, a integer, b numeric(12,2));"
+	            "INSERT INTO w.r%1$d VALUES (1, 1, 1.5), (2, 2, 2.25), (3, %1$d, 0.5);");
 	tm_catch_up(e, 300);
 	run = tm_start_run(e, NULL);
-	strbuf_reset(&sql);
 	strbuf_append(&sql, "BEGIN;");
 	for (int i = 1; i <= WIDE_TABLES; i++)
 		if (i % 2)
@@ -289,16 +313,15 @@ test_three_hundred_tables_in_one_transaction(void **state)
 	strbuf_append(&sql, "COMMIT;");
 	pgtest_exec(e->s, "%s", strbuf_str(&sql));
 	pgtest_exec(e->s, "INSERT INTO w.r%d VALUES (4, 4, 4)", WIDE_TABLES);
+	/* the run stops after the target transaction that applies the migration */
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.schema_versions"
+	                                    " WHERE version = 2", "300", 300));
 	tm_stop_and_catch_up(e, run, 300);
 	assert_target_type(e, "w.r1", "a", "bigint");
 	assert_target_type(e, "w.r2", "b", "numeric(12,2)");
-	for (int i = 1; i <= WIDE_TABLES; i++) {
-		strbuf_reset(&sql);
-		/* widen keeps numeric(12,2) for an integer: compared as numbers */
-		strbuf_appendf(&sql, "SELECT string_agg(concat_ws(':', id, a, trim_scale(b::numeric)), ','"
-		               " ORDER BY id) FROM w.r%d", i);
-		assert_same(e, strbuf_str(&sql));
-	}
+	/* widen keeps numeric(12,2) for an integer: compared as numbers */
+	assert_each_same(e, WIDE_TABLES, "SELECT string_agg(concat_ws(':', id, a,"
+	                                 " trim_scale(b::numeric)), ',' ORDER BY id) FROM w.r%1$d");
 	assert_verify(e, NULL);
 	strbuf_free(&sql);
 	tm_env_free(e);
@@ -315,16 +338,11 @@ test_schema_of_seventy_tables_renamed(void **state)
 	tm_env *e = tm_env_new("schema_rename");
 	strbuf sql = STRBUF_INIT;
 	pgtest_proc *run;
-	char *out = NULL;
 
 	(void) state;
-	strbuf_append(&sql, "CREATE SCHEMA s;");
-	for (int i = 1; i <= RENAMED_TABLES; i++)
-		strbuf_appendf(&sql, "CREATE TABLE s.t%d (id int PRIMARY KEY, v int);"
-		               "INSERT INTO s.t%d SELECT g, g FROM generate_series(1, 2000) g;", i, i);
-	pgtest_exec(e->s, "%s", strbuf_str(&sql));
-	assert_int_equal(tm_run(e, 120, &out, "setup", "--schema", "s", NULL), 0);
-	free(out);
+	many_tables(e, "s", RENAMED_TABLES,
+	            "CREATE TABLE s.t%1$d (id int PRIMARY KEY, v int);"
+	            "INSERT INTO s.t%1$d SELECT g, g FROM generate_series(1, 2000) g;");
 	run = tm_spawn(e, "run", "--chunk-rows", "50", "--snapshot-readers", "2", NULL);
 	assert_true(pgtest_wait_value(e->t, "SELECT count(*) > 0 FROM tidemark.tables"
 	                                    " WHERE snapshot_rows > 0", "t", 60));
@@ -339,11 +357,8 @@ test_schema_of_seventy_tables_renamed(void **state)
 		               "INSERT INTO s2.t%d VALUES (5000, 2);", i, i);
 	pgtest_exec(e->s, "%s", strbuf_str(&sql));
 	tm_stop_and_catch_up(e, run, 300);
-	for (int i = 1; i <= RENAMED_TABLES; i++) {
-		strbuf_reset(&sql);
-		strbuf_appendf(&sql, "SELECT count(*) || ':' || sum(id::bigint * v) FROM s2.t%d", i);
-		assert_same(e, strbuf_str(&sql));
-	}
+	assert_each_same(e, RENAMED_TABLES, "SELECT count(*) || ':' || sum(id::bigint * v)"
+	                                    " FROM s2.t%1$d");
 	assert_verify(e, NULL);
 	strbuf_free(&sql);
 	tm_env_free(e);
