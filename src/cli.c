@@ -6,16 +6,19 @@
 #include <string.h>
 
 #include "exitcode.h"
+#include "log.h"
+#include "prom.h"
 
 static const char *const command_names[CLI_NCOMMANDS] = {
-	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown",
+	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown", "policy",
 };
 
 enum {
 	OPT_SOURCE = 1000, OPT_TARGET, OPT_SLOT, OPT_PUBLICATION, OPT_TABLE, OPT_SCHEMA,
 	OPT_UNTIL_CAUGHT_UP, OPT_JSON, OPT_CHUNK_ROWS, OPT_READERS, OPT_SINCE, OPT_POLICY,
 	OPT_TABLE_POLICY, OPT_PROGRESS, OPT_DROP_TARGET, OPT_DROP_COLUMNS, OPT_DROP_TABLES,
-	OPT_CHUNK_BYTES, OPT_EXCLUDE_TABLE,
+	OPT_CHUNK_BYTES, OPT_EXCLUDE_TABLE, OPT_LOG_FORMAT, OPT_TARGET_SCHEMA, OPT_MAP_SCHEMA, OPT_ALL,
+	OPT_DEFAULT, OPT_METRICS_LISTEN,
 };
 
 /* Which commands take which option: a bit per cli_command. */
@@ -34,19 +37,25 @@ static const struct {
 	 ONLY(CLI_SETUP) | ONLY(CLI_VERIFY) | ONLY(CLI_DDL_LOG) | ONLY(CLI_SNAPSHOT)},
 	{{"schema", required_argument, NULL, OPT_SCHEMA}, ONLY(CLI_SETUP)},
 	{{"exclude-table", required_argument, NULL, OPT_EXCLUDE_TABLE}, ONLY(CLI_SETUP)},
+	{{"target-schema", required_argument, NULL, OPT_TARGET_SCHEMA}, ONLY(CLI_SETUP)},
+	{{"map-schema", required_argument, NULL, OPT_MAP_SCHEMA}, ONLY(CLI_SETUP)},
+	{{"all", no_argument, NULL, OPT_ALL}, ONLY(CLI_STATUS) | ONLY(CLI_DDL_LOG)},
 	{{"until-caught-up", no_argument, NULL, OPT_UNTIL_CAUGHT_UP}, ONLY(CLI_RUN)},
 	{{"json", no_argument, NULL, OPT_JSON},
-	 ONLY(CLI_STATUS) | ONLY(CLI_SCHEMA) | ONLY(CLI_DDL_LOG) | ONLY(CLI_VERIFY)},
+	 ONLY(CLI_STATUS) | ONLY(CLI_SCHEMA) | ONLY(CLI_DDL_LOG) | ONLY(CLI_VERIFY) | ONLY(CLI_POLICY)},
 	{{"chunk-rows", required_argument, NULL, OPT_CHUNK_ROWS}, ONLY(CLI_RUN) | ONLY(CLI_VERIFY)},
 	{{"chunk-bytes", required_argument, NULL, OPT_CHUNK_BYTES}, ONLY(CLI_RUN)},
 	{{"snapshot-readers", required_argument, NULL, OPT_READERS}, ONLY(CLI_RUN)},
 	{{"since", required_argument, NULL, OPT_SINCE}, ONLY(CLI_DDL_LOG)},
-	{{"policy", required_argument, NULL, OPT_POLICY}, ONLY(CLI_RUN)},
-	{{"table-policy", required_argument, NULL, OPT_TABLE_POLICY}, ONLY(CLI_RUN)},
+	{{"policy", required_argument, NULL, OPT_POLICY}, ONLY(CLI_RUN) | ONLY(CLI_SETUP)},
+	{{"table-policy", required_argument, NULL, OPT_TABLE_POLICY}, ONLY(CLI_RUN) | ONLY(CLI_SETUP)},
+	{{"default", required_argument, NULL, OPT_DEFAULT}, ONLY(CLI_POLICY)},
 	{{"progress-interval", required_argument, NULL, OPT_PROGRESS}, ONLY(CLI_RUN)},
 	{{"drop-target-catalog", no_argument, NULL, OPT_DROP_TARGET}, ONLY(CLI_TEARDOWN)},
 	{{"drop-columns", no_argument, NULL, OPT_DROP_COLUMNS}, ONLY(CLI_RUN)},
 	{{"drop-tables", no_argument, NULL, OPT_DROP_TABLES}, ONLY(CLI_RUN)},
+	{{"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN}, ONLY(CLI_RUN)},
+	{{"log-format", required_argument, NULL, OPT_LOG_FORMAT}, ALL},
 	{{"verbose", no_argument, NULL, 'v'}, ALL},
 	{{"quiet", no_argument, NULL, 'q'}, ALL},
 	{{"help", no_argument, NULL, 'h'}, ALL},
@@ -60,6 +69,7 @@ static const char *const common_help =
 	"  --target CONNINFO      target database (env TIDEMARK_TARGET)\n"
 	"  --slot NAME            replication slot (default tidemark)\n"
 	"  --publication NAME     publication (default tidemark)\n"
+	"  --log-format FORMAT    text (default) or json: one JSON object per log line\n"
 	"  -v, --verbose          more log output (repeat for debug)\n"
 	"  -q, --quiet            warnings and errors only\n"
 	"  -h, --help             this help\n";
@@ -75,7 +85,17 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"                         the SQL way: 'public.\"Line Items\"'\n"
 		"  --schema NAME          every table of a schema, including tables created later\n"
 		"  --exclude-table SCHEMA.TABLE  leave a table of a --schema out (repeatable); it is\n"
-		"                         not replicated now nor when it is created again later\n",
+		"                         not replicated now nor when it is created again later\n"
+		"  --target-schema NAME   put every table of this pipeline into schema NAME on the\n"
+		"                         target (default: the source's schema names)\n"
+		"  --map-schema SRC=DST   put the tables of source schema SRC into target schema DST\n"
+		"                         (repeatable; before --target-schema)\n"
+		"  --policy P             the default policy for a column type change that cannot\n"
+		"                         widen: widen, follow, quarantine or stop (kept; see\n"
+		"                         `tidemark policy`)\n"
+		"  --table-policy SCHEMA.TABLE=P  the same, for one table of this setup (repeatable)\n"
+		"A pipeline is named by its --slot: several (other source databases) can share one\n"
+		"target database, each with its own slot, publication and target schemas.\n",
 	[CLI_RUN] =
 		"Usage: tidemark run [OPTIONS]\n"
 		"Streams changes from the source into the target until stopped (SIGINT/SIGTERM\n"
@@ -86,18 +106,24 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"  --chunk-rows N         snapshot chunk size in rows (default 20000)\n"
 		"  --chunk-bytes SIZE     and in bytes, as read (default 32MB; kB, MB, GB)\n"
 		"  --snapshot-readers N   parallel snapshot reader connections (default 1)\n"
-		"  --policy P             for a column type change that cannot widen: widen (default),\n"
-		"                         follow, quarantine or stop\n"
-		"  --table-policy SCHEMA.TABLE=P  the same, for one table (repeatable)\n"
+		"  --policy P             for a column type change that cannot widen: widen,\n"
+		"                         follow, quarantine or stop, for this run only (instead\n"
+		"                         of the stored default: see `tidemark policy`)\n"
+		"  --table-policy SCHEMA.TABLE=P  the same, for one table (repeatable; instead of\n"
+		"                         the table's stored policy)\n"
 		"  --drop-columns         drop on the target the columns dropped on the source\n"
 		"                         (default: keep them, no longer filled)\n"
 		"  --drop-tables          drop on the target the tables dropped on the source\n"
 		"                         (default: keep them, no longer replicated)\n"
-		"  --progress-interval S  seconds between progress lines (default 5)\n",
+		"  --progress-interval S  seconds between progress lines (default 5)\n"
+		"  --metrics-listen ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+		"                         (127.0.0.1:9187, :9187 for every interface, [::1]:9187)\n",
 	[CLI_STATUS] =
-		"Usage: tidemark status [OPTIONS] [--json]\n"
+		"Usage: tidemark status [OPTIONS] [--json] [--all]\n"
 		"Shows the slot, the WAL it retains, the applied position, the lag and each\n"
-		"table's state (snapshot progress).\n",
+		"table's state (snapshot progress).\n"
+		"  --all                  every pipeline of the target: its source, applied position\n"
+		"                         and tables (from the target only; no --source needed)\n",
 	[CLI_SNAPSHOT] =
 		"Usage: tidemark snapshot [OPTIONS] SCHEMA.TABLE...\n"
 		"Asks a running (or the next) `run` to copy these tables again, chunk by chunk,\n"
@@ -109,7 +135,8 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 	[CLI_DDL_LOG] =
 		"Usage: tidemark ddl-log [OPTIONS] [--table SCHEMA.TABLE] [--since POSITION] [--json]\n"
 		"Lists the captured DDL: position, transaction, time, user, statement,\n"
-		"classification and what was done on the target.\n",
+		"classification and what was done on the target.\n"
+		"  --all                  the DDL of every pipeline of the target, each named\n",
 	[CLI_VERIFY] =
 		"Usage: tidemark verify [OPTIONS] [--table SCHEMA.TABLE]... [--json]\n"
 		"Compares source and target by key ranges without long transactions; prints each\n"
@@ -122,6 +149,15 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"Drops the slot, the publication and the DDL capture objects on the source\n"
 		"(the replicated tables on the target are kept).\n"
 		"  --drop-target-catalog  also drop the tidemark schema on the target\n",
+	[CLI_POLICY] =
+		"Usage: tidemark policy [OPTIONS] [SCHEMA.TABLE=P]... [--default P] [--json]\n"
+		"Sets, then lists, the stored policies for a column type change that cannot widen\n"
+		"(widen, follow, quarantine or stop): each table's and the default, used by every\n"
+		"`run` (a run's --policy / --table-policy override them for that run only).\n"
+		"  SCHEMA.TABLE=P         a replicated table's policy; P default: the table follows\n"
+		"                         the default again\n"
+		"  --default P            the default policy (initially widen)\n"
+		"  --json                 the list as one JSON document\n",
 };
 
 const char *
@@ -144,8 +180,10 @@ cli_print_help(cli_command command)
 		       "  schema     a table's schema versions\n"
 		       "  ddl-log    the DDL audit log\n"
 		       "  verify     compare source and target\n"
-		       "  teardown   remove the slot, publication and capture objects\n\n"
-		       "`tidemark COMMAND --help` describes a command.\n\n%s",
+		       "  teardown   remove the slot, publication and capture objects\n"
+		       "  policy     the stored schema-change policies\n\n"
+		       "`tidemark COMMAND --help` describes a command; `tidemark --version` says which\n"
+		       "tidemark this is.\n\n%s",
 		       common_help);
 		return;
 	}
@@ -222,6 +260,7 @@ apply_option(cli_options *o, int c, const char *arg)
 	case OPT_SINCE: o->since = arg; break;
 	case OPT_POLICY: o->policy = arg; break;
 	case OPT_TABLE_POLICY: push(&o->table_policies, &o->ntable_policies, arg); break;
+	case OPT_DEFAULT: o->policy = arg; break;
 	case OPT_CHUNK_ROWS:
 		if (parse_long("chunk-rows", arg, 1, 10000000, &v) != TM_OK)
 			return TM_EXIT_USAGE;
@@ -233,6 +272,9 @@ apply_option(cli_options *o, int c, const char *arg)
 			return TM_EXIT_USAGE;
 		break;
 	case OPT_EXCLUDE_TABLE: push(&o->exclude_tables, &o->nexclude_tables, arg); break;
+	case OPT_TARGET_SCHEMA: o->target_schema = arg; break;
+	case OPT_MAP_SCHEMA: push(&o->map_schemas, &o->nmap_schemas, arg); break;
+	case OPT_ALL: o->all = true; break;
 	case OPT_READERS:
 		if (parse_long("snapshot-readers", arg, 1, 16, &v) != TM_OK)
 			return TM_EXIT_USAGE;
@@ -243,6 +285,25 @@ apply_option(cli_options *o, int c, const char *arg)
 			return TM_EXIT_USAGE;
 		o->progress_interval = (double) v;
 		break;
+	case OPT_LOG_FORMAT:
+		if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0) {
+			fprintf(stderr, "tidemark: --log-format takes text or json, not \"%s\"\n", arg);
+			return TM_EXIT_USAGE;
+		}
+		o->log_json = strcmp(arg, "json") == 0;
+		break;
+	case OPT_METRICS_LISTEN: {
+		char host[256];
+		unsigned port;
+
+		if (prom_parse_listen(arg, host, sizeof host, &port) != 0) {
+			fprintf(stderr, "tidemark run: --metrics-listen takes ADDRESS:PORT, such as "
+			        "127.0.0.1:9187, :9187 (every interface) or [::1]:9187, not \"%s\"\n", arg);
+			return TM_EXIT_USAGE;
+		}
+		o->metrics_listen = arg;
+		break;
+	}
 	case 'v': o->verbose = o->verbose < 0 ? 1 : o->verbose + 1; break;
 	case 'q': o->verbose = -1; break;
 	case 'h': o->help = true; break;
@@ -307,20 +368,55 @@ static int
 take_positionals(int argc, char **argv, cli_options *o)
 {
 	for (int i = optind; i < argc; i++) {
-		if (o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA) {
+		if (o->command == CLI_POLICY)
+			push(&o->table_policies, &o->ntable_policies, argv[i]);
+		else if (o->command == CLI_SNAPSHOT || o->command == CLI_SCHEMA)
+			push(&o->tables, &o->ntables, argv[i]);
+		else {
 			fprintf(stderr, "tidemark %s: unexpected argument \"%s\"\n",
 			        command_names[o->command], argv[i]);
 			return TM_EXIT_USAGE;
 		}
-		push(&o->tables, &o->ntables, argv[i]);
 	}
 	return TM_OK;
+}
+
+static bool
+given(const char *conninfo)
+{
+	return conninfo != NULL && conninfo[0] != '\0';
+}
+
+/*
+ * Where a command needs one side that was not given, while the other side
+ * (if it needs one) was: libpq's own environment serves for it (PGHOST,
+ * PGPORT, PGDATABASE, PGUSER, PGSERVICE, ~/.pgpass, ...), as for psql: an
+ * empty connection string. With both sides missing it would be a guess.
+ */
+static void
+libpq_environment(cli_options *o)
+{
+	bool source = o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA &&
+	              o->command != CLI_DDL_LOG;
+	bool target = o->command != CLI_TEARDOWN || o->drop_target;
+
+	if (source && !given(o->source) && (!target || given(o->target))) {
+		o->source = "";
+		o->source_from_env = true;
+	} else if (target && !given(o->target) && (!source || given(o->source))) {
+		o->target = "";
+		o->target_from_env = true;
+	}
 }
 
 int
 cli_parse(int argc, char **argv, cli_options *o)
 {
 	set_defaults(o);
+	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+		o->version = true;
+		return TM_OK;
+	}
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		o->help = true;
@@ -339,6 +435,7 @@ cli_parse(int argc, char **argv, cli_options *o)
 		o->source = getenv("TIDEMARK_SOURCE");
 	if (o->target == NULL)
 		o->target = getenv("TIDEMARK_TARGET");
+	libpq_environment(o);
 	return TM_OK;
 }
 
@@ -347,16 +444,24 @@ cli_require(const cli_options *o, bool source, bool target)
 {
 	const char *cmd = command_names[o->command];
 
-	if (source && (o->source == NULL || o->source[0] == '\0')) {
+	if (source && !given(o->source) && !o->source_from_env) {
 		fprintf(stderr, "tidemark %s: no source given: use --source CONNINFO or set "
-		        "TIDEMARK_SOURCE\n", cmd);
+		        "TIDEMARK_SOURCE (or give only --target: libpq's environment, PGHOST and the "
+		        "like, then chooses the source)\n", cmd);
 		return TM_EXIT_USAGE;
 	}
-	if (target && (o->target == NULL || o->target[0] == '\0')) {
+	if (target && !given(o->target) && !o->target_from_env) {
 		fprintf(stderr, "tidemark %s: no target given: use --target CONNINFO or set "
-		        "TIDEMARK_TARGET\n", cmd);
+		        "TIDEMARK_TARGET (or give only --source: libpq's environment, PGHOST and the "
+		        "like, then chooses the target)\n", cmd);
 		return TM_EXIT_USAGE;
 	}
+	if (source && o->source_from_env)
+		log_info("no --source: libpq's environment chooses the source (PGHOST, PGPORT, "
+		         "PGDATABASE, PGUSER, PGSERVICE, ~/.pgpass)");
+	if (target && o->target_from_env)
+		log_info("no --target: libpq's environment chooses the target (PGHOST, PGPORT, "
+		         "PGDATABASE, PGUSER, PGSERVICE, ~/.pgpass)");
 	return TM_OK;
 }
 
@@ -367,5 +472,6 @@ cli_options_free(cli_options *o)
 	free(o->schemas);
 	free(o->table_policies);
 	free(o->exclude_tables);
-	o->tables = o->schemas = o->table_policies = o->exclude_tables = NULL;
+	free(o->map_schemas);
+	o->tables = o->schemas = o->table_policies = o->exclude_tables = o->map_schemas = NULL;
 }

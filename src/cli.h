@@ -19,6 +19,7 @@ typedef enum cli_command {
 	CLI_DDL_LOG,
 	CLI_VERIFY,
 	CLI_TEARDOWN,
+	CLI_POLICY,
 	CLI_NCOMMANDS
 } cli_command;
 
@@ -26,6 +27,8 @@ typedef struct cli_options {
 	cli_command command;
 	const char *source;       /* borrowed from argv/environ */
 	const char *target;
+	bool source_from_env;     /* no source given: "" (libpq's environment serves) */
+	bool target_from_env;
 	const char *slot;         /* default "tidemark" */
 	const char *publication;  /* default "tidemark" */
 	const char **tables;      /* owned array of borrowed strings: --table, or positional */
@@ -34,9 +37,15 @@ typedef struct cli_options {
 	int nschemas;
 	const char **exclude_tables; /* owned array: setup --exclude-table */
 	int nexclude_tables;
+	const char *target_schema;   /* setup --target-schema */
+	const char **map_schemas;    /* owned array of borrowed "SRC=DST": setup --map-schema */
+	int nmap_schemas;
+	bool all;                    /* status, ddl-log --all: every pipeline of the target */
 	bool until_caught_up;
 	bool json;
 	bool help;
+	bool version;             /* tidemark --version */
+	bool log_json;            /* --log-format json */
 	bool drop_target;         /* teardown: also drop the target catalog */
 	bool drop_columns;        /* run: drop on the target the columns dropped on the source */
 	bool drop_tables;         /* run: drop on the target the tables dropped on the source */
@@ -44,10 +53,13 @@ typedef struct cli_options {
 	long long chunk_bytes;    /* run: snapshot chunk size in bytes read (0: default) */
 	int snapshot_readers;     /* run: parallel snapshot reader connections */
 	const char *since;        /* ddl-log: --since POSITION */
-	const char *policy;       /* run: schema-change policy (widen, follow, quarantine, stop) */
-	const char **table_policies; /* owned array of borrowed "SCHEMA.TABLE=POLICY" */
+	const char *policy;       /* setup, run: --policy; policy: --default (widen, follow,
+	                           * quarantine, stop) */
+	const char **table_policies; /* owned array of borrowed "SCHEMA.TABLE=POLICY": setup and
+	                              * run --table-policy, policy's arguments */
 	int ntable_policies;
 	double progress_interval; /* run: seconds between progress lines */
+	const char *metrics_listen; /* run: --metrics-listen ADDR:PORT, NULL: no metrics */
 	int verbose;              /* -v count; -q sets -1 */
 } cli_options;
 
