@@ -95,6 +95,7 @@ typedef struct run_state {
 	resync_watch resync;        /* a resync in progress: its end is recorded */
 	metrics *metrics;           /* owned; NULL without --metrics-listen */
 	double last_metrics;        /* when the positions were last set */
+	tm_lsn metrics_applied;     /* the applied position they were set to */
 } run_state;
 
 /* ---- new tables in replicated schemas ---- */
@@ -148,12 +149,11 @@ key_order_for(run_state *st, const int *ids, int nids)
 {
 	catalog_table *tables = NULL;
 	int n = 0;
-	int rc = nids > 0 ? catalog_load_tables(st->sink, st->opts->slot, &tables, &n) : TM_OK;
+	int rc = nids > 0 ? catalog_load_tables_ids(st->sink, st->opts->slot, ids, nids, &tables, &n)
+	                  : TM_OK;
 
 	for (int i = 0; rc == TM_OK && i < n; i++)
-		for (int j = 0; rc == TM_OK && j < nids; j++)
-			if (tables[i].table_id == ids[j])
-				rc = key_order_record(st->control, st->sink, &tables[i]);
+		rc = key_order_record(st->control, st->sink, &tables[i]);
 	catalog_tables_free(tables, n);
 	return rc;
 }
@@ -193,8 +193,10 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 
 	if (rc == TM_OK && res.commit_after)
 		apply_commit_after(st->apply);
-	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table))
+	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table)) {
+		schema_sync_result_free(&res);
 		return rc;
+	}
 	snapshot_poll_soon(st->snap);
 	rc = sink_reset_statements(st->sink);
 	if (rc == TM_OK)
@@ -206,6 +208,7 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 		apply_forget_statements(st->apply, res.changed[i]);
 		snapshot_restart(st->snap, res.changed[i]);
 	}
+	schema_sync_result_free(&res);
 	return rc;
 }
 
@@ -262,10 +265,15 @@ update_metrics(run_state *st, double now)
 	long long lag_b;
 	double lag_s;
 
-	if (st->metrics == NULL || now - st->last_metrics < METRICS_INTERVAL_S)
+	if (st->metrics == NULL)
+		return;
+	applied = apply_committed(st->apply);
+	/* a commit is shown at once: the loop may then wait for the source
+	 * longer than the interval */
+	if (applied == st->metrics_applied && now - st->last_metrics < METRICS_INTERVAL_S)
 		return;
 	st->last_metrics = now;
-	applied = apply_committed(st->apply);
+	st->metrics_applied = applied;
 	lag_of(st, &lag_b, &lag_s);
 	metrics_set(st->metrics, METRICS_APPLIED_LSN, applied);
 	metrics_set(st->metrics, METRICS_FLUSHED_LSN, apply_position(st->apply));

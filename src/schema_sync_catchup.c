@@ -88,6 +88,7 @@ follow(schema_sync *ss, catalog_table *t, tabledef *now, tm_lsn pos, int *nchang
 	}
 	free(et.cols);
 	note_free(&note);
+	schema_sync_result_free(&res);
 	return rc;
 }
 
@@ -169,6 +170,7 @@ catch_up_new(schema_sync *ss, const char *schema, const char *name, tm_lsn pos, 
 			rc = schema_sync_part_record(ss, def);
 		*nchanged += added;
 		note_free(&note);
+		schema_sync_result_free(&res);
 	}
 	tabledef_free(def);
 	catalog_table_free(t);
