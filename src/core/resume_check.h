@@ -1,6 +1,6 @@
 /*
  * resume_check.h: may `run` resume streaming from the target's stored
- * position? The rule, pure: the facts are read by the caller (resume.h),
+ * position? The rule, pure: the facts are read by the caller (consistency.h),
  * the verdict says what is wrong and which positions prove it.
  *
  * What holds on a healthy pair, and so what each comparison may rely on:
