@@ -23,6 +23,7 @@
 
 static const char *const command_names[CLI_NCOMMANDS] = {
 	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown", "policy",
+	"resync",
 };
 
 /* ---- the option table ------------------------------------------------------ */
@@ -46,6 +47,8 @@ static int set_listen(cli_options *o, const cli_option *opt, const char *arg, ch
 #define ALL ((1u << CLI_NCOMMANDS) - 1)
 #define ON(c) (1u << CLI_##c)
 #define NONE 0u
+/* resync goes on as run: it takes run's options */
+#define RUNS (ON(RUN) | ON(RESYNC))
 
 /* What an entry sets, and how (the kind of value, setter, field, count,
  * range): one of these per entry. */
@@ -91,35 +94,38 @@ const cli_option cli_option_table[] = {
 	 "`tidemark policy`)"},
 	{"table-policy", 0, "SCHEMA.TABLE=P", LIST(table_policies, ntable_policies), ON(SETUP),
 	 ON(SETUP), "the same, for one table of this setup (repeatable)"},
-	{"until-caught-up", 0, NULL, FLAG(until_caught_up), ON(RUN), NONE,
+	{"until-caught-up", 0, NULL, FLAG(until_caught_up), RUNS, NONE,
 	 "exit 0 once everything the source had written when run\n"
 	 "started is applied and no snapshot is pending"},
-	{"chunk-rows", 0, "N", LONG(chunk_rows, 1, 10000000), ON(RUN), ON(RUN),
+	{"chunk-rows", 0, "N", LONG(chunk_rows, 1, 10000000), RUNS, RUNS,
 	 "snapshot chunk size in rows (default 20000)"},
-	{"chunk-bytes", 0, "SIZE", SIZE(chunk_bytes, 16 * KB, 4096 * MB), ON(RUN), ON(RUN),
+	{"chunk-bytes", 0, "SIZE", SIZE(chunk_bytes, 16 * KB, 4096 * MB), RUNS, RUNS,
 	 "and in bytes, as read (default 32MB; kB, MB, GB)"},
-	{"snapshot-readers", 0, "N", INT(snapshot_readers, 1, 16), ON(RUN), ON(RUN),
+	{"snapshot-readers", 0, "N", INT(snapshot_readers, 1, 16), RUNS, RUNS,
 	 "parallel snapshot reader connections (default 1)"},
 	/* a run's own policies are for that run: a file's are setup's, stored */
-	{"policy", 0, "P", STRING(policy), ON(RUN), NONE,
+	{"policy", 0, "P", STRING(policy), RUNS, NONE,
 	 "for a column type change that cannot widen: widen,\n"
 	 "follow, quarantine or stop, for this run only (instead\n"
 	 "of the stored default: see `tidemark policy`)"},
-	{"table-policy", 0, "SCHEMA.TABLE=P", LIST(table_policies, ntable_policies), ON(RUN), NONE,
+	{"table-policy", 0, "SCHEMA.TABLE=P", LIST(table_policies, ntable_policies), RUNS, NONE,
 	 "the same, for one table (repeatable; instead of\n"
 	 "the table's stored policy)"},
-	{"drop-columns", 0, NULL, FLAG(drop_columns), ON(RUN), ON(RUN),
+	{"drop-columns", 0, NULL, FLAG(drop_columns), RUNS, RUNS,
 	 "drop on the target the columns dropped on the source\n"
 	 "(default: keep them, no longer filled)"},
-	{"drop-tables", 0, NULL, FLAG(drop_tables), ON(RUN), ON(RUN),
+	{"drop-tables", 0, NULL, FLAG(drop_tables), RUNS, RUNS,
 	 "drop on the target the tables dropped on the source\n"
 	 "(default: keep them, no longer replicated)"},
-	{"progress-interval", 0, "S", SECONDS(progress_interval, 1, 3600), ON(RUN), ON(RUN),
+	{"progress-interval", 0, "S", SECONDS(progress_interval, 1, 3600), RUNS, RUNS,
 	 "seconds between progress lines (default 5)"},
-	{"metrics-listen", 0, "ADDR:PORT", CUSTOM(CLI_VALUE_TEXT, set_listen, metrics_listen), ON(RUN),
-	 ON(RUN),
+	{"metrics-listen", 0, "ADDR:PORT", CUSTOM(CLI_VALUE_TEXT, set_listen, metrics_listen), RUNS,
+	 RUNS,
 	 "serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 	 "(127.0.0.1:9187, :9187 for every interface, [::1]:9187)"},
+	{"table", 0, "SCHEMA.TABLE", LIST(tables, ntables), ON(RESYNC), NONE,
+	 "copy only this table again (repeatable; only when the\n"
+	 "target and the slot agree)"},
 	{"all", 0, NULL, FLAG(all), ON(STATUS), NONE,
 	 "every pipeline of the target: its source, applied position\n"
 	 "and tables (from the target only; no --source needed)"},
@@ -377,6 +383,13 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"`run` (a run's --policy / --table-policy override them for that run only).\n"
 		"SCHEMA.TABLE=P sets a replicated table's policy; P default: the table follows the\n"
 		"default again.\n",
+	[CLI_RESYNC] =
+		"Usage: tidemark resync [OPTIONS] [--table SCHEMA.TABLE]...\n"
+		"After the target was restored from a backup, the slot was lost or invalidated, or\n"
+		"the source failed over: copies every table again in place while streaming (no\n"
+		"table is dropped or emptied; rows the source no longer has are removed), creating\n"
+		"the slot again when it is gone, then goes on as `tidemark run` (with its options).\n"
+		"A resync interrupted is finished by the next `run` or `resync`.\n",
 };
 
 #define HELP_COLUMN 25
@@ -431,7 +444,8 @@ cli_print_help(cli_command command)
 		       "  ddl-log    the DDL audit log\n"
 		       "  verify     compare source and target\n"
 		       "  teardown   remove the slot, publication and capture objects\n"
-		       "  policy     the stored schema-change policies\n\n"
+		       "  policy     the stored schema-change policies\n"
+		       "  resync     copy everything again in place after a restore or a failover\n\n"
 		       "`tidemark COMMAND --help` describes a command; `tidemark --version` says which\n"
 		       "tidemark this is. A config file (--config) takes every option below and\n"
 		       "those of setup and run, as `key = value;` lines (see man tidemark).\n");

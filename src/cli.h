@@ -30,6 +30,7 @@ typedef enum cli_command {
 	CLI_VERIFY,
 	CLI_TEARDOWN,
 	CLI_POLICY,
+	CLI_RESYNC,               /* takes run's options too (it runs afterwards) */
 	CLI_NCOMMANDS
 } cli_command;
 

@@ -16,6 +16,7 @@
 #include "apply.h"
 #include "clock.h"
 #include "commands.h"
+#include "consistency.h"
 #include "ddl_auth.h"
 #include "key_order.h"
 #include "log.h"
@@ -25,6 +26,7 @@
 #include "pipeline.h"
 #include "pgoutput.h"
 #include "policy.h"
+#include "resync.h"
 #include "schema_sync.h"
 #include "snapshot.h"
 #include "source.h"
@@ -90,6 +92,7 @@ typedef struct run_state {
 	bool migrated;              /* the target catalog is at this binary's version */
 	bool streamed;              /* a session of this run has streamed */
 	bool connect_failed;        /* this session failed to open a connection */
+	resync_watch resync;        /* a resync in progress: its end is recorded */
 	metrics *metrics;           /* owned; NULL without --metrics-listen */
 	double last_metrics;        /* when the positions were last set */
 	tm_lsn metrics_applied;     /* the applied position they were set to */
@@ -430,6 +433,8 @@ stream_loop(run_state *st)
 			rc = send_feedback(st, false);
 		if (rc == TM_OK)
 			rc = snapshot_poll(st->snap);
+		if (rc == TM_OK && !apply_in_transaction(st->apply))
+			rc = resync_watch_poll(&st->resync, st->sink, st->opts->slot, false);
 		log_progress(st, false);
 		if (st->metrics != NULL) {
 			double now = clock_now_s();
@@ -470,19 +475,14 @@ catalog_version(sink *sk, int *version)
 static int
 catalog_upgrade(run_state *st)
 {
-	PGconn *plain = NULL;
 	int version = 0;
 	int rc;
 
 	if (st->migrated)
 		return TM_OK;
 	rc = catalog_version(st->sink, &version);
-	if (rc == TM_OK && version > 0 && version < migrate_latest(PGCONN_TARGET)) {
-		rc = pgconn_open(st->opts->target, PGCONN_TARGET, "setup", false, &plain);
-		if (rc == TM_OK)
-			rc = migrate_apply(plain, PGCONN_TARGET, NULL);
-		PQfinish(plain);
-	}
+	if (rc == TM_OK && version > 0 && version < migrate_latest(PGCONN_TARGET))
+		rc = migrate_apply_to(st->opts->target, PGCONN_TARGET);
 	st->migrated = rc == TM_OK;
 	return rc;
 }
@@ -536,7 +536,7 @@ session_open(run_state *st)
 	schema_sync_config ssc = {.slot = o->slot, .drop_columns = o->drop_columns,
 	                          .drop_tables = o->drop_tables,
 	                          .source = {st, source_table_def, source_partitions,
-	                                     source_table_name},
+	                                     source_table_name, NULL, NULL},
 	                          .type_boundary = type_boundary, .boundary_ctx = st,
 	                          .metrics = st->metrics};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}, st->metrics};
@@ -559,6 +559,9 @@ session_open(run_state *st)
 	if (rc == TM_OK)
 		rc = pipeline_check((pipeline_target){st->sink, NULL}, o->slot, st->control, o->source,
 		                    true);
+	/* the target's position against the slot and the source's history */
+	if (rc == TM_OK && (rc = consistency_check(st->control, st->sink, o->source, o->slot)) != TM_OK)
+		st->connect_failed = PGCONN_IS_RETRY(rc) && !st->streamed;
 	if (rc == TM_OK)
 		rc = source_query_check_via_root(st->control, o->publication);
 	if (rc == TM_OK)
@@ -635,6 +638,8 @@ run_session(run_state *st)
 		log_progress(st, true);
 	if (rc == TM_OK)
 		rc = send_feedback(st, true);
+	if (rc == TM_OK)
+		rc = resync_watch_poll(&st->resync, st->sink, st->opts->slot, true);
 	if (rc == TM_EXIT_POLICY && st->stop_before == LSN_INVALID)
 		st->stop_before = apply_current_commit_lsn(st->apply);
 	else if (rc == TM_EXIT_POLICY)
@@ -672,8 +677,10 @@ cmd_run(const cli_options *o)
 	st.opts = o;
 	/* before streaming: a port in use is said at once */
 	if (o->metrics_listen != NULL &&
-	    (rc = metrics_start(o->metrics_listen, TIDEMARK_VERSION, &st.metrics)) != TM_OK)
+	    (rc = metrics_start(o->metrics_listen, TIDEMARK_VERSION, &st.metrics)) != TM_OK) {
+		policy_settings_free(&st.policies);
 		return rc;
+	}
 	arena_init(&st.scratch, 64 * 1024);
 	install_signals();
 	for (;;) {

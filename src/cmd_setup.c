@@ -18,6 +18,7 @@
 #include "pgconn.h"
 #include "pipeline.h"
 #include "policy.h"
+#include "source.h"
 #include "source_query.h"
 #include "strbuf.h"
 #include "xalloc.h"
@@ -571,6 +572,28 @@ report_partial(const setup_done *d)
 	strbuf_free(&sb);
 }
 
+/* PostgreSQL 17 and later: a slot created before (by an older tidemark,
+ * or on an older server since upgraded) becomes a failover slot. */
+static int
+ensure_failover(PGconn *src, const cli_options *o)
+{
+	source_slot_state st;
+	int rc;
+
+	if (PQserverVersion(src) < 170000)
+		return TM_OK;
+	rc = source_query_slot_state(src, o->slot, &st);
+	if (rc != TM_OK || st.failover || st.synced)
+		return rc;
+	if (st.active_pid != 0) {
+		log_warn("source: replication slot \"%s\" is not a failover slot, and cannot be made "
+		         "one while it is in use (pid %d). Fix: stop `tidemark run`, then `tidemark "
+		         "setup` again", o->slot, st.active_pid);
+		return TM_OK;
+	}
+	return source_set_failover(o->source, o->slot);
+}
+
 int
 cmd_setup(const cli_options *o)
 {
@@ -617,6 +640,8 @@ cmd_setup(const cli_options *o)
 		                                     o->schemas, o->nschemas);
 	if (rc == TM_OK)
 		rc = source_query_ensure_slot(src, o->slot, &created, &slot_lsn);
+	if (rc == TM_OK && !created)
+		rc = ensure_failover(src, o);
 	if (rc == TM_OK) {
 		char buf[LSN_TEXT_MAX];
 

@@ -43,8 +43,8 @@ source_part(const cli_options *o, PGconn *target, json_t *out)
 	if (rc == TM_OK && PQgetisnull(r, 0, 0)) {
 		log_error("source: replication slot \"%s\" does not exist there (a misspelt --slot, or "
 		          "dropped by someone else?). Fix: name the slot of this replication with --slot; "
-		          "if it was dropped, `tidemark setup` again creates it and `tidemark snapshot` "
-		          "copies the tables again (changes made meanwhile were not captured)", o->slot);
+		          "if it was dropped, or lost in a failover of the source, `tidemark resync` "
+		          "creates it again and copies every table again in place", o->slot);
 		rc = TM_EXIT_CONFIG;
 	} else if (rc == TM_OK)
 		json_object_set_new(out, "source", report_row(r, 0));
@@ -53,21 +53,58 @@ source_part(const cli_options *o, PGconn *target, json_t *out)
 	return rc;
 }
 
+/* Does the target's catalog have this table (made by a later migration
+ * than the catalog may be at)? */
+static bool
+catalog_has(PGconn *conn, const char *table)
+{
+	const char *p[] = {table};
+	PGresult *r = NULL;
+	bool have = pgconn_exec(conn, PGCONN_TARGET, "looking for a catalog table",
+	                        "SELECT to_regclass($1) IS NOT NULL", 1, p, &r) == TM_OK &&
+	            strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+
+	PQclear(r);
+	return have;
+}
+
 /* Rows waiting to be read again, per table (0 on a catalog made before
  * tidemark.snapshot_rereads existed). */
 static const char *
 rereads_column(PGconn *conn)
 {
-	PGresult *r = NULL;
-	bool have = pgconn_exec(conn, PGCONN_TARGET, "looking for tidemark.snapshot_rereads",
-	                        "SELECT to_regclass('tidemark.snapshot_rereads') IS NOT NULL", 0, NULL,
-	                        &r) == TM_OK &&
-	            strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	return catalog_has(conn, "tidemark.snapshot_rereads")
+	           ? " (SELECT count(*) FROM tidemark.snapshot_rereads r"
+	             "   WHERE r.table_id = t.table_id) AS rows_to_read_again"
+	           : " 0 AS rows_to_read_again";
+}
 
+/* Does the catalog know resyncs and sweeps (migrations/target/013_resync.sql)? */
+static bool
+has_resyncs(PGconn *conn)
+{
+	return catalog_has(conn, "tidemark.resyncs");
+}
+
+/* The latest resync of the replication, or null. */
+static int
+resync_part(PGconn *conn, const cli_options *o, json_t *out)
+{
+	const char *p[] = {o->slot};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, PGCONN_TARGET, "reading the resync",
+	                     "SELECT r.reason, r.started_at::text, r.finished_at::text,"
+	                     " r.from_lsn::text, r.resume_lsn::text, r.new_slot, r.tables,"
+	                     " (SELECT count(*) FROM tidemark.tables t WHERE t.slot_name = r.slot_name"
+	                     "   AND t.snapshot_requested_at >= r.requested_at AND t.state = 'streaming'"
+	                     "   AND NOT EXISTS (SELECT FROM tidemark.snapshot_sweeps w"
+	                     "     WHERE w.table_id = t.table_id)) AS tables_copied"
+	                     " FROM tidemark.resyncs r WHERE r.slot_name = $1", 1, p, &r);
+
+	if (rc == TM_OK)
+		json_object_set_new(out, "resync", PQntuples(r) ? report_row(r, 0) : json_null());
 	PQclear(r);
-	return have ? " (SELECT count(*) FROM tidemark.snapshot_rereads r"
-	              "   WHERE r.table_id = t.table_id) AS rows_to_read_again"
-	            : " 0 AS rows_to_read_again";
+	return rc;
 }
 
 /* The schema-change policy in force per table, and what set it (policy.h):
@@ -112,6 +149,10 @@ target_part(const cli_options *o, PGconn *conn, json_t *out)
 		              " CASE WHEN cardinality(key_columns) = 0 THEN 'one read' ELSE 'chunks' END"
 		              "   AS copy,");
 		strbuf_append(&sql, rereads_column(conn));
+		strbuf_append(&sql, has_resyncs(conn)
+		              ? ", (SELECT keys_checked FROM tidemark.snapshot_sweeps w"
+		                "   WHERE w.table_id = t.table_id) AS sweep_keys_checked"
+		              : ", NULL::bigint AS sweep_keys_checked");
 		strbuf_append(&sql, policy_columns(conn));
 		strbuf_append(&sql, " FROM tidemark.tables t WHERE slot_name = $1 ORDER BY 1");
 		rc = pgconn_exec(conn, PGCONN_TARGET, "reading the tables", sql.data, 1, p, &r);
@@ -124,6 +165,8 @@ target_part(const cli_options *o, PGconn *conn, json_t *out)
 		json_decref(rows);
 		PQclear(r);
 	}
+	if (rc == TM_OK && has_resyncs(conn))
+		rc = resync_part(conn, o, out);
 	return rc;
 }
 
@@ -160,12 +203,32 @@ print_table(json_t *t)
 		printf("streaming, snapshot done (%lld rows copied)\n", rows);
 	else
 		printf("%s\n", state);
+	if (json_is_integer(json_object_get(t, "sweep_keys_checked")))
+		printf("  %-40s removing the rows the source no longer has: %lld keys looked up so far\n",
+		       "", num(t, "sweep_keys_checked"));
 	if (json_is_string(json_object_get(t, "policy")))
 		printf("  %-40s schema-change policy %s (set by: %s)\n", "", report_str(t, "policy"),
 		       report_str(t, "policy_set_by"));
 	if (num(t, "rows_to_read_again") > 0)
 		printf("  %-40s %lld row(s) to read again (moved by key changes while being copied)\n", "",
 		       num(t, "rows_to_read_again"));
+}
+
+static void
+print_resync(json_t *rs)
+{
+	if (!json_is_object(rs))
+		return;
+	if (json_is_null(json_object_get(rs, "finished_at")))
+		printf("resync in progress since %s (%s): %lld of %lld table(s) copied again in place; "
+		       "the stream resumed at %s%s\n", report_str(rs, "started_at"),
+		       report_str(rs, "reason"), num(rs, "tables_copied"), num(rs, "tables"),
+		       report_str(rs, "resume_lsn"),
+		       json_is_true(json_object_get(rs, "new_slot")) ? " (slot created again)" : "");
+	else
+		printf("last resync: %s to %s (%s), %lld table(s) copied again\n",
+		       report_str(rs, "started_at"), report_str(rs, "finished_at"),
+		       report_str(rs, "reason"), num(rs, "tables"));
 }
 
 static void
@@ -182,6 +245,7 @@ print_text(json_t *doc)
 	printf("applied up to %s (source commit time %s), lag %lld bytes, %.1f s\n",
 	       report_str(tgt, "applied_lsn"), report_str(tgt, "source_commit_time"),
 	       num(doc, "lag_bytes"), json_number_value(json_object_get(doc, "lag_seconds")));
+	print_resync(json_object_get(doc, "resync"));
 	printf("tables:\n");
 	json_array_foreach(json_object_get(doc, "tables"), i, t)
 		print_table(t);

@@ -101,3 +101,15 @@ migrate_apply(PGconn *conn, pgconn_side side, int *napplied)
 	                     lock_params, NULL, NULL, 0));
 	return rc;
 }
+
+int
+migrate_apply_to(const char *conninfo, pgconn_side side)
+{
+	PGconn *conn = NULL;
+	int rc = pgconn_open(conninfo, side, "setup", false, &conn);
+
+	if (rc == TM_OK)
+		rc = migrate_apply(conn, side, NULL);
+	PQfinish(conn);
+	return rc;
+}

@@ -28,5 +28,7 @@ int migrate_latest(pgconn_side side);
  * transaction with its record, under an advisory lock. Returns a status;
  * *napplied (may be NULL): how many scripts it applied. */
 int migrate_apply(PGconn *conn, pgconn_side side, int *napplied);
+/* The same over a connection of its own (role "setup"). */
+int migrate_apply_to(const char *conninfo, pgconn_side side);
 
 #endif

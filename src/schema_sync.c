@@ -953,3 +953,25 @@ schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
 	ddl_event_free(e);
 	return rc;
 }
+
+/* ---- for the catch-up (schema_sync_catchup.c) ---- */
+
+int
+schema_sync_load_version(schema_sync *ss, const catalog_table *t, tabledef **def, int *version)
+{
+	return load_version(ss, t, def, version);
+}
+
+int
+schema_sync_follow_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, tm_lsn pos,
+                         sync_note *note, schema_sync_result *res)
+{
+	/* a definition, not a statement: no USING, no session settings
+	 * recorded, no rewrite of any transaction */
+	ddl_event none;
+
+	memset(&none, 0, sizeof none);
+	none.kind = DDL_EVENT_DDL;
+	none.xid = -1;
+	return sync_table(ss, &none, t, now, false, pos, note, res);
+}

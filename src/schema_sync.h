@@ -55,6 +55,11 @@ typedef struct schema_sync_source {
 	int (*partitions)(void *ctx, uint32_t relid, ddl_part_root *out);
 	/* "schema.name" of the table (new string), NULL when gone. */
 	int (*table_name)(void *ctx, uint32_t relid, char **out);
+	/* For schema_sync_catch_up: the ordinary and partitioned tables of a
+	 * schema (new NULL-terminated array of new strings), and a table's
+	 * definition by name (*out new, NULL when it cannot be replicated). */
+	int (*schema_tables)(void *ctx, const char *schema, char ***names);
+	int (*table_def_named)(void *ctx, const char *schema, const char *name, tabledef **out);
 } schema_sync_source;
 
 /* The policy for a change that cannot widen is the one in force in the
@@ -104,5 +109,20 @@ typedef struct schema_sync_result {
 int schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
                         pg_timestamp commit_time, schema_sync_result *res);
 void schema_sync_result_free(schema_sync_result *res);
+
+/*
+ * Brings the target's tables to the source's definitions as they are now,
+ * valid from pos, inside the open target transaction: the schema changes
+ * of a stretch the stream will never deliver (a resync: between the
+ * target's position and where the stream resumes, see resync.h). Each
+ * replicated table whose definition differs from its version in force is
+ * planned and changed as a captured DDL would be (its policy applies); a
+ * table gone from the source is marked dropped (the target keeps it); a
+ * table of a replicated schema not yet replicated is registered (created
+ * on the target, to be copied). Needs cfg.source's table_def,
+ * schema_tables and table_def_named. *nchanged: the tables it changed,
+ * added or marked dropped.
+ */
+int schema_sync_catch_up(schema_sync *ss, tm_lsn pos, int *nchanged);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "catalog.h"
 #include "ddl_auth.h"
 #include "ddl_event.h"
 #include "ddl_parse.h"
@@ -114,6 +115,14 @@ void schema_sync_rewrite_free(schema_sync *ss);
 int schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_note *note,
                           schema_sync_result *res, bool *added);
 
+/* The table's version in force: *def new, *version its number (0: none). */
+int schema_sync_load_version(schema_sync *ss, const catalog_table *t, tabledef **def,
+                             int *version);
+/* A replicated table's change to the definition now (not rewritten): planned
+ * under its policy, run on the target, a new version valid from pos. */
+int schema_sync_follow_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, tm_lsn pos,
+                             sync_note *note, schema_sync_result *res);
+
 /* ---- partitioned tables (schema_sync_part.c) ---- */
 
 /* The replicated partitioned tables a message concerns, with their
@@ -131,6 +140,9 @@ int schema_sync_part_follow(schema_sync *ss, const ddl_event *e, ddl_part_root *
 int schema_sync_part_listed(schema_sync *ss, const ddl_event *e, const ddl_event_table *et,
                             const ddl_part_root *roots, int n, sync_note *note,
                             schema_sync_result *res, bool *done);
+/* A registered table's partitions, as the source has them now, recorded
+ * (nothing for a table without partitions). */
+int schema_sync_part_record(schema_sync *ss, const tabledef *def);
 /* Did the source rewrite a partition of this table in the message's
  * transaction (a root's rows are its partitions')? */
 bool schema_sync_part_rewritten(const schema_sync *ss, const ddl_event *e, uint32_t relid);

@@ -303,3 +303,11 @@ schema_sync_part_truncate(schema_sync *ss, const ddl_event *e, sync_note *note,
 	catalog_partition_roots_free(roots, nroots);
 	return rc;
 }
+
+/* ---- for the catch-up (schema_sync_catchup.c) ---- */
+
+int
+schema_sync_part_record(schema_sync *ss, const tabledef *def)
+{
+	return record_tree(ss, def);
+}

@@ -37,15 +37,28 @@ drop_stage(sink *s, int table_id)
 	return rc;
 }
 
+/* The target's rows go first, by DELETE rather than TRUNCATE: readers of
+ * the table keep seeing its old rows until the load commits, never wait
+ * for it, and never see it empty (MVCC; a TRUNCATE would hold an ACCESS
+ * EXCLUSIVE lock until then, and snapshots taken before it would see no
+ * rows afterwards). */
+static int
+delete_rows(sink *s, const keyless_change *t)
+{
+	strbuf sql = STRBUF_INIT;
+	int rc;
+
+	strbuf_append(&sql, "DELETE FROM ");
+	strbuf_append_qualified(&sql, t->target_schema, t->target_table);
+	rc = sink_command(s, "replacing a keyless table's rows", sql.data, 0, NULL);
+	strbuf_free(&sql);
+	return rc;
+}
+
 int
 snap_keyless_apply(sink *s, keyless *k, const snap_keyless_load *in, snap_keyless_loaded *out)
 {
-	keyless_change truncate = in->table;
-	int rc;
-
-	/* emptied first (TRUNCATE: readers of the table wait for the load) */
-	truncate.op = 't';
-	rc = keyless_apply(k, &truncate);
+	int rc = delete_rows(s, &in->table);
 
 	out->rows = 0;
 	if (rc == TM_OK)

@@ -21,8 +21,9 @@
  *     that holds them; at L the changes kept by an earlier attempt are
  *     deleted (X' sees them all);
  *   - at H, in one target transaction (the one that applies H): the
- *     target table is emptied (TRUNCATE: its readers wait for the load),
- *     the staged rows are copied in, the kept changes of the transactions
+ *     target table's rows are deleted (DELETE, not TRUNCATE: its readers
+ *     see the old rows until the load commits, then the new ones, and
+ *     never wait), the staged rows are copied in, the kept changes of the transactions
  *     X did not see are applied over them in stream order (snap_visible.h),
  *     the kept changes and the staging table are dropped, the table is
  *     marked copied and the position stored with it;

@@ -433,3 +433,53 @@ snap_load(sink *s, const snap_load_chunk *c, bool *fast)
 		rc = apply_overlay(s, c, &c->overlays[i]);
 	return rc;
 }
+
+/* ---- a sweep's page ---- */
+
+static int
+sweep_stage(sink *s, const snap_load_chunk *c, const strbuf *page)
+{
+	strbuf keys = STRBUF_INIT;
+	int rc = temp_create(s, c, "page", true);
+
+	if (rc == TM_OK)
+		rc = temp_fill_keys(s, c, "page", page);
+	if (rc == TM_OK)
+		rc = temp_create(s, c, "keys", true);
+	snap_window_kept_keys_copy(c->window, c->chunk, &keys);
+	if (rc == TM_OK)
+		rc = temp_fill_keys(s, c, "keys", &keys);
+	strbuf_reset(&keys);
+	snap_window_keys_copy(c->window, &keys);
+	if (rc == TM_OK)
+		rc = temp_create(s, c, "touched", true);
+	if (rc == TM_OK)
+		rc = temp_fill_keys(s, c, "touched", &keys);
+	strbuf_free(&keys);
+	return rc;
+}
+
+int
+snap_load_sweep(sink *s, const snap_load_chunk *c, const strbuf *page, long *removed)
+{
+	strbuf sql = STRBUF_INIT;
+	PGresult *r = NULL;
+	int rc = sweep_stage(s, c, page);
+
+	*removed = 0;
+	strbuf_append(&sql, "DELETE FROM ");
+	strbuf_append_qualified(&sql, c->target_schema, c->target_table);
+	strbuf_append(&sql, " t WHERE true");
+	append_in(&sql, c, "page", true);
+	append_in(&sql, c, "keys", false);
+	append_in(&sql, c, "touched", false);
+	if (rc == TM_OK)
+		rc = sink_query(s, "deleting rows the source no longer has", sql.data, 0, NULL, &r);
+	if (rc == TM_OK)
+		*removed = atol(PQcmdTuples(r));
+	PQclear(r);
+	strbuf_free(&sql);
+	for (int i = 0; rc == TM_OK && i < 3; i++)
+		rc = temp_drop(s, c, (const char *const[]) {"page", "keys", "touched"}[i], false);
+	return rc;
+}

@@ -52,4 +52,14 @@ typedef struct snap_load_chunk {
 /* Returns a status; *fast tells which path was taken. */
 int snap_load(sink *s, const snap_load_chunk *c, bool *fast);
 
+/*
+ * A sweep's page (snap_sweep.h), at its high watermark: deletes the
+ * target's rows with the keys of page (COPY text lines of the key values,
+ * read from the target) that are neither among c->chunk's keys (those the
+ * source has, read between the watermarks) nor touched by the stream in
+ * c->window. Uses table_id, the target names, the key columns and types
+ * of c. *removed: the rows deleted.
+ */
+int snap_load_sweep(sink *s, const snap_load_chunk *c, const strbuf *page, long *removed);
+
 #endif

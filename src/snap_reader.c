@@ -394,7 +394,9 @@ chunk_sql(PGconn *conn, const table_cursor *c, strbuf *sql)
 		codec_append_key_text(sql, NULL, c->job.key_columns[k]);
 		strbuf_appendf(sql, " AS \"tidemark key %d\", ", k + 1);
 	}
-	for (int i = 0; i < c->ncols; i++) {
+	if (c->job.keys_only)
+		append_key_cols(sql, c);
+	for (int i = 0; !c->job.keys_only && i < c->ncols; i++) {
 		if (i > 0)
 			strbuf_append(sql, ", ");
 		strbuf_append_ident(sql, c->colnames[i]);
@@ -571,6 +573,26 @@ read_whole(PGconn *conn, table_cursor *c, snap_result *res)
 	return rc;
 }
 
+/* A read of the key columns alone (job.keys_only): text rows of the key
+ * values; NULL for any other read. */
+static snap_chunk *
+keys_only_chunk(table_cursor *c)
+{
+	int *idx;
+	snap_chunk *ch;
+
+	if (!c->job.keys_only)
+		return NULL;
+	c->format = SNAP_CHUNK_TEXT;
+	idx = xcalloc((size_t) c->job.nkeys + 1, sizeof(int));
+	for (int k = 0; k < c->job.nkeys; k++)
+		idx[k] = k;
+	ch = snap_chunk_new(SNAP_CHUNK_TEXT, c->job.nkeys, (const char *const *) c->job.key_columns,
+	                    c->job.nkeys, idx);
+	free(idx);
+	return ch;
+}
+
 /* The read itself: one short REPEATABLE READ transaction (for a table
  * without a key, one as long as the table takes to read). */
 static int
@@ -594,8 +616,10 @@ read_chunk(PGconn *conn, table_cursor *c, snap_result *res)
 		rc = read_whole(conn, c, res);
 	else if (rc == TM_OK) {
 		snap_chunk_free(res->chunk);
-		res->chunk = snap_chunk_new(c->format, c->ncols, (const char *const *) c->colnames,
-		                            c->job.nkeys, c->key_idx);
+		res->chunk = keys_only_chunk(c);
+		if (res->chunk == NULL)
+			res->chunk = snap_chunk_new(c->format, c->ncols, (const char *const *) c->colnames,
+			                            c->job.nkeys, c->key_idx);
 		chunk_sql(conn, c, &sql);
 		/* a reread reads every key asked for: a request answered only in
 		 * part would be forgotten whole (snapshot.c reads at most 100) */

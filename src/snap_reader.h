@@ -66,6 +66,9 @@ typedef struct snap_job {
 	 * values each, flat), read again (snap_reader_reread). */
 	char **reread_keys;
 	int nreread;
+	/* With reread_keys: read only the key columns of the rows that exist
+	 * (text rows; a sweep's lookup, snap_sweep.h). */
+	bool keys_only;
 	/* Per key column, how the target orders its values (a CODEC_ORDER_SQL
 	 * descriptor, codec.h; NULL: unknown). The reader compares each with
 	 * the source's (see snap_result.by_keys). */

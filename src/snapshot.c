@@ -20,6 +20,7 @@
 #include "snap_load.h"
 #include "snap_commits.h"
 #include "snap_reader.h"
+#include "snap_sweep.h"
 
 #define POLL_INTERVAL_S 2.0
 /* Keys read again in one read, at most: their rows are held in memory. */
@@ -78,6 +79,7 @@ struct snapshot {
 	snap_table **tables;     /* owned */
 	int ntables;
 	snap_commits *ring;      /* owned */
+	snap_sweeps *sweeps;     /* owned: rows copies by keys left over (snap_sweep.h) */
 	double last_poll;
 	double last_progress;
 	bool polled;
@@ -362,7 +364,8 @@ renumber_keys(snap_table *t, PGresult *r, int row)
 	t->nreread = 0;
 	snap_keys_free(t->key_columns, t->nkeys);
 	snap_keys_free(t->applied_key, t->nkeys);
-	t->key_columns = t->applied_key = NULL;
+	snap_keys_free(t->key_types, t->nkeys);
+	t->key_columns = t->applied_key = t->key_types = NULL;
 	snap_window_free(t->window);
 	t->window = NULL;
 	t->recording = false;
@@ -583,8 +586,10 @@ scan_catalog(snapshot *s)
 	                    " coalesce(to_jsonb(t) ->> 'key_order_same', ''), to_jsonb(t) ->> 'key_order_reason'"
 	                    " FROM tidemark.tables t WHERE slot_name = $1"
 	                    " AND (state IN ('snapshot_pending', 'snapshotting') OR state = 'streaming'"
-	                    "   AND EXISTS (SELECT FROM tidemark.snapshot_rereads r"
-	                    "     WHERE r.table_id = t.table_id)) ORDER BY table_id",
+	                    "   AND (EXISTS (SELECT FROM tidemark.snapshot_rereads r"
+	                    "     WHERE r.table_id = t.table_id) OR EXISTS (SELECT FROM"
+	                    "     tidemark.snapshot_sweeps w WHERE w.table_id = t.table_id)))"
+	                    " ORDER BY table_id",
 	                    1, p, &r);
 
 	if (rc != TM_OK)
@@ -607,6 +612,8 @@ scan_catalog(snapshot *s)
 		if (s->tables[i]->restart && !s->tables[i]->done)
 			submit(s, s->tables[i]);
 	rc = drop_stale_stages(s);
+	if (rc == TM_OK)
+		rc = snap_sweeps_scan(s->sweeps);
 	return rc == TM_OK ? scan_rereads(s) : rc;
 }
 
@@ -696,6 +703,19 @@ report(snapshot *s, bool force)
 			report_line(s->tables[i], now);
 }
 
+/* A table copied to its end, for its sweep (snap_sweep.h). */
+static bool
+sweep_lookup(void *ctx, int table_id, snap_sweep_table *out)
+{
+	snap_table *t = find(ctx, table_id);
+
+	if (t == NULL || !t->done || t->keyless)
+		return false;
+	*out = (snap_sweep_table) {t->table_id, t->schema, t->name, t->target_schema,
+	                           t->target_table, t->nkeys, t->key_columns, t->key_types};
+	return true;
+}
+
 /* ---- the public side ---- */
 
 /* Random: a watermark id nobody else can guess, so that no other writer of
@@ -721,10 +741,12 @@ snapshot_new(const snapshot_config *cfg, sink *sk, snapshot **out)
 		abort();
 	s->cfg = *cfg;
 	s->sink = sk;
+	s->sweeps = snap_sweeps_new(sk, cfg->slot, sweep_lookup, s);
 	session_id(session, sizeof session);
 	rc = snap_reader_start(cfg->source, cfg->target, cfg->readers, session, cfg->metrics,
 	                       &s->reader);
 	if (rc != TM_OK) {
+		snap_sweeps_free(s->sweeps);
 		free(s->ring);
 		free(s);
 		return rc;
@@ -746,6 +768,7 @@ snapshot_free(snapshot *s)
 		table_free(s->tables[i]);
 	free(s->tables);
 	free(s->ring);
+	snap_sweeps_free(s->sweeps);
 	free(s);
 }
 
@@ -786,6 +809,8 @@ snapshot_poll(snapshot *s)
 			if (s->tables[i]->keyless && s->tables[i]->restart && !s->tables[i]->done)
 				submit_now(s, s->tables[i]);
 		rc = rereads_start(s);
+		if (rc == TM_OK)
+			rc = snap_sweeps_start(s->sweeps, s->reader);
 	}
 	report(s, false);
 	return rc;
@@ -794,7 +819,7 @@ snapshot_poll(snapshot *s)
 bool
 snapshot_busy(const snapshot *s)
 {
-	if (!s->polled || s->reread_asked)
+	if (!s->polled || s->reread_asked || snap_sweeps_busy(s->sweeps))
 		return true;
 	for (int i = 0; i < s->ntables; i++)
 		if (!s->tables[i]->done || s->tables[i]->nreread > 0 || s->tables[i]->reread != NULL)
@@ -833,18 +858,22 @@ hook_watching(void *ctx, int table_id)
 {
 	snap_table *t = find(ctx, table_id);
 
-	return t != NULL && (t->window != NULL || t->reread_window != NULL);
+	return t != NULL && (t->window != NULL || t->reread_window != NULL ||
+	                     snap_sweeps_window(((snapshot *) ctx)->sweeps, table_id) != NULL);
 }
 
 static void
 hook_row(void *ctx, int table_id, const char *const *key, const size_t *key_len)
 {
 	snap_table *t = find(ctx, table_id);
+	snap_window *w;
 
 	if (t != NULL && t->window != NULL)
 		snap_window_note_row(t->window, key, key_len);
 	if (t != NULL && t->reread_window != NULL)
 		snap_window_note_row(t->reread_window, key, key_len);
+	if ((w = snap_sweeps_window(((snapshot *) ctx)->sweeps, table_id)) != NULL)
+		snap_window_note_row(w, key, key_len);
 }
 
 static void
@@ -852,22 +881,28 @@ hook_partial(void *ctx, int table_id, const char *const *key, const size_t *key_
              const char *const *names, const char *const *values, const size_t *value_len)
 {
 	snap_table *t = find(ctx, table_id);
+	snap_window *w;
 
 	if (t != NULL && t->window != NULL)
 		snap_window_note_partial(t->window, key, key_len, n, names, values, value_len);
 	if (t != NULL && t->reread_window != NULL)
 		snap_window_note_partial(t->reread_window, key, key_len, n, names, values, value_len);
+	if ((w = snap_sweeps_window(((snapshot *) ctx)->sweeps, table_id)) != NULL)
+		snap_window_note_row(w, key, key_len); /* the key is touched: whole or not */
 }
 
 static void
 hook_truncate(void *ctx, int table_id)
 {
 	snap_table *t = find(ctx, table_id);
+	snap_window *w;
 
 	if (t != NULL && t->window != NULL)
 		snap_window_note_truncate(t->window);
 	if (t != NULL && t->reread_window != NULL)
 		snap_window_note_truncate(t->reread_window);
+	if ((w = snap_sweeps_window(((snapshot *) ctx)->sweeps, table_id)) != NULL)
+		snap_window_note_truncate(w);
 }
 
 /* A request to read a row again may have gone out: the next scan looks
@@ -1188,6 +1223,11 @@ apply_chunk(snapshot *s, snap_table *t, snap_result *res)
 
 	if (rc == TM_OK)
 		rc = save_progress(s, t, res, n);
+	/* copied again by keys: what the chunks could not remove, a sweep does */
+	if (rc == TM_OK && res->final && res->by_keys && t->request[0] != '\0') {
+		rc = snap_sweep_request(s->sink, t->table_id);
+		snapshot_poll_soon(s); /* busy until the scan takes the sweep */
+	}
 	if (rc == TM_OK)
 		chunk_done(s, t, res, n, fast);
 	return rc;
@@ -1344,10 +1384,14 @@ high_watermark(snapshot *s, const char *id)
 {
 	snap_table *t = reread_owner(s, id);
 	snap_result *res;
+	bool sweep = false;
 	int rc = TM_OK;
 
 	if (t != NULL)
 		return reread_apply(s, t);
+	rc = snap_sweeps_high(s->sweeps, id, s->ring, &sweep);
+	if (sweep)
+		return rc;
 	res = snap_reader_take(s->reader, id);
 	t = res ? find(s, res->table_id) : NULL;
 	if (t != NULL && t->keyless)
@@ -1389,6 +1433,8 @@ low_watermark(snapshot *s, const char *id, tm_lsn lsn)
 		keep_commits(s, &t->reread_at_low);
 		return TM_OK;
 	}
+	if (snap_sweeps_low(s->sweeps, id, lsn))
+		return TM_OK;
 	if (!snap_reader_issued(s->reader, id, &table_id, &generation))
 		return TM_OK; /* another process's, or an earlier run's */
 	t = find(s, table_id);

@@ -251,3 +251,108 @@ source_feedback(source *s, tm_lsn flushed, bool reply_requested)
 		return pgconn_fail(s->conn, SRC, "sending a status update", NULL);
 	return TM_OK;
 }
+
+/* ---- the server's identity ---- */
+
+/* TIMELINE_HISTORY's content column: the file as it is (bytea in text
+ * form, hex, from a server that sends it so). */
+static void
+take_history(const PGresult *r, source_identity *out)
+{
+	const char *v = PQgetvalue(r, 0, 1);
+	size_t n = (size_t) PQgetlength(r, 0, 1);
+
+	if (n >= 2 && v[0] == '\\' && v[1] == 'x') {
+		size_t len = 0;
+		unsigned char *raw = PQunescapeBytea((const unsigned char *) v, &len);
+
+		if (raw == NULL)
+			abort();
+		out->history = malloc(len + 1);
+		if (out->history == NULL)
+			abort();
+		memcpy(out->history, raw, len);
+		out->history_len = len;
+		PQfreemem(raw);
+	} else {
+		out->history = malloc(n + 1);
+		if (out->history == NULL)
+			abort();
+		memcpy(out->history, v, n);
+		out->history_len = n;
+	}
+	out->history[out->history_len] = '\0';
+}
+
+static int
+read_history(PGconn *conn, source_identity *out)
+{
+	char sql[64];
+	PGresult *r;
+	int rc = TM_OK;
+
+	snprintf(sql, sizeof sql, "TIMELINE_HISTORY %u", out->timeline);
+	r = PQexec(conn, sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQnfields(r) < 2)
+		rc = pgconn_fail(conn, SRC, "reading the source's timeline history", r);
+	else
+		take_history(r, out);
+	PQclear(r);
+	return rc;
+}
+
+int
+source_identify(const char *conninfo, bool history, source_identity *out)
+{
+	PGconn *conn = NULL;
+	PGresult *r = NULL;
+	int rc = pgconn_open(conninfo, SRC, "check", true, &conn);
+
+	memset(out, 0, sizeof *out);
+	if (rc == TM_OK) {
+		r = PQexec(conn, "IDENTIFY_SYSTEM");
+		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQnfields(r) < 3)
+			rc = pgconn_fail(conn, SRC, "identifying the source server", r);
+	}
+	if (rc == TM_OK) {
+		snprintf(out->system_id, sizeof out->system_id, "%s", PQgetvalue(r, 0, 0));
+		out->timeline = (uint32_t) strtoul(PQgetvalue(r, 0, 1), NULL, 10);
+		lsn_parse(PQgetvalue(r, 0, 2), &out->wal_end);
+	}
+	PQclear(r);
+	if (rc == TM_OK && history && out->timeline > 1)
+		rc = read_history(conn, out);
+	PQfinish(conn);
+	return rc;
+}
+
+void
+source_identity_clear(source_identity *id)
+{
+	free(id->history);
+	memset(id, 0, sizeof *id);
+}
+
+int
+source_set_failover(const char *conninfo, const char *slot)
+{
+	strbuf sql = STRBUF_INIT;
+	PGconn *conn = NULL;
+	PGresult *r;
+	int rc = pgconn_open(conninfo, SRC, "setup", true, &conn);
+
+	strbuf_append(&sql, "ALTER_REPLICATION_SLOT ");
+	strbuf_append_ident(&sql, slot);
+	strbuf_append(&sql, " (FAILOVER true)");
+	if (rc == TM_OK) {
+		r = PQexec(conn, sql.data);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+			rc = pgconn_fail(conn, SRC, "making the slot a failover slot", r);
+		PQclear(r);
+	}
+	if (rc == TM_OK)
+		log_info("source: replication slot \"%s\" is now a failover slot", slot);
+	strbuf_free(&sql);
+	PQfinish(conn);
+	return rc;
+}

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include "lsn.h"
 
 typedef struct source source;
@@ -40,5 +42,23 @@ bool source_has_pending(source *s);
 
 /* Standby status update: write/flush/apply = flushed. */
 int source_feedback(source *s, tm_lsn flushed, bool reply_requested);
+
+/* The source server's identity, from a short replication connection of
+ * its own: IDENTIFY_SYSTEM, and TIMELINE_HISTORY of its current timeline
+ * when asked and the timeline is not the first. */
+typedef struct source_identity {
+	char system_id[32];
+	uint32_t timeline;
+	tm_lsn wal_end;           /* IDENTIFY_SYSTEM's xlogpos */
+	char *history;            /* owned: the timeline's history file; NULL for timeline 1 */
+	size_t history_len;
+} source_identity;
+
+int source_identify(const char *conninfo, bool history, source_identity *out);
+void source_identity_clear(source_identity *id);
+
+/* PostgreSQL 17 and later: makes an existing slot a failover slot
+ * (ALTER_REPLICATION_SLOT ... (FAILOVER true)). */
+int source_set_failover(const char *conninfo, const char *slot);
 
 #endif

@@ -366,6 +366,8 @@ source_query_ensure_publication(PGconn *conn, const char *publication, tabledef 
 	return rc;
 }
 
+static int create_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn);
+
 int
 source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn)
 {
@@ -393,16 +395,95 @@ source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *
 		return rc;
 	}
 	PQclear(r);
-	log_info("source: creating replication slot \"%s\" (waits for running transactions to "
-	         "finish)", slot);
+	return create_slot(conn, slot, created, lsn);
+}
+
+/* A new pgoutput slot; on PostgreSQL 17 and later a failover slot. */
+static int
+create_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn)
+{
+	const char *params[] = {slot};
+	bool failover = PQserverVersion(conn) >= 170000;
+	PGresult *r;
+	int rc;
+
+	log_info("source: creating replication slot \"%s\"%s (waits for running transactions to "
+	         "finish)", slot, failover ? " as a failover slot" : "");
 	rc = query(conn, "creating the replication slot",
-	           "SELECT lsn FROM pg_create_logical_replication_slot($1, 'pgoutput')", 1, params, &r);
+	           failover ? "SELECT lsn FROM pg_create_logical_replication_slot($1, 'pgoutput',"
+	                      " failover => true)"
+	                    : "SELECT lsn FROM pg_create_logical_replication_slot($1, 'pgoutput')",
+	           1, params, &r);
 	if (rc != TM_OK)
 		return rc;
 	lsn_parse(PQgetvalue(r, 0, 0), lsn);
 	*created = true;
 	PQclear(r);
 	return TM_OK;
+}
+
+int
+source_query_slot_state(PGconn *conn, const char *slot, source_slot_state *out)
+{
+	const char *params[] = {slot};
+	PGresult *r;
+	/* columns of 17 and later read through to_jsonb: absent before */
+	int rc = query(conn, "reading the replication slot",
+	               "SELECT current_setting('server_version_num')::int, pg_is_in_recovery(),"
+	               " CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()"
+	               "   ELSE pg_current_wal_lsn() END,"
+	               " s.slot_name IS NOT NULL,"
+	               " s.plugin = 'pgoutput' AND s.database = current_database(),"
+	               " coalesce(to_jsonb(s) ->> 'invalidation_reason',"
+	               "   CASE WHEN s.wal_status = 'lost' THEN 'wal_removed' END),"
+	               " s.confirmed_flush_lsn, s.active_pid,"
+	               " coalesce(to_jsonb(s) ->> 'failover', ''), coalesce(to_jsonb(s) ->> 'synced', '')"
+	               " FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1",
+	               1, params, &r);
+
+	memset(out, 0, sizeof *out);
+	if (rc != TM_OK)
+		return rc;
+	out->server_version = atoi(PQgetvalue(r, 0, 0));
+	out->in_recovery = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+	lsn_parse(PQgetvalue(r, 0, 2), &out->wal_end);
+	out->exists = strcmp(PQgetvalue(r, 0, 3), "t") == 0;
+	out->ours = strcmp(PQgetvalue(r, 0, 4), "t") == 0;
+	out->invalidated = !PQgetisnull(r, 0, 5);
+	snprintf(out->reason, sizeof out->reason, "%s", PQgetvalue(r, 0, 5));
+	lsn_parse(PQgetvalue(r, 0, 6), &out->confirmed);
+	out->active_pid = atoi(PQgetvalue(r, 0, 7));
+	out->failover = strcmp(PQgetvalue(r, 0, 8), "true") == 0;
+	out->synced = strcmp(PQgetvalue(r, 0, 9), "true") == 0;
+	PQclear(r);
+	return TM_OK;
+}
+
+const char *
+source_query_invalidation_text(const char *reason)
+{
+	static const struct {
+		const char *reason, *text;
+	} known[] = {
+		{"wal_removed", "the source removed WAL the slot still needed (max_slot_wal_keep_size)"},
+		{"rows_removed", "catalog rows the slot needed were removed (a conflict on a standby)"},
+		{"wal_level_insufficient", "wal_level on the source was set below logical"},
+		{"idle_timeout", "the slot was idle longer than idle_replication_slot_timeout"},
+	};
+
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (strcmp(reason, known[i].reason) == 0)
+			return known[i].text;
+	return "the source says so";
+}
+
+int
+source_query_drop_slot(PGconn *conn, const char *slot)
+{
+	const char *params[] = {slot};
+
+	return pgconn_command(conn, SRC, "dropping the invalidated replication slot",
+	                      "SELECT pg_drop_replication_slot($1)", 1, params);
 }
 
 int
@@ -468,23 +549,25 @@ source_query_emit(PGconn *conn, const char *prefix, const char *content, tm_lsn 
 void
 source_query_explain_slot(PGconn *conn, const char *slot)
 {
-	const char *params[] = {slot};
-	PGresult *r = PQexecParams(conn,
-	                           "SELECT active_pid, wal_status FROM pg_replication_slots"
-	                           " WHERE slot_name = $1", 1, NULL, params, NULL, NULL, 0);
+	source_slot_state st;
 
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) == 0)
-		log_error("source: replication slot \"%s\" does not exist (dropped?). Fix: run "
-		          "`tidemark setup` again; it creates the slot, and the tables are copied again",
-		          slot);
-	else if (strcmp(PQgetvalue(r, 0, 1), "lost") == 0)
-		log_error("source: replication slot \"%s\" is invalidated: the source removed WAL it "
-		          "still needed (max_slot_wal_keep_size). Changes were lost, so the target "
-		          "must be copied again. Fix: `tidemark teardown`, then `tidemark setup` with "
-		          "the same tables, then `tidemark run` (every table is re-snapshotted)", slot);
-	else if (!PQgetisnull(r, 0, 0))
-		log_error("source: replication slot \"%s\" is in use by the process with pid %s (another "
-		          "tidemark run?). Fix: stop that process, or use another --slot", slot,
-		          PQgetvalue(r, 0, 0));
-	PQclear(r);
+	if (source_query_slot_state(conn, slot, &st) != TM_OK)
+		return;
+	if (!st.exists)
+		log_error("source: replication slot \"%s\" does not exist on this server: a failover to "
+		          "a standby that did not have it (PostgreSQL before 17 keeps no logical slot on "
+		          "a standby; from 17 only a failover slot synced to the standby survives), or "
+		          "it was dropped. The changes since the target's position cannot be streamed. "
+		          "Fix: `tidemark resync` (creates the slot again and copies every table again "
+		          "in place, while the target stays queryable)", slot);
+	else if (st.invalidated)
+		log_error("source: replication slot \"%s\" is invalidated (%s: %s): the source no "
+		          "longer keeps the changes the target still needs. Fix: `tidemark resync` "
+		          "(creates the slot again and copies every table again in place, while the "
+		          "target stays queryable)", slot, st.reason,
+		          source_query_invalidation_text(st.reason));
+	else if (st.active_pid != 0)
+		log_error("source: replication slot \"%s\" is in use by the process with pid %d "
+		          "(another tidemark run?). Fix: stop that process, or use another --slot", slot,
+		          st.active_pid);
 }

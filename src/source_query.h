@@ -67,10 +67,35 @@ int source_query_ensure_publication(PGconn *conn, const char *publication,
                                     tabledef *const *tables, int ntables,
                                     const char *const *schemas, int nschemas);
 
-/* Creates the logical slot (pgoutput) if missing. *created tells which;
- * *lsn is the slot's consistent point when created, else its
- * confirmed_flush_lsn. */
+/* Creates the logical slot (pgoutput) if missing: on PostgreSQL 17 and
+ * later a failover slot (failover => true), which a standby with
+ * sync_replication_slots keeps in step, so that it survives a promotion.
+ * *created tells which; *lsn is the slot's consistent point when created,
+ * else its confirmed_flush_lsn. */
 int source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn);
+
+/* The slot and the server as start-up and resync compare them with the
+ * target (consistency.h). */
+typedef struct source_slot_state {
+	int server_version;       /* server_version_num */
+	bool in_recovery;         /* a standby, not a primary */
+	tm_lsn wal_end;           /* pg_current_wal_lsn() (a standby: its replay position) */
+	bool exists;
+	bool ours;                /* a pgoutput slot of this database */
+	bool invalidated;         /* wal_status 'lost', or an invalidation_reason (17+) */
+	char reason[64];          /* invalidation_reason (17+), "wal_removed" for 'lost' before */
+	tm_lsn confirmed;         /* confirmed_flush_lsn */
+	int active_pid;           /* 0: not in use */
+	bool failover;            /* 17+: a failover slot */
+	bool synced;              /* 17+: synced from a primary (on a standby, or promoted) */
+} source_slot_state;
+
+int source_query_slot_state(PGconn *conn, const char *slot, source_slot_state *out);
+/* What an invalidation reason means, in a few words (for messages). */
+const char *source_query_invalidation_text(const char *reason);
+
+/* Drops an inactive slot (a lost one, before resync creates it again). */
+int source_query_drop_slot(PGconn *conn, const char *slot);
 
 /* pg_current_wal_lsn() */
 int source_query_current_lsn(PGconn *conn, tm_lsn *out);

@@ -281,8 +281,8 @@ test_slot_and_publication_dropped(void **state)
 	pgtest_exec(e->s, "INSERT INTO t VALUES (1)");
 	expect_exit(tm_spawn(e, "run", "--until-caught-up", NULL), 3, "publication", "does not exist");
 	pgtest_exec(e->s, "SELECT pg_drop_replication_slot('%s')", e->slot);
-	expect_exit(tm_spawn(e, "run", "--until-caught-up", NULL), 3, "does not exist",
-	            "run `tidemark setup` again");
+	expect_exit(tm_spawn(e, "run", "--until-caught-up", NULL), 3, "does not exist on this server",
+	            "`tidemark resync`");
 	tm_env_free(e);
 }
 
@@ -298,6 +298,8 @@ test_slot_invalidated(void **state)
 	                       "t", NULL};
 	const char *run[] = {"run", "--source", c->conninfo, "--target", target,
 	                     "--until-caught-up", NULL};
+	const char *resync[] = {"resync", "--source", c->conninfo, "--target", target,
+	                        "--until-caught-up", NULL};
 
 	(void) state;
 	pgtest_exec(conn, "CREATE DATABASE target");
@@ -307,10 +309,24 @@ test_slot_invalidated(void **state)
 		pgtest_exec(conn, "CREATE TABLE w%d AS SELECT g, md5(g::text) FROM generate_series(1, 100000) g;"
 		                  " SELECT pg_switch_wal(); CHECKPOINT", i);
 	assert_true(pgtest_wait_value(conn, "SELECT wal_status FROM pg_replication_slots", "lost", 30));
+	pgtest_exec(conn, "INSERT INTO t SELECT generate_series(1, 100)");
 	assert_int_equal(pgtest_run_tidemark(run, 60, &out), 4);
-	assert_non_null(strstr(out, "invalidated"));
-	assert_non_null(strstr(out, "copied again"));
+	assert_non_null(strstr(out, "invalidated (wal_removed"));
+	assert_non_null(strstr(out, "`tidemark resync`"));
 	free(out);
+	/* resync: the lost slot dropped, made again, the table copied again */
+	assert_int_equal(pgtest_run_tidemark(resync, 120, &out), 0);
+	assert_non_null(strstr(out, "resync begins (slot_invalidated)"));
+	free(out);
+	pgtest_exec(conn, "DELETE FROM t WHERE id > 90");
+	assert_int_equal(pgtest_run_tidemark(run, 60, &out), 0);
+	free(out);
+	{
+		PGconn *tc = pgtest_connect_str(target);
+
+		assert_int_equal(pgtest_query_long(tc, "SELECT count(*) FROM t"), 90);
+		PQfinish(tc);
+	}
 	free(target);
 	PQfinish(conn);
 	pgtest_cluster_stop(c);

@@ -385,9 +385,9 @@ test_key_added_and_dropped(void **state)
 
 /*
  * The load at the high watermark waits for a lock on the target table
- * (a reader of the warehouse) far longer than the source's
- * wal_sender_timeout: the sink keeps answering the source, which does not
- * end the stream, and the copy is done once.
+ * (a session of the warehouse that keeps writers out) far longer than
+ * the source's wal_sender_timeout: the sink keeps answering the source,
+ * which does not end the stream, and the copy is done once.
  */
 static void
 test_long_load_keeps_the_stream(void **state)
@@ -403,9 +403,12 @@ test_long_load_keeps_the_stream(void **state)
 	create_events(e->s, "kl.events", 100);
 	tm_setup_table(e, "kl.events");
 	reader = pgtest_connect_str(e->dst);
-	pgtest_exec(reader, "BEGIN; SELECT count(*) FROM kl.events");
+	/* a reader that keeps writers out (a SHARE lock, as CREATE INDEX takes):
+	 * the load deletes the old rows rather than truncate, so a plain
+	 * reader does not make it wait */
+	pgtest_exec(reader, "BEGIN; LOCK TABLE kl.events IN SHARE MODE");
 	run = tm_spawn(e, "run", NULL);
-	/* the load's TRUNCATE waits on the warehouse reader */
+	/* the load's DELETE waits on the warehouse reader */
 	for (int i = 0; pgtest_query_long(e->t, "SELECT count(*) FROM pg_locks l JOIN"
 	                                        " pg_stat_activity a ON a.pid = l.pid WHERE NOT"
 	                                        " l.granted AND a.application_name = 'tidemark apply'")

@@ -80,6 +80,18 @@ void pgtest_cluster_stop(pgtest_cluster *c);
 /* The cluster's conninfo for another database. */
 char *pgtest_conninfo_db(const pgtest_cluster *c, const char *dbname);
 
+/* A physical standby of primary on loopback: pg_basebackup of it, then
+ * streaming from it through the physical slot slot (created on the
+ * primary; NULL: none), with extra settings ("guc=value", after the
+ * primary's own, which the copy keeps). Read-only until promoted. Stop it
+ * with pgtest_cluster_stop. Fails the test. */
+#define pgtest_cluster_standby(primary, name, slot, ...)                                     \
+	pgtest_cluster_standby_at(__FILE__, __LINE__, (primary), (name), (slot),                 \
+	                          (const char *const[]) {__VA_ARGS__, NULL})
+/* Promotes a standby (pg_ctl promote, waiting until it accepts writes).
+ * Fails the test. */
+#define pgtest_cluster_promote(c) pgtest_cluster_promote_at(__FILE__, __LINE__, (c))
+
 /* ---- SQL ----------------------------------------------------------------- */
 
 /* Connects to the cluster (or a conninfo). Fails the test. */
@@ -193,6 +205,10 @@ pgtest_cluster *pgtest_cluster_start_at(const char *file, int line, const char *
 										const char *const settings[]);
 void pgtest_cluster_restart_at(const char *file, int line, pgtest_cluster *c, bool immediate);
 void pgtest_cluster_kill9_at(const char *file, int line, pgtest_cluster *c);
+pgtest_cluster *pgtest_cluster_standby_at(const char *file, int line, const pgtest_cluster *primary,
+                                          const char *name, const char *slot,
+                                          const char *const settings[]);
+void pgtest_cluster_promote_at(const char *file, int line, pgtest_cluster *c);
 PGconn *pgtest_connect_at(const char *file, int line, const char *conninfo);
 void pgtest_exec_at(const char *file, int line, PGconn *conn, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

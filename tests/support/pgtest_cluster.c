@@ -72,8 +72,11 @@ free_cluster(pgtest_cluster *c)
 	free(c);
 }
 
-pgtest_cluster *
-pgtest_cluster_start_at(const char *file, int line, const char *name, const char *const settings[])
+/* Starts (cmd "start" or "standby", with its own arguments first) a
+ * cluster owned by this process, with -c settings. */
+static pgtest_cluster *
+start_cluster(const char *file, int line, const char *cmd, const char *name,
+              const char *const args[], const char *const settings[])
 {
 	const char *extra[MAX_PGCLUSTER_ARGS * 2];
 	char owner[32];
@@ -84,6 +87,8 @@ pgtest_cluster_start_at(const char *file, int line, const char *name, const char
 	snprintf(owner, sizeof owner, "%d", (int) getpid());
 	extra[n++] = "--owner-pid";
 	extra[n++] = owner;
+	for (const char *const *a = args; a && *a; a++)
+		extra[n++] = *a;
 	for (const char *const *s = settings; s && *s; s++) {
 		if (n >= MAX_PGCLUSTER_ARGS * 2 - 3)
 			pgt_fail(file, line, "too many settings for cluster %s", name);
@@ -91,7 +96,7 @@ pgtest_cluster_start_at(const char *file, int line, const char *name, const char
 		extra[n++] = *s;
 	}
 	extra[n] = NULL;
-	port = pgcluster_cmd("start", name, extra);
+	port = pgcluster_cmd(cmd, name, extra);
 	if (port <= 0)
 		pgt_fail(file, line, "could not start cluster %s (pgcluster's messages are above)", name);
 	c = calloc(1, sizeof *c);
@@ -103,6 +108,31 @@ pgtest_cluster_start_at(const char *file, int line, const char *name, const char
 	c->log_path = pgt_format("%s/%s.log", pgtest_dir(), name);
 	pgt_registry_add(&clusters, c);
 	return c;
+}
+
+pgtest_cluster *
+pgtest_cluster_start_at(const char *file, int line, const char *name, const char *const settings[])
+{
+	return start_cluster(file, line, "start", name, NULL, settings);
+}
+
+pgtest_cluster *
+pgtest_cluster_standby_at(const char *file, int line, const pgtest_cluster *primary,
+                          const char *name, const char *slot, const char *const settings[])
+{
+	char port[16];
+	const char *args[] = {"--primary-port", port, slot ? "--slot" : NULL, slot, NULL};
+
+	snprintf(port, sizeof port, "%d", primary->port);
+	return start_cluster(file, line, "standby", name, args, settings);
+}
+
+void
+pgtest_cluster_promote_at(const char *file, int line, pgtest_cluster *c)
+{
+	if (pgcluster_cmd("promote", c->name, NULL) != c->port)
+		pgt_fail(file, line, "could not promote cluster %s (pgcluster's messages are above)",
+		         c->name);
 }
 
 char *
