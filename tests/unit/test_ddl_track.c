@@ -551,7 +551,7 @@ static void
 test_readme_widen_table(void **state)
 {
 	char *readme = read_file(FIXTURES_DIR "/../README.md");
-	const char *start = strstr(readme, "<!-- widen table"), *end;
+	const char *start = strstr(readme, "<!-- widen table"), *end = NULL;
 	strbuf want = STRBUF_INIT, got = STRBUF_INIT;
 
 	(void) state;
