@@ -92,6 +92,7 @@ typedef struct run_state {
 	bool connect_failed;        /* this session failed to open a connection */
 	metrics *metrics;           /* owned; NULL without --metrics-listen */
 	double last_metrics;        /* when the positions were last set */
+	tm_lsn metrics_applied;     /* the applied position they were set to */
 } run_state;
 
 /* ---- new tables in replicated schemas ---- */
@@ -261,10 +262,15 @@ update_metrics(run_state *st, double now)
 	long long lag_b;
 	double lag_s;
 
-	if (st->metrics == NULL || now - st->last_metrics < METRICS_INTERVAL_S)
+	if (st->metrics == NULL)
+		return;
+	applied = apply_committed(st->apply);
+	/* a commit is shown at once: the loop may then wait for the source
+	 * longer than the interval */
+	if (applied == st->metrics_applied && now - st->last_metrics < METRICS_INTERVAL_S)
 		return;
 	st->last_metrics = now;
-	applied = apply_committed(st->apply);
+	st->metrics_applied = applied;
 	lag_of(st, &lag_b, &lag_s);
 	metrics_set(st->metrics, METRICS_APPLIED_LSN, applied);
 	metrics_set(st->metrics, METRICS_FLUSHED_LSN, apply_position(st->apply));
