@@ -307,6 +307,10 @@ int ddl_parse_type_render(const ddl_parse_type *type, strbuf *out, tm_error *err
  * with err saying why it is refused (out unchanged).
  */
 #define DDL_PARSE_MAX_EXPR (16 * 1024)
+/* Deeper than this (the scan's estimate) is refused too: writing the tree
+ * back recurses further per level than parsing it (a chain of 630 "+ 1"
+ * overflowed a 512 kB stack in the sanitizer build). */
+#define DDL_PARSE_MAX_EXPR_DEPTH 200
 int ddl_parse_generation_expr(const char *expr, strbuf *out, tm_error *err);
 
 /*

@@ -255,8 +255,9 @@ ddl_parse_generation_expr(const char *expr, strbuf *out, tm_error *err)
 		return tm_error_set(err, "the expression is longer than %d bytes", DDL_PARSE_MAX_EXPR);
 	if (!ddl_scan_utf8(expr, len, &at))
 		return tm_error_set(err, "the expression is not valid UTF-8 (byte %zu)", at + 1);
-	if (ddl_scan_depth(expr, len, &at) > DDL_PARSE_MAX_DEPTH)
-		return tm_error_set(err, "the expression is nested too deeply");
+	if (ddl_scan_depth(expr, len, &at) > DDL_PARSE_MAX_EXPR_DEPTH)
+		return tm_error_set(err, "the expression is nested more than %d levels deep",
+		                    DDL_PARSE_MAX_EXPR_DEPTH);
 	strbuf_append(&sql, PREFIX);
 	strbuf_append(&sql, expr);
 	rc = parse_tree(strbuf_str(&sql), true, &tree, err);

@@ -654,6 +654,24 @@ test_generation_expr(void **state)
 		assert_int_equal(ddl_parse_generation_expr(deep, &out, &err), -1);
 		free(deep);
 	}
+	{
+		/* a chain of operators is as deep as it is long: refused before
+		 * libpg_query writes it back; a shorter one is accepted */
+		strbuf chain = STRBUF_INIT;
+
+		strbuf_append(&chain, "a");
+		for (int i = 0; i < 630; i++) {
+			strbuf_append(&chain, "+1");
+			if (i == 99) {
+				assert_int_equal(ddl_parse_generation_expr(strbuf_str(&chain), &out, &err), 0);
+				strbuf_reset(&out);
+			}
+		}
+		assert_int_equal(ddl_parse_generation_expr(strbuf_str(&chain), &out, &err), -1);
+		assert_non_null(strstr(err.msg, "levels deep"));
+		assert_int_equal(out.len, 0);
+		strbuf_free(&chain);
+	}
 	assert_int_equal(ddl_parse_generation_expr("'\xff'", &out, &err), -1);
 	assert_non_null(strstr(err.msg, "UTF-8"));
 	strbuf_free(&out);
