@@ -53,6 +53,11 @@ typedef struct schema_sync_source {
 	int (*partitions)(void *ctx, uint32_t relid, ddl_part_root *out);
 	/* "schema.name" of the table (new string), NULL when gone. */
 	int (*table_name)(void *ctx, uint32_t relid, char **out);
+	/* Makes the publication publish the table with this oid by name (it
+	 * left the schemas the publication covers: SET SCHEMA). *recopy: its
+	 * changes since the move may have gone unpublished (false when the
+	 * table is gone, or the publication covers all tables). */
+	int (*publish)(void *ctx, uint32_t relid, bool *recopy);
 } schema_sync_source;
 
 typedef struct schema_sync_config {

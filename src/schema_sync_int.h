@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "catalog.h"
 #include "ddl_auth.h"
 #include "ddl_event.h"
 #include "ddl_partition.h"
@@ -62,6 +63,15 @@ bool schema_sync_was_rewritten(const schema_sync *ss, uint32_t relid);
  * (created on the target, to be copied). *added tells whether it was. */
 int schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_note *note,
                           schema_sync_result *res, bool *added);
+
+/* ---- a table moved out of the replicated schemas (schema_sync_move.c) ---- */
+
+/* After t's change to now: when SET SCHEMA moved it from a schema the
+ * pipeline replicates (published by schema) into one it does not, the
+ * publication is made to publish it by name and *recopy is set (its
+ * changes between the move and that were not published). */
+int schema_sync_moved_out(schema_sync *ss, const catalog_table *t, const tabledef *now,
+                          sync_note *note, bool *recopy);
 
 /* ---- partitioned tables (schema_sync_part.c) ---- */
 
