@@ -1,9 +1,11 @@
 #include "keyless_stage.h"
 #include "xalloc.h"
 
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "keyless_sql.h"
 #include "log.h"
@@ -56,6 +58,36 @@ connect_target(keyless_stage *st)
 	return rc;
 }
 
+/* Does the target table have every column read? It may not have them
+ * yet: the source's columns changed (ALTER TABLE ... ADD COLUMN) and the
+ * stream has not brought the change to the target. */
+static int
+target_has_columns(keyless_stage *st, const char *schema, const char *table, int ncols,
+                   const char *const *cols, bool *has)
+{
+	strbuf name = STRBUF_INIT;
+	json_t *arr = json_array();
+	char *names;
+	PGresult *r = NULL;
+	int rc;
+
+	strbuf_append_qualified(&name, schema, table);
+	for (int i = 0; i < ncols; i++)
+		json_array_append_new(arr, json_string(cols[i]));
+	names = json_dumps(arr, JSON_COMPACT);
+	rc = pgconn_exec(st->conn, TGT, "reading the columns of a target table",
+	                 "SELECT NOT EXISTS (SELECT FROM jsonb_array_elements_text($2::jsonb) c(name)"
+	                 "   WHERE NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = $1::regclass"
+	                 "     AND a.attname = c.name AND a.attnum > 0 AND NOT a.attisdropped))",
+	                 2, (const char *const[]) {name.data, names}, &r);
+	*has = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	free(names);
+	json_decref(arr);
+	strbuf_free(&name);
+	return rc;
+}
+
 /* The staging table anew, with the target table's types of the columns. */
 static int
 create_stage(keyless_stage *st, int table_id, const char *schema, const char *table, int ncols,
@@ -105,18 +137,24 @@ start_copy(keyless_stage *st, int table_id, int ncols, const char *const *cols, 
 
 int
 keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
-                    const char *target_table, int ncols, const char *const *cols, bool binary)
+                    const char *target_table, int ncols, const char *const *cols, bool binary,
+                    bool *behind)
 {
+	bool has = false;
 	int rc = connect_target(st);
 
+	*behind = false;
 	if (rc == TM_OK)
 		rc = pgconn_command(st->conn, TGT, "starting a staging transaction", "BEGIN", 0, NULL);
 	st->in_tx = rc == TM_OK;
 	if (rc == TM_OK)
+		rc = target_has_columns(st, target_schema, target_table, ncols, cols, &has);
+	*behind = rc == TM_OK && !has;
+	if (rc == TM_OK && has)
 		rc = create_stage(st, table_id, target_schema, target_table, ncols, cols);
-	if (rc == TM_OK)
+	if (rc == TM_OK && has)
 		rc = start_copy(st, table_id, ncols, cols, binary);
-	if (rc != TM_OK)
+	if (rc != TM_OK || !has)
 		keyless_stage_abort(st);
 	return rc;
 }
