@@ -1,7 +1,6 @@
 #include "keyless_stage.h"
 #include "xalloc.h"
 
-#include <jansson.h>
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,26 +64,17 @@ static int
 target_has_columns(keyless_stage *st, const char *schema, const char *table, int ncols,
                    const char *const *cols, bool *has)
 {
-	strbuf name = STRBUF_INIT;
-	json_t *arr = json_array();
-	char *names;
+	char *name, *names;
 	PGresult *r = NULL;
 	int rc;
 
-	strbuf_append_qualified(&name, schema, table);
-	for (int i = 0; i < ncols; i++)
-		json_array_append_new(arr, json_string(cols[i]));
-	names = json_dumps(arr, JSON_COMPACT);
+	keyless_sql_has_columns_params(schema, table, ncols, cols, &name, &names);
 	rc = pgconn_exec(st->conn, TGT, "reading the columns of a target table",
-	                 "SELECT NOT EXISTS (SELECT FROM jsonb_array_elements_text($2::jsonb) c(name)"
-	                 "   WHERE NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = $1::regclass"
-	                 "     AND a.attname = c.name AND a.attnum > 0 AND NOT a.attisdropped))",
-	                 2, (const char *const[]) {name.data, names}, &r);
+	                 KEYLESS_SQL_HAS_COLUMNS, 2, (const char *const[]) {name, names}, &r);
 	*has = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 	PQclear(r);
+	free(name);
 	free(names);
-	json_decref(arr);
-	strbuf_free(&name);
 	return rc;
 }
 

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "keyless_sql.h"
 #include "log.h"
@@ -56,6 +57,30 @@ snap_keyless_apply(sink *s, keyless *k, const snap_keyless_load *in, snap_keyles
 		rc = keyless_pending_clear(s, in->table.table_id);
 	if (rc == TM_OK)
 		rc = drop_stage(s, in->table.table_id);
+	return rc;
+}
+
+int
+snap_keyless_check_target(sink *s, const char *schema, const char *table, int ncols,
+                          const char *const *cols, const char *display)
+{
+	char *name, *names;
+	PGresult *r = NULL;
+	int rc;
+
+	keyless_sql_has_columns_params(schema, table, ncols, cols, &name, &names);
+	rc = sink_query(s, "reading the columns of a target table", KEYLESS_SQL_HAS_COLUMNS, 2,
+	                (const char *const[]) {name, names}, &r);
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+		log_error("target: table %s lacks columns the source's table %s has (the stream has "
+		          "brought their definition): the target table was altered by hand. Fix: "
+		          "restore the columns (or drop and re-create the table with the source's "
+		          "columns), then `tidemark snapshot %s`", name, display, display);
+		rc = TM_EXIT_TARGET;
+	}
+	PQclear(r);
+	free(name);
+	free(names);
 	return rc;
 }
 

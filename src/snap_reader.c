@@ -571,6 +571,7 @@ read_whole(PGconn *conn, table_cursor *c, snap_result *res)
 	                            c->key_idx);
 	/* not staged: the apply thread reads it again at the high watermark */
 	res->staged = rc == TM_OK && !behind;
+	res->behind = rc == TM_OK && behind;
 	strbuf_free(&sql);
 	return rc;
 }
