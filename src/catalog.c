@@ -339,6 +339,18 @@ catalog_set_capture_key(sink *s, const char *slot, const char *hex, tm_lsn signe
 }
 
 int
+catalog_set_capture_bound(sink *s, const char *slot, tm_lsn bound_from)
+{
+	char from[LSN_TEXT_MAX];
+	const char *p[] = {slot, lsn_format(bound_from, from)};
+
+	return sink_command(s, "keeping where bound capture messages start",
+	                    "UPDATE tidemark.capture_keys SET bound_from = $2::pg_lsn"
+	                    " WHERE slot_name = $1 AND (bound_from IS NULL OR bound_from < signed_from)",
+	                    2, p);
+}
+
+int
 catalog_read_capture_key(sink *s, const char *slot, char **hex, tm_lsn *signed_from)
 {
 	const char *p[] = {slot};

@@ -90,6 +90,10 @@ int catalog_target_has(sink *s, const char *schema, const char *name, bool *has)
  * signed_from on must be signed with it. A key already kept keeps its
  * position. */
 int catalog_set_capture_key(sink *s, const char *slot, const char *hex, tm_lsn signed_from);
+/* Capture messages of this replication from bound_from on must be signed
+ * in the bound form (ddl_auth.h): the source's capture writes it from
+ * there. Kept once per key (a key kept again keeps its position). */
+int catalog_set_capture_bound(sink *s, const char *slot, tm_lsn bound_from);
 /* The capture key kept for this replication: *hex a new string, or NULL
  * when there is none. */
 int catalog_read_capture_key(sink *s, const char *slot, char **hex, tm_lsn *signed_from);

@@ -17,6 +17,7 @@
 #include "migrate.h"
 #include "pgconn.h"
 #include "pipeline.h"
+#include "policy.h"
 #include "source_query.h"
 #include "strbuf.h"
 #include "xalloc.h"
@@ -375,16 +376,24 @@ prepare_source(PGconn *src, setup_done *done)
 }
 
 /* The source's capture key, kept on the target: messages written from
- * valid_from on (after the key existed) must carry its signature. */
+ * valid_from on (after the key existed) must carry its signature, bound to
+ * their transaction. */
 static int
 keep_capture_key(sink *s, const cli_options *o, const char *key_hex, tm_lsn valid_from)
 {
+	int rc;
+
 	if (key_hex == NULL) {
 		log_warn("source: no capture key (tidemark.capture_key is empty); DDL capture messages "
 		         "are not authenticated");
 		return TM_OK;
 	}
-	return catalog_set_capture_key(s, o->slot, key_hex, valid_from);
+	rc = catalog_set_capture_key(s, o->slot, key_hex, valid_from);
+	/* the source's capture (all of migrations/source/, applied above) binds
+	 * its messages to their transaction from here on */
+	if (rc == TM_OK)
+		rc = catalog_set_capture_bound(s, o->slot, valid_from);
+	return rc;
 }
 
 /* Records an exclusion; a table already replicated cannot be left out. */
@@ -456,10 +465,28 @@ record_partitions(sink *s, const char *slot, const tabledef *def, ddl_part_root 
 	return rc;
 }
 
+/* --table-policy names tables of this setup: a table set up before gets its
+ * policy from `tidemark policy`. */
+static int
+check_policies(const setup_tables *t, const policy_settings *ps)
+{
+	int rc = TM_OK;
+
+	for (int i = 0; i < ps->n; i++)
+		if (ps->items[i].name != NULL && !tables_has(t, ps->items[i].schema, ps->items[i].name)) {
+			log_error("--table-policy %s.%s: the table is not among the tables of this setup. "
+			          "Fix: name it with --table (or its --schema), or give a table set up "
+			          "before its policy with `tidemark policy`", ps->items[i].schema,
+			          ps->items[i].name);
+			rc = TM_EXIT_USAGE;
+		}
+	return rc;
+}
+
 static int
 prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
                const setup_pipeline *sp, const char *key_hex, tm_lsn valid_from,
-               setup_done *done)
+               const policy_settings *ps, setup_done *done)
 {
 	PGconn *plain;
 	sink *s = NULL;
@@ -510,6 +537,9 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
 	if (rc == TM_OK)
 		log_info("target: %d table(s) newly registered, %d in all from this setup",
 		         added_count, t->n);
+	/* setup --policy, --table-policy: kept in the catalog, for every run */
+	if (rc == TM_OK && ps->n > 0)
+		rc = policy_store(s, o->slot, ps);
 	sink_close(s);
 	return rc;
 }
@@ -547,6 +577,7 @@ cmd_setup(const cli_options *o)
 	setup_tables tables = {0};
 	setup_pipeline pipeline = {{NULL, NULL, NULL}, SCHEMA_MAP_INIT};
 	setup_done done = {0};
+	policy_settings policies = {0};
 	PGconn *src = NULL;
 	tm_lsn lsn = LSN_INVALID, slot_lsn = LSN_INVALID;
 	char *key_hex = NULL; /* owned: the source's capture key */
@@ -559,7 +590,10 @@ cmd_setup(const cli_options *o)
 		fprintf(stderr, "tidemark setup: name at least one --table or --schema\n");
 		return TM_EXIT_USAGE;
 	}
-	rc = parse_exclusions(o, &tables);
+	rc = policy_settings_parse(o->policy, o->table_policies, o->ntable_policies,
+	                           "--table-policy", false, &policies);
+	if (rc == TM_OK)
+		rc = parse_exclusions(o, &tables);
 	if (rc == TM_OK)
 		rc = stored_exclusions(o, &tables);
 	if (rc == TM_OK)
@@ -571,11 +605,13 @@ cmd_setup(const cli_options *o)
 	if (rc == TM_OK)
 		rc = collect_tables(src, o, &tables);
 	if (rc == TM_OK)
+		rc = check_policies(&tables, &policies);
+	if (rc == TM_OK)
 		rc = source_query_capture_key(src, &key_hex);
 	if (rc == TM_OK)
 		rc = source_query_current_lsn(src, &lsn);
 	if (rc == TM_OK)
-		rc = prepare_target(o, src, &tables, &pipeline, key_hex, lsn, &done);
+		rc = prepare_target(o, src, &tables, &pipeline, key_hex, lsn, &policies, &done);
 	if (rc == TM_OK)
 		rc = source_query_ensure_publication(src, o->publication, tables.defs, tables.n,
 		                                     o->schemas, o->nschemas);
@@ -595,6 +631,7 @@ cmd_setup(const cli_options *o)
 	tables_free(&tables);
 	pipeline_source_clear(&pipeline.source);
 	schema_map_clear(&pipeline.map);
+	policy_settings_free(&policies);
 	free(key_hex);
 	PQfinish(src);
 	return rc;

@@ -16,6 +16,7 @@
 #include "report.h"
 #include "pgconn.h"
 #include "pipeline.h"
+#include "policy.h"
 #include "strbuf.h"
 
 static int
@@ -69,6 +70,17 @@ rereads_column(PGconn *conn)
 	            : " 0 AS rows_to_read_again";
 }
 
+/* The schema-change policy in force per table, and what set it (policy.h):
+ * unknown on a catalog from before stored policies. */
+static const char *
+policy_columns(PGconn *conn)
+{
+	return policy_catalog_has(conn)
+	           ? ", (tidemark.policy_in_force(slot_name, t.table_id)).policy,"
+	             " (tidemark.policy_in_force(slot_name, t.table_id)).set_by AS policy_set_by"
+	           : ", NULL::text AS policy, NULL::text AS policy_set_by";
+}
+
 static int
 target_part(const cli_options *o, PGconn *conn, json_t *out)
 {
@@ -100,6 +112,7 @@ target_part(const cli_options *o, PGconn *conn, json_t *out)
 		              " CASE WHEN cardinality(key_columns) = 0 THEN 'one read' ELSE 'chunks' END"
 		              "   AS copy,");
 		strbuf_append(&sql, rereads_column(conn));
+		strbuf_append(&sql, policy_columns(conn));
 		strbuf_append(&sql, " FROM tidemark.tables t WHERE slot_name = $1 ORDER BY 1");
 		rc = pgconn_exec(conn, PGCONN_TARGET, "reading the tables", sql.data, 1, p, &r);
 	}
@@ -147,6 +160,9 @@ print_table(json_t *t)
 		printf("streaming, snapshot done (%lld rows copied)\n", rows);
 	else
 		printf("%s\n", state);
+	if (json_is_string(json_object_get(t, "policy")))
+		printf("  %-40s schema-change policy %s (set by: %s)\n", "", report_str(t, "policy"),
+		       report_str(t, "policy_set_by"));
 	if (num(t, "rows_to_read_again") > 0)
 		printf("  %-40s %lld row(s) to read again (moved by key changes while being copied)\n", "",
 		       num(t, "rows_to_read_again"));

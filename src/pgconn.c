@@ -12,6 +12,29 @@
 	"-c extra_float_digits=3 -c bytea_output=hex -c client_encoding=UTF8 "                \
 	"-c lc_monetary=C -c client_min_messages=warning -c standard_conforming_strings=on"
 
+/* Set once by main from the password files, read by every connection. */
+static const char *side_password[2];
+
+void
+pgconn_set_password(pgconn_side side, const char *password)
+{
+	side_password[side == PGCONN_SOURCE ? 0 : 1] = password;
+}
+
+bool
+pgconn_has_password(const char *conninfo)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+	bool has = false;
+
+	if (opts == NULL)
+		return false;
+	for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+		has = has || (strcmp(o->keyword, "password") == 0 && o->val != NULL && o->val[0] != '\0');
+	PQconninfoFree(opts);
+	return has;
+}
+
 const char *
 pgconn_side_name(pgconn_side side)
 {
@@ -149,11 +172,13 @@ pgconn_open(const char *conninfo, pgconn_side side, const char *role, bool repli
 	char appname[64];
 	char *options = session_options(conninfo);
 	/* later keywords override what the user's string says */
+	const char *password = side_password[side == PGCONN_SOURCE ? 0 : 1];
 	const char *keys[] = {"dbname", "application_name", "options", "connect_timeout",
 	                      "keepalives", "keepalives_idle", "keepalives_interval",
-	                      "keepalives_count", replication ? "replication" : NULL, NULL};
-	const char *vals[] = {conninfo, appname, options, "10", "1", "10", "5", "3", "database",
-	                      NULL};
+	                      "keepalives_count", "password" /* NULL: ignored */,
+	                      replication ? "replication" : NULL, NULL};
+	const char *vals[] = {conninfo, appname, options, "10", "1", "10", "5", "3", password,
+	                      "database", NULL};
 	char where[256], fix[256];
 	PGconn *conn;
 	int rc;

@@ -49,6 +49,15 @@ const char *pgconn_side_name(pgconn_side side);
 int pgconn_open(const char *conninfo, pgconn_side side, const char *role, bool replication,
                 PGconn **out);
 
+/* The password of every later connection to side (libpq's password
+ * parameter, over the connection string's and ~/.pgpass), from a password
+ * file; NULL: none. Borrowed: it must outlive the connections (main's
+ * options). Set before any thread starts. */
+void pgconn_set_password(pgconn_side side, const char *password);
+
+/* True when the connection string holds a password. */
+bool pgconn_has_password(const char *conninfo);
+
 /* Checks a connection string's syntax without connecting. */
 int pgconn_check_conninfo(const char *conninfo, const char *option_name);
 

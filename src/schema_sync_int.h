@@ -18,17 +18,9 @@
 #define MAX_REWRITES 64
 #define MAX_TRUNCATED 64
 
-typedef struct table_policy {
-	char *schema;   /* owned */
-	char *name;     /* owned */
-	ddl_policy policy;
-} table_policy;
-
 struct schema_sync {
 	schema_sync_config cfg;
 	sink *sink;                       /* borrowed */
-	table_policy *policies;           /* owned */
-	int npolicies;
 	long long rewrite_xid;            /* the transaction the rewrites belong to */
 	int nrewrites;
 	uint32_t rewrites[MAX_REWRITES];  /* tables the source rewrote in it */
@@ -41,7 +33,24 @@ struct schema_sync {
 	uint8_t key[DDL_AUTH_KEY_MAX];    /* the capture key (see ddl_auth.h) */
 	int key_len;                      /* -1: none kept on the target */
 	tm_lsn signed_from;               /* messages from here on must be signed */
+	bool bound_known;                 /* bound_from is known: */
+	tm_lsn bound_from;                /* messages from here on must be bound */
+	uint64_t cur_xid;                 /* the transaction messages arrive in */
+	tm_lsn cur_commit;                /* (schema_sync_in_transaction) */
+	ddl_auth_tx tx;                   /* the seqs accepted in it */
+	ddl_auth_msg msg;                 /* the message being followed, as signed */
 };
+
+/* ---- which capture messages are followed (schema_sync_auth.c) ---- */
+
+/* The capture key kept by setup, if any, and where bound messages start. */
+int schema_sync_auth_load(schema_sync *ss);
+/* The body of a DDL capture message that tidemark's capture wrote in the
+ * transaction it arrives in; NULL (with a warning naming its position) for
+ * anything else. */
+const char *schema_sync_auth_body(schema_sync *ss, const pgoutput_msg *m, size_t *len);
+/* Does the parsed message carry the xid and seq its signature covers? */
+bool schema_sync_auth_matches(const schema_sync *ss, const ddl_event *e, const pgoutput_msg *m);
 
 /* What one message's sync did, for the audit log. */
 typedef struct sync_note {

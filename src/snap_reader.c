@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "key_order.h"
 #include "keyless_sql.h"
@@ -53,6 +54,7 @@ struct snap_reader {
 	issued *issued;          /* owned list */
 	long seq;
 	PGconn *reread_conn;     /* owned: the calling thread's, for snap_reader_reread */
+	metrics *metrics;        /* borrowed; NULL: none */
 };
 
 typedef struct reader_thread {
@@ -925,10 +927,14 @@ reader_main(void *arg)
 		bool final = false;
 
 		pthread_mutex_unlock(&r->mu);
+		double busy = clock_now_s();
+
 		if (conn == NULL)
 			rc = open_conn(r, &conn);
 		if (rc == TM_OK)
 			rc = one_chunk(r, conn, &c, is, &final);
+		metrics_add(r->metrics, METRICS_READER_BUSY_US,
+		            (uint64_t) ((clock_now_s() - busy) * 1e6));
 		pthread_mutex_lock(&r->mu);
 		s = slot_of(r, c.job.table_id);
 		if (rc != TM_OK)
@@ -952,7 +958,7 @@ reader_main(void *arg)
 
 int
 snap_reader_start(const char *conninfo, const char *target, int nthreads, const char *session,
-                  snap_reader **out)
+                  metrics *m, snap_reader **out)
 {
 	snap_reader *r = calloc(1, sizeof *r);
 
@@ -964,6 +970,7 @@ snap_reader_start(const char *conninfo, const char *target, int nthreads, const 
 	r->target = xstrdup(target);
 	snprintf(r->session, sizeof r->session, "%s", session);
 	r->nthreads = nthreads;
+	r->metrics = m;
 	r->threads = calloc((size_t) nthreads, sizeof(pthread_t));
 	r->outstanding = calloc((size_t) nthreads, sizeof(int));
 	if (r->threads == NULL || r->outstanding == NULL)

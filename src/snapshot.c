@@ -715,7 +715,8 @@ snapshot_new(const snapshot_config *cfg, sink *sk, snapshot **out)
 	s->cfg = *cfg;
 	s->sink = sk;
 	session_id(session, sizeof session);
-	rc = snap_reader_start(cfg->source, cfg->target, cfg->readers, session, &s->reader);
+	rc = snap_reader_start(cfg->source, cfg->target, cfg->readers, session, cfg->metrics,
+	                       &s->reader);
 	if (rc != TM_OK) {
 		free(s->ring);
 		free(s);
@@ -747,6 +748,16 @@ snapshot_attach(snapshot *s, apply *a)
 	s->apply = a;
 }
 
+static uint64_t
+pending_tables(const snapshot *s)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < s->ntables; i++)
+		n += !s->tables[i]->done;
+	return n;
+}
+
 int
 snapshot_poll(snapshot *s)
 {
@@ -759,6 +770,7 @@ snapshot_poll(snapshot *s)
 		rc = scan_catalog(s);
 		s->last_poll = clock_now_s();
 		s->polled = rc == TM_OK;
+		metrics_set(s->cfg.metrics, METRICS_TABLES_PENDING, pending_tables(s));
 	}
 	/* not inside a target transaction: its requests are committed, and a
 	 * read that waits on the source holds nothing open on the target */
@@ -957,6 +969,7 @@ chunk_done(snapshot *s, snap_table *t, const snap_result *res, long rows, bool f
 {
 	t->rows += rows;
 	t->chunks++;
+	metrics_stage_chunk(s->cfg.metrics, t->schema, t->name, (uint64_t) rows);
 	if (res->estimate > 0)
 		t->estimate = res->estimate;
 	if (res->last_key != NULL) {
@@ -1033,6 +1046,7 @@ quarantine_row(snapshot *s, const snap_table *t, const snap_chunk *c, const char
 	snprintf(table, sizeof table, "%s.%s", t->schema, t->name);
 	rc = catalog_quarantine(s->sink, s->cfg.slot, t->table_id, table, t->low_lsn, "snapshot", kt,
 	                        rt, why);
+	metrics_stage(s->cfg.metrics, METRICS_QUARANTINED, 1);
 	free(kt);
 	free(rt);
 	json_decref(key);
@@ -1223,6 +1237,7 @@ keyless_done(snapshot *s, snap_table *t, const snap_keyless_loaded *out)
 	t->rows = out->rows;
 	t->chunks = 1;
 	t->done = true;
+	metrics_stage_chunk(s->cfg.metrics, t->schema, t->name, (uint64_t) out->rows);
 	snap_reader_forget(s->reader, t->table_id);
 	log_status_line(NULL);
 	log_info("snapshot of %s.%s done: %lld rows in one read, %.0f rows/s; %ld changes kept "

@@ -143,7 +143,9 @@ test_ddl_in_script_and_do_block(void **state)
 	tm_assert_equal(e, "t", "id");
 	assert_int_equal(tm_run(e, 60, &out, "ddl-log", "--table", "public.t", NULL), 0);
 	assert_non_null(strstr(out, "ALTER_COLUMN_TYPE"));
-	assert_non_null(strstr(out, "DO $$BEGIN"));
+	/* the DO block by its kind: its text may hold a secret */
+	assert_non_null(strstr(out, "/* DO: left out by the capture */"));
+	assert_null(strstr(out, "DO $$BEGIN"));
 	free(out);
 	tm_env_free(e);
 }

@@ -33,8 +33,8 @@ static void
 test_names_refused(void **state)
 {
 	static const char *const bad[] = {"tidemark", "pg_catalog", "pg_temp", "information_schema",
-	                                  "", "a234567890123456789012345678901234567890123456789012"
-	                                      "345678901234"};
+	                                  "", ("a234567890123456789012345678901234567890123456789012"
+	                                       "345678901234")};
 	schema_map m = SCHEMA_MAP_INIT;
 	tm_error err;
 
