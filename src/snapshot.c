@@ -359,7 +359,8 @@ renumber_keys(snap_table *t, PGresult *r, int row)
 	t->nreread = 0;
 	snap_keys_free(t->key_columns, t->nkeys);
 	snap_keys_free(t->applied_key, t->nkeys);
-	t->key_columns = t->applied_key = NULL;
+	snap_keys_free(t->key_types, t->nkeys); /* as many as the old key had */
+	t->key_columns = t->applied_key = t->key_types = NULL;
 	snap_window_free(t->window);
 	t->window = NULL;
 	t->recording = false;
@@ -1277,7 +1278,7 @@ keyless_target_ready(snapshot *s, const snap_table *t, const snap_result *res)
 	char display[256];
 
 	snprintf(display, sizeof display, "%s.%s", t->schema, t->name);
-	return snap_keyless_check_target(s->sink, t->target_schema, t->target_table,
+	return snap_keyless_check_target(s->sink, t->table_id, t->target_schema, t->target_table,
 	                                 res->chunk->ncols, (const char *const *) res->chunk->colnames,
 	                                 display);
 }
