@@ -180,6 +180,10 @@ parse_strings(const json_t *root, ddl_event *e)
 	e->user = dup_or_null(json_object_get(root, "user"));
 	e->time = dup_or_null(json_object_get(root, "time"));
 	e->timezone = dup_or_null(json_object_get(root, "timezone"));
+	e->datestyle = dup_or_null(json_object_get(root, "datestyle"));
+	e->intervalstyle = dup_or_null(json_object_get(root, "intervalstyle"));
+	e->float_digits = dup_or_null(json_object_get(root, "extra_float_digits"));
+	e->bytea_output = dup_or_null(json_object_get(root, "bytea_output"));
 	e->error = dup_or_null(json_object_get(root, "error"));
 	e->xid = int_field(root, "xid", 0);
 	e->seq = (int) int_field(root, "seq", 0);
@@ -252,6 +256,10 @@ ddl_event_free(ddl_event *e)
 	free(e->user);
 	free(e->time);
 	free(e->timezone);
+	free(e->datestyle);
+	free(e->intervalstyle);
+	free(e->float_digits);
+	free(e->bytea_output);
 	free(e->error);
 	free(e);
 }

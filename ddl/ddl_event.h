@@ -58,6 +58,13 @@ typedef struct ddl_event {
 	char *user;
 	char *time;
 	char *timezone;
+	/* The session's DateStyle, IntervalStyle, extra_float_digits and
+	 * bytea_output as the command ran (migrations/source/006): NULL from a
+	 * capture that does not send them. */
+	char *datestyle;
+	char *intervalstyle;
+	char *float_digits;
+	char *bytea_output;
 	long long xid;
 	int seq;
 	int ntables;

@@ -115,6 +115,21 @@ typedef struct ddl_parse_type {
 	const char *canonical;
 } ddl_parse_type;
 
+/*
+ * What an ALTER COLUMN ... TYPE's USING clause does to the values:
+ *   NONE   no USING: PostgreSQL's own conversion to the new type
+ *   PLAIN  USING c, or USING c::t (CAST(c AS t)) of the column itself to
+ *          the new type, without modifiers or with the same ones (but for
+ *          string and bit types, whose explicit cast cuts what the
+ *          conversion without USING refuses): that conversion, spelled out
+ *   EXPR   any other expression: the source computed new values
+ */
+typedef enum ddl_parse_using {
+	DDL_PARSE_USING_NONE,
+	DDL_PARSE_USING_PLAIN,
+	DDL_PARSE_USING_EXPR,
+} ddl_parse_using;
+
 /* A column as declared by CREATE TABLE or ADD COLUMN. */
 typedef struct ddl_parse_column {
 	const char *name;
@@ -151,6 +166,9 @@ typedef struct ddl_parse_change {
 	ddl_parse_column column;
 	const char *new_name;
 	bool has_using; /* ALTER_COLUMN_TYPE ... USING expr */
+	ddl_parse_using using_kind; /* ALTER_COLUMN_TYPE: what the USING does */
+	const char *using_text; /* ALTER_COLUMN_TYPE: the USING expression as
+	                         * written (source text, for the audit log only) */
 	bool if_exists; /* IF [NOT] EXISTS on the statement or the subcommand */
 	bool only; /* ONLY: inheritance children / partitions not included */
 	bool cascade; /* DROP ... CASCADE */

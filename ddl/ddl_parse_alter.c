@@ -89,6 +89,132 @@ cmd_add_column(ddl_walk *w, const json_t *cmd, ddl_parse_change *ch)
 	return 0;
 }
 
+/* ---- USING ---- */
+
+/* The smallest parse location in a tree: where its text starts (an
+ * operator's or a cast's own location is past its first operand's). */
+static void
+min_location(const json_t *v, int depth, json_int_t *min)
+{
+	const char *key;
+	json_t *item;
+	size_t i;
+
+	if (depth > DDL_PARSE_MAX_DEPTH)
+		return;
+	if (json_is_array(v))
+		json_array_foreach(v, i, item) min_location(item, depth + 1, min);
+	if (!json_is_object(v))
+		return;
+	json_object_foreach((json_t *) v, key, item) {
+		if (strcmp(key, "location") == 0 && json_is_integer(item) &&
+		    json_integer_value(item) >= 0 && (*min < 0 || json_integer_value(item) < *min))
+			*min = json_integer_value(item);
+		else
+			min_location(item, depth + 1, min);
+	}
+}
+
+/* The USING expression's text, trimmed; NULL when its place is unknown. */
+static const char *
+using_text(ddl_walk *w, const json_t *expr)
+{
+	json_int_t start = -1;
+	size_t end;
+
+	min_location(expr, 0, &start);
+	if (start < 0 || (size_t) start >= w->sql_len)
+		return NULL;
+	end = ddl_scan_expr_end(w->sql, w->sql_len, (size_t) start);
+	return arena_strndup(&w->res->mem, w->sql + start, end - (size_t) start);
+}
+
+/* A ColumnRef of the column itself, unqualified. */
+static bool
+is_the_column(const json_t *node, const char *column)
+{
+	json_t *fields = ddl_json_array(ddl_json_node(node, "ColumnRef"), "fields");
+
+	return json_array_size(fields) == 1 && column != NULL &&
+	       ddl_json_str_is(ddl_json_node(json_array_get(fields, 0), "String"), "sval", column);
+}
+
+static bool
+same_typmods(const ddl_parse_type *a, const ddl_parse_type *b)
+{
+	if (a->n_typmods != b->n_typmods)
+		return false;
+	for (size_t i = 0; i < a->n_typmods; i++)
+		if (a->typmods[i].kind != b->typmods[i].kind || a->typmods[i].ival != b->typmods[i].ival ||
+		    (a->typmods[i].text == NULL) != (b->typmods[i].text == NULL) ||
+		    (a->typmods[i].text != NULL && strcmp(a->typmods[i].text, b->typmods[i].text) != 0))
+			return false;
+	return true;
+}
+
+/* Types whose explicit cast with a length cuts or pads the value, where
+ * the assignment ALTER COLUMN does without USING refuses it. */
+static bool
+cuts_to_length(const ddl_parse_type *t)
+{
+	static const char *const names[] = {"varchar", "bpchar", "bit", "varbit", NULL};
+	const char *last = t->n_names > 0 ? t->names[t->n_names - 1] : "";
+
+	for (int i = 0; names[i] != NULL; i++)
+		if (strcmp(last, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The same type name, one of them perhaps unqualified (int8 and the
+ * grammar's pg_catalog.int8 for bigint; mood and public.mood: the source
+ * took the one the ALTER converts to). */
+static bool
+same_names(const ddl_parse_type *a, const ddl_parse_type *b)
+{
+	size_t n = a->n_names < b->n_names ? a->n_names : b->n_names;
+
+	if (n == 0 || (a->n_names != b->n_names && n != 1))
+		return false;
+	for (size_t i = 1; i <= n; i++)
+		if (strcmp(a->names[a->n_names - i], b->names[b->n_names - i]) != 0)
+			return false;
+	return true;
+}
+
+/* c::t of the column to the ALTER's own type (see ddl_parse_using). */
+static bool
+is_plain_cast(ddl_walk *w, const json_t *cast, const ddl_parse_change *ch)
+{
+	const ddl_parse_type *to = &ch->column.type;
+	ddl_parse_type t;
+	tm_error *saved = w->err, ignored;
+	int rc;
+
+	if (cast == NULL || !is_the_column(ddl_json_get(cast, "arg"), ch->column.name))
+		return false;
+	w->err = &ignored;
+	rc = ddl_type_read(w, ddl_json_get(cast, "typeName"), &t);
+	w->err = saved;
+	if (rc != 0 || !same_names(&t, to) || t.n_array_bounds != to->n_array_bounds ||
+	    t.setof != to->setof)
+		return false;
+	return t.n_typmods == 0 || (same_typmods(&t, to) && !cuts_to_length(to));
+}
+
+static void
+read_using(ddl_walk *w, const json_t *expr, ddl_parse_change *ch)
+{
+	ch->has_using = expr != NULL;
+	if (expr == NULL)
+		return;
+	ch->using_text = using_text(w, expr);
+	ch->using_kind = is_the_column(expr, ch->column.name) ||
+	                         is_plain_cast(w, ddl_json_node(expr, "TypeCast"), ch)
+	                     ? DDL_PARSE_USING_PLAIN
+	                     : DDL_PARSE_USING_EXPR;
+}
+
 /* ALTER COLUMN c TYPE t [COLLATE x] [USING expr]: the USING expression is
  * the ColumnDef's raw_default. */
 static int
@@ -103,7 +229,7 @@ cmd_alter_type(ddl_walk *w, const json_t *cmd, ddl_parse_change *ch)
 	if (ddl_type_read(w, ddl_json_get(coldef, "typeName"), &ch->column.type) != 0)
 		return -1;
 	ch->column.collation = read_collation(w, coldef);
-	ch->has_using = ddl_json_get(coldef, "raw_default") != NULL;
+	read_using(w, ddl_json_get(coldef, "raw_default"), ch);
 	return 0;
 }
 

@@ -192,7 +192,9 @@ ddl_parse_change_describe(const ddl_parse_change *ch, strbuf *out)
 	if (ch->kind == DDL_PARSE_ADD_COLUMN || ch->kind == DDL_PARSE_ALTER_COLUMN_TYPE)
 		append_column_decl(out, &ch->column, true);
 	if (ch->kind == DDL_PARSE_ALTER_COLUMN_TYPE)
-		strbuf_append(out, ch->has_using ? " using=yes" : " using=no");
+		strbuf_append(out, !ch->has_using                               ? " using=no"
+		                   : ch->using_kind == DDL_PARSE_USING_PLAIN ? " using=plain"
+		                                                             : " using=expr");
 	append_flag(out, ch->only, "only");
 	append_flag(out, ch->if_exists, "if_exists");
 	append_flag(out, ch->cascade, "cascade");

@@ -56,6 +56,7 @@ int ddl_scan_char_pos(const char *s, size_t byte);
 bool ddl_scan_utf8(const char *s, size_t len, size_t *bad);
 size_t ddl_scan_depth(const char *s, size_t len, size_t *where);
 int ddl_scan_int_at(const char *s, size_t len, size_t pos, int64_t *out);
+size_t ddl_scan_expr_end(const char *s, size_t len, size_t pos);
 
 /* The token at pos (s[pos] is not past len): its kind, and the position
  * after it. A string is '...', E'...' (with its E) or $tag$...$tag$; an

@@ -493,3 +493,38 @@ ddl_scan_int_at(const char *s, size_t len, size_t pos, int64_t *out)
 	*out = neg ? -v : v;
 	return 0;
 }
+
+/*
+ * The end of an expression that starts at pos (a USING clause's): the
+ * first comma or semicolon outside brackets, strings and comments, a
+ * bracket that closes one opened before pos, or the end of the text.
+ * Trailing white space is left out.
+ */
+size_t
+ddl_scan_expr_end(const char *s, size_t len, size_t pos)
+{
+	size_t depth = 0, end = pos;
+
+	while (pos < len) {
+		char c = s[pos];
+
+		if (is_space(c) || at_comment(s, len, pos)) {
+			pos = ddl_scan_skip_space(s, len, pos);
+			continue;
+		}
+		if ((c == ',' || c == ';') && depth == 0)
+			break;
+		if ((c == ')' || c == ']') && depth-- == 0)
+			break;
+		if (c == '(' || c == '[')
+			depth++;
+		if (c == '\'' || c == '"')
+			pos = skip_quoted(s, len, pos, pos > 0 && (s[pos - 1] == 'E' || s[pos - 1] == 'e'));
+		else if (c == '$' && dollar_tag(s, len, pos) > 0)
+			pos = skip_dollar(s, len, pos, dollar_tag(s, len, pos));
+		else
+			pos++;
+		end = pos;
+	}
+	return end;
+}

@@ -238,69 +238,330 @@ plan_renames(planner *pl)
 		}
 }
 
+/* ---- type changes ---- */
+
+/* The entry of the statement text for a column, NULL when UNKNOWN. */
+static const ddl_using_column *
+using_of(const planner *pl, const tabledef_column *o, const tabledef_column *n)
+{
+	return ddl_using_find(pl->in->using, n->name, o->name);
+}
+
+static ddl_using_kind
+using_kind(const ddl_using_column *u)
+{
+	return u != NULL ? u->kind : DDL_USING_UNKNOWN;
+}
+
+static const char *const setting_gucs[] = {"TimeZone", "DateStyle", "IntervalStyle",
+                                          "extra_float_digits", "bytea_output"};
+
+/* The session's value of one setting (a CAST_NEEDS_* bit), NULL if none. */
+static const char *
+setting_value(const ddl_track_session *s, unsigned bit)
+{
+	switch (bit) {
+	case CAST_NEEDS_TIMEZONE:
+		return s->timezone;
+	case CAST_NEEDS_DATESTYLE:
+		return s->datestyle;
+	case CAST_NEEDS_INTERVALSTYLE:
+		return s->intervalstyle;
+	case CAST_NEEDS_FLOAT_DIGITS:
+		return s->float_digits;
+	case CAST_NEEDS_BYTEA_OUTPUT:
+		return s->bytea_output;
+	}
+	return NULL;
+}
+
+int
+ddl_track_settings(const ddl_track_session *s, unsigned mask, const char **names,
+                   const char **values)
+{
+	int n = 0;
+
+	for (int i = 0; i < 5; i++) {
+		const char *v = (mask & (1u << i)) ? setting_value(s, 1u << i) : NULL;
+
+		if (v != NULL) {
+			names[n] = setting_gucs[i];
+			values[n++] = v;
+		}
+	}
+	return n;
+}
+
+/* The settings of mask the capture recorded (CAST_NEEDS_*). */
+static unsigned
+recorded(const ddl_track_session *s, unsigned mask)
+{
+	unsigned have = 0;
+
+	for (int i = 0; i < 5; i++)
+		if ((mask & (1u << i)) && setting_value(s, 1u << i) != NULL)
+			have |= 1u << i;
+	return have;
+}
+
+/* "TimeZone America/New_York, DateStyle SQL, DMY" */
+static void
+describe_settings(const ddl_track_session *s, unsigned mask, strbuf *out)
+{
+	const char *names[5], *values[5];
+	int n = ddl_track_settings(s, mask, names, values);
+
+	for (int i = 0; i < n; i++)
+		strbuf_appendf(out, "%s%s %s", i ? ", " : "", names[i], values[i]);
+}
+
+/* "TimeZone, DateStyle": the names of mask's settings. */
+static void
+setting_names(unsigned mask, strbuf *out)
+{
+	int k = 0;
+
+	for (int i = 0; i < 5; i++)
+		if (mask & (1u << i))
+			strbuf_appendf(out, "%s%s", k++ ? ", " : "", setting_gucs[i]);
+}
+
+static void
+recopy(planner *pl, const char *column, strbuf *why)
+{
+	ddl_action *a = add_action(pl, DDL_ACT_RESNAPSHOT, column, NULL);
+
+	a->why = strbuf_steal(why);
+}
+
+/* A USING expression, cut short for the audit log. */
+static void
+append_using(strbuf *sb, const ddl_using_column *u)
+{
+	const char *text = u != NULL && u->text != NULL ? u->text : "an expression";
+	size_t len = strlen(text), keep = len > 200 ? 200 : len;
+
+	while (keep < len && keep > 0 && ((unsigned char) text[keep] & 0xc0) == 0x80)
+		keep--; /* not in the middle of a UTF-8 character */
+	strbuf_append(sb, "USING ");
+	strbuf_appendn(sb, text, keep);
+	if (keep < len)
+		strbuf_append(sb, "...");
+}
+
+/* One type change of a column: what the plan knows of it. */
+typedef struct type_change {
+	const tabledef_column *o, *n;
+	sqltype from, to, tgt, next; /* next: the target's type after the plan */
+	cast_kind k;
+	ddl_action *alter;           /* the target's ALTER, NULL when none */
+} type_change;
+
+/* Whether the target's ALTER is the source's own conversion: from the
+ * source's old type to its new one. */
+static bool
+reproduces(const type_change *tc)
+{
+	return tc->alter != NULL && cast_classify(&tc->tgt, &tc->from) == CAST_SAME &&
+	       cast_classify(&tc->next, &tc->to) == CAST_SAME;
+}
+
+/*
+ * Whether the target's existing values still equal the source's after the
+ * change, and what to do when they may not: copy the table again, or run
+ * the target's ALTER under the source session's settings.
+ */
+static void
+plan_values(planner *pl, type_change *tc)
+{
+	const ddl_using_column *u = using_of(pl, tc->o, tc->n);
+	unsigned needs = cast_session_needs(&tc->from, &tc->to);
+	bool rewritten = pl->in->rewritten || pl->in->converted;
+	strbuf why = STRBUF_INIT;
+	const char *name = tc->n->name;
+
+	if (pl->in->policy == DDL_POLICY_QUARANTINE && tc->k != CAST_WIDEN) {
+		/* the target keeps its type: copied again unless the new values
+		 * do not fit it (then the target keeps the previous values) */
+		if ((rewritten || using_kind(u) == DDL_USING_EXPR) &&
+		    cast_classify(&tc->to, &tc->tgt) <= CAST_WIDEN) {
+			strbuf_appendf(&why, "copied again: the source converted the existing values of %s "
+			               "itself", name);
+			recopy(pl, name, &why);
+		}
+		return;
+	}
+	if (using_kind(u) == DDL_USING_EXPR) {
+		strbuf_appendf(&why, "copied again: the source converted the values of %s with ", name);
+		append_using(&why, u);
+	} else if (using_kind(u) == DDL_USING_UNKNOWN && pl->in->converted)
+		strbuf_appendf(&why, "copied again: the source rewrote %s, and the statement does not "
+		               "show how (no ALTER ... TYPE of it in the text: a DO block, a function, "
+		               "a parent table's ALTER)", name);
+	else if (tc->k != CAST_WIDEN && rewritten)
+		strbuf_appendf(&why, "copied again: the source converted the existing values of %s "
+		               "itself", name);
+	else if (needs != 0 && reproduces(tc) && recorded(&pl->in->session, needs) == needs) {
+		tc->alter->settings = needs;
+		strbuf_append(&why, tc->alter->why);
+		strbuf_append(&why, ", converted under the source session's ");
+		describe_settings(&pl->in->session, needs, &why);
+		free(tc->alter->why);
+		tc->alter->why = strbuf_steal(&why);
+		return;
+	} else if (needs != 0 && rewritten) {
+		strbuf_appendf(&why, "copied again: the source converted %s under its session's ", name);
+		setting_names(needs, &why);
+		strbuf_append(&why, reproduces(tc) ? ", which the capture did not record"
+		                                   : ", and the target's column does not convert the same way");
+	} else
+		return;
+	recopy(pl, name, &why);
+}
+
+/* The type the target column takes: the common type of its type and the
+ * new one (widen; the new type itself when the common one would keep only
+ * the values' text), or the new one (follow). */
+static int
+next_type(planner *pl, type_change *tc)
+{
+	sqltype to_target;
+
+	if (tc->k == CAST_WIDEN || pl->in->policy == DDL_POLICY_WIDEN) {
+		if (cast_common_type(&tc->tgt, &tc->to, &tc->next, pl->err) != 0)
+			return -1;
+		if (tc->k == CAST_WIDEN || cast_faithful(&tc->to, &tc->next))
+			return 0;
+	}
+	if (sqltype_parse(tc->n->target_type, &to_target, pl->err) != 0)
+		return -1;
+	tc->next = to_target; /* follow, or widen following the source */
+	return 0;
+}
+
+static int
+plan_alter(planner *pl, type_change *tc)
+{
+	strbuf sb = STRBUF_INIT;
+	ddl_action *a;
+
+	if (next_type(pl, tc) != 0)
+		return -1;
+	if (cast_classify(&tc->tgt, &tc->next) == CAST_SAME)
+		return 0;
+	/* the statement must be one the target can be given: a type with
+	 * modifiers out of range (varchar(0)) fails the plan here */
+	if (cast_alter_using(&tc->tgt, &tc->next, tc->n->name, &sb, pl->err) != 0) {
+		strbuf_free(&sb);
+		return -1;
+	}
+	strbuf_reset(&sb);
+	sqltype_render(&tc->next, &sb);
+	a = add_action(pl, DDL_ACT_ALTER_TYPE, tc->n->name, NULL);
+	a->type = strbuf_steal(&sb);
+	sqltype_render(&tc->tgt, &sb);
+	a->from_type = strbuf_steal(&sb);
+	set_why(a, "column %s follows the source's new type as %s", tc->n->name, a->type);
+	tc->alter = a;
+	return 0;
+}
+
+static void
+plan_stop(planner *pl, const type_change *tc)
+{
+	strbuf sb = STRBUF_INIT;
+
+	strbuf_appendf(&sb, "column %s of %s.%s changes type from %s to %s, which cannot widen "
+	               "exactly; the stop policy stops replication before this change",
+	               tc->n->name, pl->in->now->def->schema, pl->in->now->def->name,
+	               tc->o->type_sql, tc->n->type_sql);
+	pl->plan->stop = true;
+	free(pl->plan->stop_reason);
+	pl->plan->stop_reason = strbuf_steal(&sb);
+}
+
 /* A type change of one column (named as it is after the renames). */
 static int
 plan_type(planner *pl, const tabledef_column *o, const tabledef_column *n)
 {
-	sqltype from, to, tgt, common;
 	const char *tgt_text = target_type(pl, o->name);
-	cast_kind k;
-	strbuf sb = STRBUF_INIT;
-	ddl_action *a;
+	type_change tc;
 
-	if (sqltype_parse(o->type_sql, &from, pl->err) != 0 ||
-	    sqltype_parse(n->type_sql, &to, pl->err) != 0 ||
-	    (tgt_text != NULL && sqltype_parse(tgt_text, &tgt, pl->err) != 0))
+	memset(&tc, 0, sizeof tc);
+	tc.o = o;
+	tc.n = n;
+	if (sqltype_parse(o->type_sql, &tc.from, pl->err) != 0 ||
+	    sqltype_parse(n->type_sql, &tc.to, pl->err) != 0 ||
+	    (tgt_text != NULL && sqltype_parse(tgt_text, &tc.tgt, pl->err) != 0))
 		return -1;
 	if (tgt_text == NULL)
-		tgt = from;
-	k = cast_classify(&from, &to);
-	if (k == CAST_SAME)
+		tc.tgt = tc.from;
+	tc.k = cast_classify(&tc.from, &tc.to);
+	if (tc.k == CAST_SAME)
 		return 0;
 	note(pl, "alter column type");
-	if (k != CAST_WIDEN && pl->in->policy == DDL_POLICY_STOP) {
-		strbuf_appendf(&sb, "column %s of %s.%s changes type from %s to %s, which cannot widen "
-		               "exactly; the stop policy stops replication before this change",
-		               n->name, pl->in->now->def->schema, pl->in->now->def->name, o->type_sql,
-		               n->type_sql);
-		pl->plan->stop = true;
-		free(pl->plan->stop_reason);
-		pl->plan->stop_reason = strbuf_steal(&sb);
+	if (tc.k != CAST_WIDEN && pl->in->policy == DDL_POLICY_STOP) {
+		plan_stop(pl, &tc);
 		return 0;
 	}
-	if (k != CAST_WIDEN && pl->in->policy == DDL_POLICY_QUARANTINE)
-		goto resnapshot;
-	if (k == CAST_WIDEN || pl->in->policy == DDL_POLICY_WIDEN) {
-		if (cast_common_type(&tgt, &to, &common, pl->err) != 0)
-			return -1;
-	} else
-		common = to; /* follow */
-	if (cast_classify(&tgt, &common) != CAST_SAME) {
-		/* the statement must be one the target can be given: a type with
-		 * modifiers out of range (varchar(0)) fails the plan here */
-		if (cast_alter_using(&tgt, &common, n->name, &sb, pl->err) != 0) {
-			strbuf_free(&sb);
-			return -1;
-		}
-		strbuf_reset(&sb);
-		sqltype_render(&common, &sb);
-		a = add_action(pl, DDL_ACT_ALTER_TYPE, n->name, NULL);
-		a->type = strbuf_steal(&sb);
-		sqltype_render(&tgt, &sb);
-		a->from_type = strbuf_steal(&sb);
-		set_why(a, "column %s follows the source's new type as %s", n->name, a->type);
-	}
-resnapshot:
-	/* The source converted its existing rows itself (perhaps with USING):
-	 * they are copied again, unless under quarantine their new values do
-	 * not fit the kept type (then the target keeps the previous values). */
-	if (k != CAST_WIDEN && pl->in->rewritten &&
-	    (pl->in->policy != DDL_POLICY_QUARANTINE || cast_classify(&to, &tgt) <= CAST_WIDEN))
-		set_why(add_action(pl, DDL_ACT_RESNAPSHOT, n->name, NULL),
-		        "the source converted the existing values of %s%s itself; the table is copied "
-		        "again", n->name, NULL);
-	strbuf_free(&sb);
+	if ((tc.k == CAST_WIDEN || pl->in->policy != DDL_POLICY_QUARANTINE) &&
+	    plan_alter(pl, &tc) != 0)
+		return -1;
+	plan_values(pl, &tc);
 	return 0;
+}
+
+/* Whether a column's type changed (by the matrix, not by its spelling). */
+static bool
+retyped(const tabledef_column *o, const tabledef_column *n)
+{
+	sqltype a, b;
+	tm_error err;
+
+	if (strcmp(o->type_sql, n->type_sql) == 0 || o->generated != NULL || n->generated != NULL)
+		return false;
+	if (sqltype_parse(o->type_sql, &a, &err) != 0 || sqltype_parse(n->type_sql, &b, &err) != 0)
+		return true;
+	return cast_classify(&a, &b) != CAST_SAME;
+}
+
+/*
+ * Conversions without a type change, in a command that rewrote the table
+ * to convert values: USING an expression to the same type (bigint ->
+ * bigint USING amount * 100), or a conversion the text does not show. The
+ * table is copied again. (The text is the whole client string: its USING
+ * may belong to another command of it.)
+ */
+static void
+plan_same_type(planner *pl)
+{
+	const tabledef *old = pl->in->old, *now = pl->in->now->def;
+	bool any_retyped = false;
+	strbuf why = STRBUF_INIT;
+
+	for (int i = 0; i < now->ncols; i++) {
+		const tabledef_column *o = by_attnum(old, now->cols[i].attnum);
+
+		any_retyped |= o != NULL && retyped(o, &now->cols[i]);
+	}
+	for (int i = 0; i < now->ncols && !pl->plan->stop; i++) {
+		const tabledef_column *o = by_attnum(old, now->cols[i].attnum), *n = &now->cols[i];
+		const ddl_using_column *u = o != NULL ? using_of(pl, o, n) : NULL;
+
+		if (!pl->in->converted || o == NULL || retyped(o, n) || n->generated != NULL ||
+		    using_kind(u) != DDL_USING_EXPR)
+			continue;
+		note(pl, "alter column type");
+		strbuf_appendf(&why, "copied again: the source converted the values of %s with ", n->name);
+		append_using(&why, u);
+		recopy(pl, n->name, &why);
+		return;
+	}
+	if (pl->in->converted && !any_retyped && !pl->plan->stop) {
+		strbuf_append(&why, "copied again: the source rewrote the table converting column "
+		              "values, and the statement does not show how");
+		recopy(pl, NULL, &why);
+	}
 }
 
 static void
@@ -550,6 +811,20 @@ plan_key(planner *pl)
 		set_why(a, "the key changes%s%s", NULL, NULL);
 }
 
+/* In a plan that copies the table again, the target's values are
+ * replaced anyway: an ALTER its rows refuse may empty the table. */
+static void
+mark_recopied(ddl_plan *p)
+{
+	bool recopy = false;
+
+	for (int i = 0; i < p->n; i++)
+		recopy |= p->actions[i].kind == DDL_ACT_RESNAPSHOT;
+	for (int i = 0; recopy && i < p->n; i++)
+		if (p->actions[i].kind == DDL_ACT_ALTER_TYPE)
+			p->actions[i].recopied = true;
+}
+
 int
 ddl_track_plan(const ddl_track_input *in, ddl_plan *out, tm_error *err)
 {
@@ -561,10 +836,12 @@ ddl_track_plan(const ddl_track_input *in, ddl_plan *out, tm_error *err)
 	plan_renames(&pl);
 	rc = plan_changed_columns(&pl);
 	if (rc == 0) {
+		plan_same_type(&pl);
 		plan_dropped(&pl);
 		plan_added(&pl);
 		plan_key(&pl);
 	}
+	mark_recopied(out);
 	if (pl.summary.len == 0)
 		strbuf_append(&pl.summary, "no change to the replicated columns");
 	out->summary = strbuf_steal(&pl.summary);
@@ -603,4 +880,60 @@ void
 ddl_action_describe(const ddl_action *a, strbuf *out)
 {
 	strbuf_append(out, a->why ? a->why : "(no description)");
+}
+
+/* ---- the README's table of what widen does ---- */
+
+static void
+widen_cell(const ddl_plan *p, const char *from, strbuf *out)
+{
+	const ddl_action *alter = NULL;
+	bool recopy = false;
+
+	for (int i = 0; i < p->n; i++) {
+		if (p->actions[i].kind == DDL_ACT_ALTER_TYPE)
+			alter = &p->actions[i];
+		recopy |= p->actions[i].kind == DDL_ACT_RESNAPSHOT;
+	}
+	if (alter != NULL)
+		strbuf_appendf(out, "becomes %s", alter->type);
+	else
+		strbuf_appendf(out, "stays %s", from);
+	if (recopy)
+		strbuf_append(out, "; the table is copied again");
+	else if (alter != NULL && alter->settings != 0) {
+		strbuf_append(out, "; values converted on the target under the source session's ");
+		setting_names(alter->settings, out);
+	} else if (alter != NULL)
+		strbuf_append(out, "; values converted on the target");
+}
+
+int
+ddl_track_widen_row(const char *from, const char *to, strbuf *out, tm_error *err)
+{
+	tabledef *old = tabledef_new("public", "t", 1), *now = tabledef_new("public", "t", 1);
+	ddl_event_column cols[2] = {{0}, {0}};
+	ddl_event_table et = {now, 'r', 'd', 0, 0, cols};
+	const char *names[] = {"id", "c"}, *types[] = {"integer", from};
+	ddl_using_column plain = {(char *) "c", DDL_USING_NONE, NULL};
+	ddl_using_list using = {1, &plain};
+	ddl_track_input in = {old, &et, {2, names, types}, DDL_POLICY_WIDEN, true, false, &using,
+	                      true, {"UTC", "ISO, YMD", "postgres", "3", "hex"}};
+	ddl_plan plan;
+	int rc;
+
+	tabledef_add_column(old, 1, "id", "integer", 0, -1, true, true);
+	tabledef_add_column(old, 2, "c", from, 0, -1, false, false);
+	tabledef_add_column(now, 1, "id", "integer", 0, -1, true, true);
+	tabledef_add_column(now, 2, "c", to, 0, -1, false, false);
+	rc = ddl_track_plan(&in, &plan, err);
+	if (rc == 0) {
+		strbuf_appendf(out, "| %s | %s | ", from, to);
+		widen_cell(&plan, from, out);
+		strbuf_append(out, " |");
+		ddl_plan_free(&plan);
+	}
+	tabledef_free(old);
+	tabledef_free(now);
+	return rc;
 }

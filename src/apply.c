@@ -250,10 +250,14 @@ apply_new(sink *s, const apply_config *cfg, apply **out)
 }
 
 static void
-rel_forget_statements(apply_rel *r)
+rel_forget_statements(apply *a, apply_rel *r)
 {
-	for (int i = 0; i < r->npartials; i++)
+	sink_stmt_release(a->sink, r->upsert);
+	sink_stmt_release(a->sink, r->delete);
+	for (int i = 0; i < r->npartials; i++) {
+		sink_stmt_release(a->sink, r->partials[i].stmt);
 		free(r->partials[i].present);
+	}
 	free(r->partials);
 	r->partials = NULL;
 	r->npartials = 0;
@@ -261,7 +265,7 @@ rel_forget_statements(apply_rel *r)
 }
 
 static void
-rel_clear(apply_rel *r)
+rel_clear(apply *a, apply_rel *r)
 {
 	for (int i = 0; i < r->ncols; i++)
 		free(r->colnames[i]);
@@ -277,7 +281,7 @@ rel_clear(apply_rel *r)
 	r->src_types = r->check = NULL;
 	r->checked = NULL;
 	r->nchecked = 0;
-	rel_forget_statements(r);
+	rel_forget_statements(a, r);
 	free(r->nspname);
 	free(r->relname);
 	r->colnames = NULL;
@@ -291,7 +295,7 @@ apply_free(apply *a)
 	if (a == NULL)
 		return;
 	for (int i = 0; i < a->nrels; i++) {
-		rel_clear(a->rels[i]);
+		rel_clear(a, a->rels[i]);
 		free(a->rels[i]);
 	}
 	free(a->rels);
@@ -627,7 +631,7 @@ apply_relation(apply *a, const pgoutput_msg *m)
 
 	if (r == NULL)
 		r = new_rel(a, m->u.relation.relid);
-	rel_clear(r);
+	rel_clear(a, r);
 	r->nspname = xstrdup(m->u.relation.nspname);
 	r->relname = xstrdup(m->u.relation.relname);
 	r->ncols = m->u.relation.ncols;
@@ -659,7 +663,7 @@ stmt_upsert(apply *a, apply_rel *r)
 		dml_sql_table t = rel_sql_table(r);
 
 		dml_sql_upsert(&sql, &t);
-		r->upsert = sink_stmt_get(a->sink, sql.data, r->ncols);
+		r->upsert = sink_stmt_hold(a->sink, sql.data, r->ncols);
 		strbuf_free(&sql);
 	}
 	return r->upsert;
@@ -673,7 +677,7 @@ stmt_delete(apply *a, apply_rel *r)
 		dml_sql_table t = rel_sql_table(r);
 
 		dml_sql_delete(&sql, &t);
-		r->delete = sink_stmt_get(a->sink, sql.data, r->nkeys);
+		r->delete = sink_stmt_hold(a->sink, sql.data, r->nkeys);
 		strbuf_free(&sql);
 	}
 	return r->delete;
@@ -707,7 +711,7 @@ stmt_partial(apply *a, apply_rel *r, const bool *present, bool moved)
 		abort();
 	memcpy(p->present, present, sizeof(bool) * (size_t) r->ncols);
 	p->key_changed = moved;
-	p->stmt = sink_stmt_get(a->sink, sql.data, nparams);
+	p->stmt = sink_stmt_hold(a->sink, sql.data, nparams);
 	strbuf_free(&sql);
 	return p->stmt;
 }
@@ -1356,7 +1360,7 @@ apply_forget_statements(apply *a, int table_id)
 	keyless_forget(a->keyless, table_id);
 	for (int i = 0; i < a->nrels; i++)
 		if (a->rels[i]->table != NULL && a->rels[i]->table->table_id == table_id)
-			rel_forget_statements(a->rels[i]);
+			rel_forget_statements(a, a->rels[i]);
 }
 
 bool

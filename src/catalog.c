@@ -465,14 +465,16 @@ table_from_row(PGresult *r, int row, catalog_table *t)
 	t->key_order_reason = PQgetisnull(r, row, 14) ? NULL : xstrdup(PQgetvalue(r, row, 14));
 }
 
-int
-catalog_load_tables(sink *s, const char *slot, catalog_table **out, int *n)
+static int
+load_tables(sink *s, const char *slot, const char *ids, catalog_table **out, int *n)
 {
-	const char *p[] = {slot};
+	const char *p[] = {slot, ids};
 	PGresult *r;
 	int rc = sink_query(s, "reading the replicated tables",
 	                    "SELECT " TABLE_COLUMNS " FROM tidemark.tables"
-	                    " WHERE slot_name = $1 AND state <> 'dropped' ORDER BY table_id", 1, p, &r);
+	                    " WHERE slot_name = $1 AND state <> 'dropped'"
+	                    " AND ($2::int[] IS NULL OR table_id = ANY ($2::int[])) ORDER BY table_id",
+	                    2, p, &r);
 
 	if (rc != TM_OK)
 		return rc;
@@ -484,6 +486,28 @@ catalog_load_tables(sink *s, const char *slot, catalog_table **out, int *n)
 		table_from_row(r, i, &(*out)[i]);
 	PQclear(r);
 	return TM_OK;
+}
+
+int
+catalog_load_tables(sink *s, const char *slot, catalog_table **out, int *n)
+{
+	return load_tables(s, slot, NULL, out, n);
+}
+
+int
+catalog_load_tables_ids(sink *s, const char *slot, const int *ids, int nids,
+                        catalog_table **out, int *n)
+{
+	strbuf list = STRBUF_INIT;
+	int rc;
+
+	strbuf_appendc(&list, '{');
+	for (int i = 0; i < nids; i++)
+		strbuf_appendf(&list, "%s%d", i ? "," : "", ids[i]);
+	strbuf_appendc(&list, '}');
+	rc = load_tables(s, slot, strbuf_str(&list), out, n);
+	strbuf_free(&list);
+	return rc;
 }
 
 int

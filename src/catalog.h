@@ -100,6 +100,9 @@ int catalog_read_capture_key(sink *s, const char *slot, char **hex, tm_lsn *sign
 
 /* Loads the slot's tables (not dropped). *out: new array (catalog_tables_free). */
 int catalog_load_tables(sink *s, const char *slot, catalog_table **out, int *n);
+/* The same for the tables with these ids only. */
+int catalog_load_tables_ids(sink *s, const char *slot, const int *ids, int nids,
+                            catalog_table **out, int *n);
 /* Loads one table by source name; *out NULL when not registered. */
 int catalog_load_table(sink *s, const char *slot, const char *schema, const char *name,
                        catalog_table **out);

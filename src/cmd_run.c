@@ -158,12 +158,11 @@ key_order_for(run_state *st, const int *ids, int nids)
 {
 	catalog_table *tables = NULL;
 	int n = 0;
-	int rc = nids > 0 ? catalog_load_tables(st->sink, st->opts->slot, &tables, &n) : TM_OK;
+	int rc = nids > 0 ? catalog_load_tables_ids(st->sink, st->opts->slot, ids, nids, &tables, &n)
+	                  : TM_OK;
 
 	for (int i = 0; rc == TM_OK && i < n; i++)
-		for (int j = 0; rc == TM_OK && j < nids; j++)
-			if (tables[i].table_id == ids[j])
-				rc = key_order_record(st->control, st->sink, &tables[i]);
+		rc = key_order_record(st->control, st->sink, &tables[i]);
 	catalog_tables_free(tables, n);
 	return rc;
 }
@@ -203,8 +202,10 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 
 	if (rc == TM_OK && res.commit_after)
 		apply_commit_after(st->apply);
-	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table))
+	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table)) {
+		schema_sync_result_free(&res);
 		return rc;
+	}
 	snapshot_poll_soon(st->snap);
 	rc = sink_reset_statements(st->sink);
 	if (rc == TM_OK)
@@ -216,6 +217,7 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 		apply_forget_statements(st->apply, res.changed[i]);
 		snapshot_restart(st->snap, res.changed[i]);
 	}
+	schema_sync_result_free(&res);
 	return rc;
 }
 

@@ -59,7 +59,7 @@ keyless_new(sink *s)
 }
 
 static void
-table_free(kl_table *t)
+table_free(keyless *k, kl_table *t)
 {
 	for (int i = 0; i < t->ncols; i++) {
 		free(t->cols[i]);
@@ -70,9 +70,12 @@ table_free(kl_table *t)
 	free(t->match);
 	free(t->schema);
 	free(t->name);
+	for (int i = 0; i < 4; i++)
+		sink_stmt_release(k->sink, t->record[i]);
 	while (t->stmts != NULL) {
 		kl_stmt *next = t->stmts->next;
 
+		sink_stmt_release(k->sink, t->stmts->stmt);
 		free(t->stmts->pattern);
 		free(t->stmts);
 		t->stmts = next;
@@ -88,7 +91,7 @@ keyless_free(keyless *k)
 	while (k->tables != NULL) {
 		kl_table *next = k->tables->next;
 
-		table_free(k->tables);
+		table_free(k, k->tables);
 		k->tables = next;
 	}
 	free(k);
@@ -102,7 +105,7 @@ keyless_forget(keyless *k, int table_id)
 			kl_table *gone = *p;
 
 			*p = gone->next;
-			table_free(gone);
+			table_free(k, gone);
 			return;
 		}
 }
@@ -187,7 +190,7 @@ table_of(keyless *k, const keyless_change *c, kl_table **out)
 	t->name = xstrdup(c->target_table);
 	rc = load_columns(k, t);
 	if (rc != TM_OK) {
-		table_free(t);
+		table_free(k, t);
 		return rc;
 	}
 	t->next = k->tables;
@@ -247,7 +250,7 @@ stmt_for(keyless *k, kl_table *t, const keyless_change *c)
 			keyless_sql_update(&sql, &st, set, s->pattern + c->ncols, &s->nparams);
 		else
 			keyless_sql_delete(&sql, &st, s->pattern, &s->nparams);
-		s->stmt = sink_stmt_get(k->sink, sql.data, s->nparams);
+		s->stmt = sink_stmt_hold(k->sink, sql.data, s->nparams);
 		describe(&label, c);
 		sink_stmt_expect_row(k->sink, s->stmt, label.data);
 		s->next = t->stmts;
@@ -360,7 +363,7 @@ keyless_record(keyless *k, const keyless_change *c, uint32_t xid, tm_lsn commit_
 		int nparams;
 
 		keyless_sql_record(&sql, c->ncols, c->op, &nparams);
-		*stmt = sink_stmt_get(k->sink, sql.data, nparams);
+		*stmt = sink_stmt_hold(k->sink, sql.data, nparams);
 		strbuf_free(&sql);
 	}
 	snprintf(id, sizeof id, "%d", c->table_id);

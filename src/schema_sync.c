@@ -17,6 +17,7 @@
 #include "schema_sync_int.h"
 #include "target_ddl.h"
 #include "typesync.h"
+#include "xalloc.h"
 
 /* ---- configuration ---- */
 
@@ -45,6 +46,7 @@ schema_sync_free(schema_sync *ss)
 	if (ss == NULL)
 		return;
 	free(ss->statement);
+	schema_sync_rewrite_free(ss);
 	free(ss);
 }
 
@@ -234,11 +236,6 @@ run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, tablede
 	case DDL_ACT_SET_NOT_NULL:
 		target_ddl_not_null(sql, tn->schema, tn->table, a->column, true);
 		return exec_tolerant(ss, "setting NOT NULL on a target column", sql, NULL);
-	case DDL_ACT_ALTER_TYPE:
-		if (target_ddl_alter_type(sql, tn->schema, tn->table, a->column, a->from_type, a->type,
-		                          &err) != 0)
-			break;
-		return exec(ss, "changing a target column's type", sql);
 	case DDL_ACT_ADD_GENERATED:
 		return add_generated(ss, tn, a, now, sql);
 	case DDL_ACT_DROP_EXPRESSION:
@@ -371,15 +368,6 @@ schema_sync_note_list(strbuf *sb, const char *text)
 	strbuf_append(sb, text);
 }
 
-bool
-schema_sync_was_rewritten(const schema_sync *ss, uint32_t relid)
-{
-	for (int i = 0; i < ss->nrewrites; i++)
-		if (ss->rewrites[i] == relid)
-			return true;
-	return false;
-}
-
 /* ---- a key that comes or goes (tables without a key: keyless.h) ---- */
 
 static void
@@ -464,7 +452,8 @@ run_key_action(schema_sync *ss, target_name *tn, const ddl_action *a, const targ
 
 static int
 run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_cols *tc,
-         const catalog_table *t, ddl_event_table *now, sync_note *note, bool *resnapshot)
+         const catalog_table *t, ddl_event_table *now, const ddl_track_session *session,
+         sync_note *note, bool *resnapshot)
 {
 	strbuf sql = STRBUF_INIT;
 	int rc = TM_OK;
@@ -476,6 +465,8 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 			*resnapshot = true;
 		else if (a->kind == DDL_ACT_SET_KEY)
 			rc = run_key_action(ss, tn, a, tc, t, now, &sql, resnapshot);
+		else if (a->kind == DDL_ACT_ALTER_TYPE)
+			rc = schema_sync_alter_type(ss, tn->schema, tn->table, a, session, note, resnapshot);
 		else
 			rc = run_table_action(ss, tn, a, tc, now->def, &sql);
 		if (rc == TM_OK)
@@ -528,15 +519,17 @@ keep_fallbacks(const tabledef *old, tabledef *now)
 
 /* One replicated table's change: plan, run, record. */
 static int
-sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewritten,
-           tm_lsn pos, sync_note *note, schema_sync_result *res)
+sync_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_table *now,
+           bool rewritten, tm_lsn pos, sync_note *note, schema_sync_result *res)
 {
 	tabledef *old = NULL;
 	target_cols tc;
 	ddl_plan plan;
 	tm_error err;
 	int version = 0;
-	bool resnapshot = false;
+	bool resnapshot = false, text = false;
+	ddl_using_list using = {0, NULL};
+	ddl_track_session session = schema_sync_session(e);
 	target_name tn = {strdup(t->target_schema), strdup(t->target_table)};
 	ddl_policy policy = DDL_POLICY_WIDEN;
 	char *policy_by = NULL;
@@ -552,9 +545,12 @@ sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewritt
 		rc = load_target(ss, t, &tc);
 	if (rc == TM_OK)
 		rc = policy_in_force(ss->sink, ss->cfg.slot, t->table_id, &policy, &policy_by);
+	if (rc == TM_OK)
+		text = schema_sync_using(ss, e, old, now->def, &using);
 	if (rc == TM_OK) {
 		ddl_track_input in = {old, now, {tc.n, tc.names, tc.types}, policy, rewritten,
-		                      ss->cfg.drop_columns};
+		                      ss->cfg.drop_columns, text ? &using : NULL,
+		                      schema_sync_converted(ss, e, now->def->relid), session};
 
 		if (ddl_track_plan(&in, &plan, &err) != 0) {
 			log_error("DDL on %s.%s cannot be followed: %s", t->source_schema, t->source_table,
@@ -573,7 +569,7 @@ sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewritt
 	}
 	if (rc == TM_OK) {
 		schema_sync_note_list(&note->classes, plan.summary);
-		rc = run_plan(ss, &plan, &tn, &tc, t, now, note, &resnapshot);
+		rc = run_plan(ss, &plan, &tn, &tc, t, now, &session, note, &resnapshot);
 	}
 	if (rc == TM_OK) {
 		bool recopy = false;
@@ -588,6 +584,7 @@ sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewritt
 	if (rc == TM_OK)
 		note->version = version + 1;
 	ddl_plan_free(&plan);
+	ddl_using_list_free(&using);
 	target_cols_free(&tc);
 	tabledef_free(old);
 	free(policy_by);
@@ -601,8 +598,21 @@ sync_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewritt
 void
 schema_sync_result_add(schema_sync_result *res, int table_id)
 {
-	if (res->nchanged < (int) (sizeof res->changed / sizeof res->changed[0]))
-		res->changed[res->nchanged++] = table_id;
+	for (int i = 0; i < res->nchanged; i++)
+		if (res->changed[i] == table_id)
+			return;
+	if (res->nchanged == res->changed_cap) {
+		res->changed_cap = res->changed_cap ? 2 * res->changed_cap : 16;
+		res->changed = xrealloc(res->changed, sizeof(int) * (size_t) res->changed_cap);
+	}
+	res->changed[res->nchanged++] = table_id;
+}
+
+void
+schema_sync_result_free(schema_sync_result *res)
+{
+	free(res->changed);
+	memset(res, 0, sizeof *res);
 }
 
 void
@@ -677,12 +687,12 @@ on_ddl_table(schema_sync *ss, const ddl_event *e, ddl_event_table *et, tm_lsn po
 	else if (rc == TM_OK) {
 		/* a partitioned table's rows are its partitions': their rewrite is
 		 * its own, and so are the values they store for added columns */
-		bool rewritten = schema_sync_was_rewritten(ss, et->def->relid) ||
+		bool rewritten = schema_sync_was_rewritten(ss, e->xid, et->def->relid) ||
 		                 schema_sync_part_rewritten(ss, e, et->def->relid);
 		ddl_event_table now = *et;
 
 		now.cols = ddl_partition_root_columns(e, et);
-		rc = sync_table(ss, t, &now, rewritten, pos, note, res);
+		rc = sync_table(ss, e, t, &now, rewritten, pos, note, res);
 		free(now.cols);
 		if (rc == TM_OK)
 			schema_sync_result_add(res, t->table_id);
@@ -814,12 +824,7 @@ on_drop(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note,
 static void
 remember_rewrite(schema_sync *ss, const ddl_event *e, sync_note *note)
 {
-	if (e->xid != ss->rewrite_xid) {
-		ss->rewrite_xid = e->xid;
-		ss->nrewrites = 0;
-	}
-	if (e->rewrite_relid != 0 && ss->nrewrites < MAX_REWRITES)
-		ss->rewrites[ss->nrewrites++] = e->rewrite_relid;
+	schema_sync_note_rewrite(ss, e);
 	schema_sync_note_list(&note->classes, "table rewrite");
 	schema_sync_note_list(&note->actions, "noted: the source rewrote the table's rows");
 }
@@ -942,8 +947,10 @@ schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
 		rc = on_drop(ss, e, position, &note, res);
 	else if (e->kind == DDL_EVENT_TRUNCATE)
 		rc = schema_sync_part_truncate(ss, e, &note, res, &logged);
-	else
+	else {
 		rc = on_ddl(ss, e, position, &note, res);
+		schema_sync_command_done(ss);
+	}
 	if (rc == TM_OK && logged)
 		rc = log_event(ss, e, position, commit_time, &note);
 	strbuf_free(&note.tables);

@@ -88,10 +88,12 @@ void schema_sync_free(schema_sync *ss);
 void schema_sync_in_transaction(schema_sync *ss, uint64_t xid, tm_lsn commit_lsn);
 
 /* The result of one message: tables whose definition changed (their rows
- * and statements must be looked at again). */
+ * and statements must be looked at again). Free with
+ * schema_sync_result_free, after each message. */
 typedef struct schema_sync_result {
 	int nchanged;
-	int changed[64];               /* table ids (the first 64) */
+	int changed_cap;
+	int *changed;                  /* owned: the table ids, every one */
 	bool any_new_table;
 	bool commit_after;             /* the target transaction must commit right
 	                                * after this source transaction (types
@@ -106,5 +108,6 @@ typedef struct schema_sync_result {
  */
 int schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
                         pg_timestamp commit_time, schema_sync_result *res);
+void schema_sync_result_free(schema_sync_result *res);
 
 #endif

@@ -11,23 +11,34 @@
 #include "catalog.h"
 #include "ddl_auth.h"
 #include "ddl_event.h"
+#include "ddl_parse.h"
 #include "ddl_partition.h"
+#include "ddl_using.h"
 #include "schema_sync.h"
 #include "strbuf.h"
 
-#define MAX_REWRITES 64
-#define MAX_TRUNCATED 64
+
+/* A table the source rewrote in the transaction (schema_sync_rewrite.c). */
+typedef struct sync_rewrite {
+	uint32_t relid;
+	int reasons;          /* table_rewrite reasons (a bit mask) in the transaction */
+	int command_reasons;  /* those of the command the next ddl message ends */
+} sync_rewrite;
 
 struct schema_sync {
 	schema_sync_config cfg;
 	sink *sink;                       /* borrowed */
 	long long rewrite_xid;            /* the transaction the rewrites belong to */
-	int nrewrites;
-	uint32_t rewrites[MAX_REWRITES];  /* tables the source rewrote in it */
+	int nrewrites, rewrites_cap;
+	sync_rewrite *rewrites;           /* owned: tables the source rewrote in it */
 	long long truncate_xid;           /* the transaction the truncations belong to */
-	int ntruncated;
-	uint32_t truncated[MAX_TRUNCATED]; /* partitioned tables truncated, or copied
+	int ntruncated, truncated_cap;
+	uint32_t *truncated;              /* owned: partitioned tables truncated, or copied
 	                                   * again for a truncated partition, in it */
+	long long using_xid;              /* the statement text whose ALTER ... TYPE */
+	char *using_text;                 /* clauses using_parse holds (owned) */
+	ddl_parse_result using_parse;     /* owned, parsed once per text */
+	bool using_parsed;                /* using_parse holds using_text's parse */
 	long long statement_xid;          /* the transaction of the statement text: */
 	char *statement;                  /* owned: long texts are sent once per transaction */
 	uint8_t key[DDL_AUTH_KEY_MAX];    /* the capture key (see ddl_auth.h) */
@@ -67,7 +78,38 @@ void schema_sync_note_table(sync_note *note, const char *schema, const char *nam
 void schema_sync_result_add(schema_sync_result *res, int table_id);
 /* Asks for the table to be copied again from the start. */
 int schema_sync_request_snapshot(schema_sync *ss, int table_id);
-bool schema_sync_was_rewritten(const schema_sync *ss, uint32_t relid);
+
+/* ---- rewrites and conversions (schema_sync_rewrite.c) ---- */
+
+/* Did the source rewrite the table in transaction xid? */
+bool schema_sync_was_rewritten(const schema_sync *ss, long long xid, uint32_t relid);
+/* Did it, in the command this ddl message ends, to convert column values
+ * (reason 4)? A partitioned table: any of its partitions (e's tables). */
+bool schema_sync_converted(const schema_sync *ss, const ddl_event *e, uint32_t relid);
+/* A rewrite message: the table is noted for its transaction and command. */
+void schema_sync_note_rewrite(schema_sync *ss, const ddl_event *e);
+/* A ddl message was handled: the next rewrites are the next command's. */
+void schema_sync_command_done(schema_sync *ss);
+/* Adds relid to the transaction's list of truncated tables; false when it
+ * was already there. */
+bool schema_sync_truncated_first(schema_sync *ss, long long xid, uint32_t relid);
+/* What the message's statement text says of the conversions of a table's
+ * columns (ddl_using.h); *out new (ddl_using_list_free). Returns false,
+ * with *out empty, when there is no text to read. */
+bool schema_sync_using(schema_sync *ss, const ddl_event *e, const tabledef *old,
+                       const tabledef *now, ddl_using_list *out);
+/* The session settings of the message, for ddl_track. */
+ddl_track_session schema_sync_session(const ddl_event *e);
+/* Runs one ALTER_TYPE action on the target table: under the source
+ * session's settings when the action asks (restored after), and, in a plan
+ * that copies the table again, emptying the table first when its rows
+ * refuse the conversion. *recopy: the table must be copied again (a
+ * setting the target refuses). */
+int schema_sync_alter_type(schema_sync *ss, const char *schema, const char *table,
+                           const ddl_action *a, const ddl_track_session *session,
+                           sync_note *note, bool *recopy);
+/* Frees what schema_sync_rewrite.c keeps. */
+void schema_sync_rewrite_free(schema_sync *ss);
 /* A table created, moved or detached into a replicated schema: registered
  * (created on the target, to be copied). *added tells whether it was. */
 int schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_note *note,

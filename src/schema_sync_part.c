@@ -260,27 +260,12 @@ schema_sync_part_rewritten(const schema_sync *ss, const ddl_event *e, uint32_t r
 {
 	for (int i = 0; i < e->ntables; i++)
 		if (e->tables[i].partition_root == relid &&
-		    schema_sync_was_rewritten(ss, e->tables[i].def->relid))
+		    schema_sync_was_rewritten(ss, e->xid, e->tables[i].def->relid))
 			return true;
 	return false;
 }
 
 /* ---- truncate ---- */
-
-static bool
-truncated_before(schema_sync *ss, long long xid, uint32_t relid)
-{
-	if (xid != ss->truncate_xid) {
-		ss->truncate_xid = xid;
-		ss->ntruncated = 0;
-	}
-	for (int i = 0; i < ss->ntruncated; i++)
-		if (ss->truncated[i] == relid)
-			return true;
-	if (ss->ntruncated < MAX_TRUNCATED)
-		ss->truncated[ss->ntruncated++] = relid;
-	return false;
-}
 
 int
 schema_sync_part_truncate(schema_sync *ss, const ddl_event *e, sync_note *note,
@@ -299,12 +284,12 @@ schema_sync_part_truncate(schema_sync *ss, const ddl_event *e, sync_note *note,
 	/* a partitioned table truncated as a whole: pgoutput sends that; its
 	 * partitions, truncated with it, need nothing more */
 	if (et->partition_root == 0) {
-		truncated_before(ss, e->xid, et->def->relid);
+		(void) schema_sync_truncated_first(ss, e->xid, et->def->relid);
 		return TM_OK;
 	}
 	rc = schema_sync_part_roots(ss, e, &roots, &nroots);
 	root = rc == TM_OK ? root_by_relid(roots, nroots, et->partition_root) : NULL;
-	if (root != NULL && !truncated_before(ss, e->xid, et->partition_root)) {
+	if (root != NULL && schema_sync_truncated_first(ss, e->xid, et->partition_root)) {
 		rc = schema_sync_request_snapshot(ss, root->table_id);
 		schema_sync_result_add(res, root->table_id);
 		snprintf(text, sizeof text, "partition %s.%s truncated (the source sends no row change "

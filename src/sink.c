@@ -10,12 +10,18 @@
 
 #include "log.h"
 #include "pgconn.h"
+#include "strbuf.h"
 
 #define TGT PGCONN_TARGET
 /* Statements queued before a sync point: bounds client memory and keeps
  * the server's unread results far below socket buffer sizes. */
 #define SINK_BATCH 512
-#define SINK_BUCKETS 256
+/* Statement text the cache keeps, and keeps prepared on the server (a
+ * prepared statement costs the target's session some multiple of its
+ * text): beyond it, the least recently used are deallocated (and, when no
+ * one holds them, forgotten), and prepared again when next used. */
+#define SINK_STMT_BUDGET ((size_t) 4 * 1024 * 1024)
+#define SINK_BUCKETS_MIN 256
 
 /* Statements of one label that matched no row (sink_stmt_expect_row). */
 typedef struct sink_misses {
@@ -26,12 +32,16 @@ typedef struct sink_misses {
 
 struct sink_stmt {
 	sink_stmt *next;   /* bucket chain */
+	sink_stmt *newer, *older; /* the cache's use order */
 	char *sql;         /* owned */
 	uint64_t hash;
 	int nparams;
 	bool prepared;     /* Parse sent on this connection */
 	char name[24];
 	sink_misses *misses; /* borrowed from the sink; NULL: a row count of 0 is fine */
+	int holds;         /* sink_stmt_hold: kept by a caller, never forgotten */
+	long round;        /* the sync round it was last queued in */
+	size_t bytes;      /* what it costs the cache */
 };
 
 struct sink {
@@ -47,8 +57,18 @@ struct sink {
 	int tick_ms;
 	bool trying;                      /* in sink_try: a statement error is kept, not logged */
 	char *try_failure;                /* owned: that error's message */
-	int nstmts;
-	sink_stmt *buckets[SINK_BUCKETS]; /* owned chains */
+	int nstmts;                       /* names given so far */
+	long round;                       /* sync points passed */
+	size_t nbuckets, nlive;           /* hash buckets, statements in them */
+	sink_stmt **buckets;              /* owned chains */
+	sink_stmt *newest, *oldest;       /* use order, borrowed from the chains */
+	size_t bytes;                     /* every statement's cost */
+	size_t prepared_bytes;            /* of those prepared on the server */
+	size_t budget;                    /* SINK_STMT_BUDGET */
+	int npending, ncap_pending;       /* DEALLOCATEs to send before the next statement */
+	char **pending;                   /* owned */
+	int nsent, ncap_sent;             /* DEALLOCATEs queued in this round */
+	char **sent;                      /* owned until the round's results are read */
 	sink_misses *misses;              /* owned list */
 };
 
@@ -78,6 +98,11 @@ sink_open(const char *conninfo, const char *role, sink **out)
 	if (s == NULL)
 		abort();
 	s->conn = conn;
+	s->nbuckets = SINK_BUCKETS_MIN;
+	s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
+	if (s->buckets == NULL)
+		abort();
+	s->budget = SINK_STMT_BUDGET;
 	*out = s;
 	return TM_OK;
 }
@@ -87,7 +112,7 @@ sink_close(sink *s)
 {
 	if (s == NULL)
 		return;
-	for (int i = 0; i < SINK_BUCKETS; i++) {
+	for (size_t i = 0; i < s->nbuckets; i++) {
 		sink_stmt *st = s->buckets[i];
 
 		while (st != NULL) {
@@ -98,6 +123,13 @@ sink_close(sink *s)
 			st = next;
 		}
 	}
+	free(s->buckets);
+	for (int i = 0; i < s->npending; i++)
+		free(s->pending[i]);
+	free(s->pending);
+	for (int i = 0; i < s->nsent; i++)
+		free(s->sent[i]);
+	free(s->sent);
 	while (s->misses != NULL) {
 		sink_misses *next = s->misses->next;
 
@@ -233,6 +265,10 @@ drain(sink *s, PGresult **last)
 			PQclear(r);
 	}
 	s->queued = 0;
+	s->round++;
+	for (int i = 0; i < s->nsent; i++)
+		free(s->sent[i]);
+	s->nsent = 0;
 	return rc;
 }
 
@@ -252,6 +288,8 @@ note_queued(sink *s, const char *sql)
 	return s->queued >= SINK_BATCH - 1 ? sink_sync(s) : TM_OK;
 }
 
+static int send_deallocations(sink *s);
+
 static int
 send_params(sink *s, const char *sql, int nparams, const char *const *params)
 {
@@ -267,6 +305,8 @@ sink_query(sink *s, const char *what, const char *sql, int nparams, const char *
 	PGresult *last = NULL;
 	int rc;
 
+	if ((rc = send_deallocations(s)) != TM_OK)
+		return rc;
 	if (s->queued > 0 && (rc = sink_sync(s)) != TM_OK)
 		return rc;
 	if (PQsendQueryParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0) != 1)
@@ -322,13 +362,20 @@ sink_script(sink *s, const char *what, const char *sql)
 int
 sink_try(sink *s, const char *what, const char *sql, char **failure)
 {
+	return sink_try_params(s, what, sql, 0, NULL, failure);
+}
+
+int
+sink_try_params(sink *s, const char *what, const char *sql, int nparams,
+                const char *const *params, char **failure)
+{
 	int rc = sink_command(s, "setting a savepoint", "SAVEPOINT tidemark_try", 0, NULL);
 
 	*failure = NULL;
 	if (rc != TM_OK)
 		return rc;
 	s->trying = true;
-	rc = sink_command(s, what, sql, 0, NULL);
+	rc = sink_command(s, what, sql, nparams, params);
 	s->trying = false;
 	if (s->try_failure != NULL) {
 		*failure = s->try_failure;
@@ -411,48 +458,240 @@ hash_text(const char *s)
 	return h;
 }
 
+/* ---- the statement cache ---- */
+
+static void
+push_string(char ***list, int *n, int *cap, char *str)
+{
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*list = realloc(*list, sizeof **list * (size_t) *cap);
+		if (*list == NULL)
+			abort();
+	}
+	(*list)[(*n)++] = str;
+}
+
+/* The DEALLOCATEs the cache decided on, queued before what comes next
+ * (a statement prepared again under its name comes after its own). Their
+ * texts live until the round's results are read. */
+static int
+send_deallocations(sink *s)
+{
+	int rc = TM_OK, i;
+
+	for (i = 0; rc == TM_OK && i < s->npending; i++) {
+		char *sql = s->pending[i];
+
+		push_string(&s->sent, &s->nsent, &s->ncap_sent, sql);
+		rc = send_params(s, sql, 0, NULL);
+		if (rc == TM_OK && s->queued >= SINK_BATCH - 1)
+			rc = sink_sync(s);
+	}
+	for (int j = i; j < s->npending; j++)
+		free(s->pending[j]);
+	s->npending = 0;
+	return rc;
+}
+
+static void
+unprepare(sink *s, sink_stmt *st)
+{
+	strbuf sql = STRBUF_INIT;
+
+	if (!st->prepared)
+		return;
+	st->prepared = false;
+	s->prepared_bytes -= st->bytes;
+	strbuf_append(&sql, "DEALLOCATE ");
+	strbuf_append_ident(&sql, st->name);
+	push_string(&s->pending, &s->npending, &s->ncap_pending, strbuf_steal(&sql));
+}
+
+static void
+lru_unlink(sink *s, sink_stmt *st)
+{
+	if (st->newer != NULL)
+		st->newer->older = st->older;
+	else
+		s->newest = st->older;
+	if (st->older != NULL)
+		st->older->newer = st->newer;
+	else
+		s->oldest = st->newer;
+	st->newer = st->older = NULL;
+}
+
+static void
+lru_push(sink *s, sink_stmt *st)
+{
+	st->older = s->newest;
+	st->newer = NULL;
+	if (s->newest != NULL)
+		s->newest->newer = st;
+	s->newest = st;
+	if (s->oldest == NULL)
+		s->oldest = st;
+}
+
+static void
+forget(sink *s, sink_stmt *st)
+{
+	sink_stmt **p = &s->buckets[st->hash % s->nbuckets];
+
+	while (*p != st)
+		p = &(*p)->next;
+	*p = st->next;
+	lru_unlink(s, st);
+	unprepare(s, st);
+	s->bytes -= st->bytes;
+	s->nlive--;
+	free(st->sql);
+	free(st);
+}
+
+/* More statements than twice the buckets: twice the buckets. */
+static void
+grow_buckets(sink *s)
+{
+	size_t n = s->nbuckets * 2;
+	sink_stmt **b = calloc(n, sizeof *b);
+
+	if (b == NULL)
+		abort();
+	for (size_t i = 0; i < s->nbuckets; i++)
+		while (s->buckets[i] != NULL) {
+			sink_stmt *st = s->buckets[i];
+
+			s->buckets[i] = st->next;
+			st->next = b[st->hash % n];
+			b[st->hash % n] = st;
+		}
+	free(s->buckets);
+	s->buckets = b;
+	s->nbuckets = n;
+}
+
+/* Over the budget: the least recently used statements are deallocated,
+ * and forgotten when no one holds them and they are not queued in this
+ * round (their results, and what each is, are still to be read). */
+static void
+trim(sink *s, const sink_stmt *keep)
+{
+	sink_stmt *st = s->oldest;
+
+	while (st != NULL && (s->bytes > s->budget || s->prepared_bytes > s->budget)) {
+		sink_stmt *next = st->newer;
+
+		if (st == keep)
+			;
+		else if (st->holds == 0 && !(st->round == s->round && s->queued > 0))
+			forget(s, st);
+		else if (s->prepared_bytes > s->budget)
+			unprepare(s, st);
+		st = next;
+	}
+}
+
 sink_stmt *
 sink_stmt_get(sink *s, const char *sql, int nparams)
 {
 	uint64_t h = hash_text(sql);
-	sink_stmt **bucket = &s->buckets[h % SINK_BUCKETS];
+	sink_stmt **bucket = &s->buckets[h % s->nbuckets];
 	sink_stmt *st;
 
 	for (st = *bucket; st != NULL; st = st->next)
-		if (st->hash == h && strcmp(st->sql, sql) == 0)
+		if (st->hash == h && strcmp(st->sql, sql) == 0) {
+			lru_unlink(s, st);
+			lru_push(s, st);
 			return st;
+		}
 	st = calloc(1, sizeof *st);
 	if (st == NULL || (st->sql = strdup(sql)) == NULL)
 		abort();
 	st->hash = h;
 	st->nparams = nparams;
+	st->round = -1;
+	st->bytes = sizeof *st + strlen(sql) + 1;
 	snprintf(st->name, sizeof st->name, "tm_%d", ++s->nstmts);
 	st->next = *bucket;
 	*bucket = st;
+	lru_push(s, st);
+	s->bytes += st->bytes;
+	if (++s->nlive > 2 * s->nbuckets)
+		grow_buckets(s);
+	trim(s, st);
 	return st;
+}
+
+sink_stmt *
+sink_stmt_hold(sink *s, const char *sql, int nparams)
+{
+	sink_stmt *st = sink_stmt_get(s, sql, nparams);
+
+	st->holds++;
+	return st;
+}
+
+void
+sink_stmt_release(sink *s, sink_stmt *st)
+{
+	if (st == NULL || st->holds == 0)
+		return;
+	st->holds--;
+	trim(s, NULL);
+}
+
+void
+sink_set_statement_budget(sink *s, size_t bytes)
+{
+	s->budget = bytes;
+	trim(s, NULL);
+}
+
+int
+sink_prepared_statements(const sink *s, size_t *bytes)
+{
+	int n = 0;
+
+	for (const sink_stmt *st = s->newest; st != NULL; st = st->older)
+		n += st->prepared;
+	if (bytes != NULL)
+		*bytes = s->prepared_bytes;
+	return n;
 }
 
 int
 sink_reset_statements(sink *s)
 {
-	for (int i = 0; i < SINK_BUCKETS; i++)
-		for (sink_stmt *st = s->buckets[i]; st != NULL; st = st->next)
-			st->prepared = false;
+	for (sink_stmt *st = s->newest; st != NULL; st = st->older)
+		st->prepared = false;
+	s->prepared_bytes = 0;
+	for (int i = 0; i < s->npending; i++)
+		free(s->pending[i]);
+	s->npending = 0; /* DEALLOCATE ALL does theirs */
 	return send_params(s, "DEALLOCATE ALL", 0, NULL);
 }
 
 int
 sink_send(sink *s, sink_stmt *st, const char *const *values, const int *lengths)
 {
-	int rc;
+	int rc = send_deallocations(s);
 
+	if (rc != TM_OK)
+		return rc;
 	if (!st->prepared) {
 		if (PQsendPrepare(s->conn, st->name, st->sql, st->nparams, NULL) != 1)
 			return pgconn_fail(s->conn, TGT, "preparing a statement", NULL);
 		st->prepared = true;
+		s->prepared_bytes += st->bytes;
 		if ((rc = note_queued(s, st->sql)) != TM_OK)
 			return rc;
+		trim(s, st);
+		if ((rc = send_deallocations(s)) != TM_OK)
+			return rc;
 	}
+	st->round = s->round;
 	if (PQsendQueryPrepared(s->conn, st->name, st->nparams, values, lengths, NULL, 0) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a statement", NULL);
 	s->queued_stmt[s->queued] = st;

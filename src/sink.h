@@ -16,6 +16,7 @@
 
 #include <libpq-fe.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "lsn.h"
 
@@ -55,6 +56,9 @@ int sink_command(sink *s, const char *what, const char *sql, int nparams,
  * other failure.
  */
 int sink_try(sink *s, const char *what, const char *sql, char **failure);
+/* The same with parameters. */
+int sink_try_params(sink *s, const char *what, const char *sql, int nparams,
+                    const char *const *params, char **failure);
 
 int sink_begin(sink *s);
 bool sink_in_transaction(const sink *s);
@@ -71,9 +75,27 @@ int sink_flushed(sink *s, tm_lsn *out);
 /* Rolls back (after a failure); the connection stays usable if it can. */
 void sink_rollback(sink *s);
 
-/* The statement for this SQL text, prepared on first use. Borrowed: valid
- * until sink_close. */
+/*
+ * Prepared statements are cached by their SQL text, within a budget of
+ * bytes (4 MB of statement text by default): beyond it the least recently
+ * used ones are deallocated on the server (prepared again when next used)
+ * and, unless held, forgotten.
+ *
+ * sink_stmt_get: the statement for this SQL text, prepared on first use.
+ * Borrowed, and valid only until the next call of sink_stmt_get or
+ * sink_stmt_hold: pass it to sink_send at once. sink_stmt_hold: the same,
+ * held for the caller, who keeps the pointer until sink_stmt_release (or
+ * sink_close).
+ */
 sink_stmt *sink_stmt_get(sink *s, const char *sql, int nparams);
+sink_stmt *sink_stmt_hold(sink *s, const char *sql, int nparams);
+/* NULL is accepted. */
+void sink_stmt_release(sink *s, sink_stmt *st);
+/* The cache's budget in bytes (tests, tuning). */
+void sink_set_statement_budget(sink *s, size_t bytes);
+/* How many statements are prepared on the server; *bytes (may be NULL):
+ * what they cost the cache. */
+int sink_prepared_statements(const sink *s, size_t *bytes);
 
 /* Forgets every prepared statement (DEALLOCATE ALL): after DDL on the
  * target, a statement prepared before keeps the old parameter types. */

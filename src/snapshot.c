@@ -45,9 +45,10 @@ typedef struct snap_table {
 	bool restart;            /* read again from applied_key at the next poll */
 	bool keyless;            /* no key: copied in one read (snap_keyless.h) */
 	bool recording;          /* keyless: between the watermarks of its read */
-	snap_commits *at_low;    /* owned, keyless: the recent commits as the low watermark
-	                          * met them (a long read may see more commits than the
-	                          * ring keeps before its high watermark) */
+	snap_commits *at_low;    /* owned: the recent commits as the chunk's (or the
+	                          * keyless read's) low watermark met them, while its
+	                          * window is open: however many commits come before its
+	                          * high watermark, those before the low one stay known */
 	long long rows;
 	long long estimate;
 	int chunks;
@@ -65,6 +66,7 @@ typedef struct snap_table {
 	snap_result *reread;     /* owned: read, waiting for its high watermark */
 	char *reread_json;       /* owned: its keys, a JSON array of arrays */
 	snap_window *reread_window; /* owned: open between its watermarks */
+	snap_commits *reread_at_low; /* owned: the recent commits as its low watermark met them */
 	tm_lsn reread_low_lsn;
 } snap_table;
 
@@ -115,6 +117,7 @@ table_free(snap_table *t)
 	free(t->reread_json);
 	snap_window_free(t->reread_window);
 	free(t->at_low);
+	free(t->reread_at_low);
 	free(t);
 }
 
@@ -436,7 +439,8 @@ reread_add(snap_table *t, const char *json)
 static int
 scan_rereads(snapshot *s)
 {
-	const char *p[] = {s->cfg.slot};
+	char max[16];
+	const char *p[] = {s->cfg.slot, max};
 	PGresult *r;
 	/* a request made under another key (the table's key changed since)
 	 * cannot be read under the current one */
@@ -447,12 +451,15 @@ scan_rereads(snapshot *s)
 
 	if (rc != TM_OK)
 		return rc;
+	snprintf(max, sizeof max, "%d", REREAD_MAX);
+	/* REREAD_MAX per table at a time: the others stay asked for, for the
+	 * next scan once these are read */
 	rc = sink_query(s->sink, "reading the rows to read again",
-	                "SELECT r.table_id, array_to_json(r.key)::text"
-	                " FROM tidemark.snapshot_rereads r JOIN tidemark.tables t USING (table_id)"
-	                " WHERE t.slot_name = $1 AND t.state <> 'dropped'"
-	                " ORDER BY r.table_id, r.requested_lsn",
-	                1, p, &r);
+	                "SELECT table_id, key FROM (SELECT r.table_id, array_to_json(r.key)::text AS key,"
+	                "  row_number() OVER (PARTITION BY r.table_id ORDER BY r.requested_lsn) AS n"
+	                "  FROM tidemark.snapshot_rereads r JOIN tidemark.tables t USING (table_id)"
+	                "  WHERE t.slot_name = $1 AND t.state <> 'dropped') q"
+	                " WHERE n <= $2::int ORDER BY table_id, n", 2, p, &r);
 	if (rc != TM_OK)
 		return rc;
 	for (int i = 0; i < s->ntables; i++)
@@ -881,11 +888,25 @@ hook_commit(void *ctx, uint32_t xid, tm_lsn commit_lsn)
 }
 
 /* A transaction the read could not see committed before the window opened
- * (see snap_commits.h). */
+ * (see snap_commits.h): looked for among the commits the stream had shown
+ * when the low watermark came (*at_low, which goes with the window). */
 static bool
-missed_commit(const snapshot *s, const snap_result *res, tm_lsn low_lsn)
+missed_commit(snap_commits **at_low, const snap_result *res, tm_lsn low_lsn)
 {
-	return snap_commits_missed(s->ring, res->xip, res->nxip, low_lsn);
+	bool missed = *at_low == NULL || snap_commits_missed(*at_low, res->xip, res->nxip, low_lsn);
+
+	free(*at_low);
+	*at_low = NULL;
+	return missed;
+}
+
+/* The recent commits as a low watermark meets them, into *at_low. */
+static void
+keep_commits(const snapshot *s, snap_commits **at_low)
+{
+	if (*at_low == NULL)
+		*at_low = xcalloc(1, sizeof **at_low);
+	**at_low = *s->ring;
 }
 
 /* Did the table's columns change between the read and now? */
@@ -1203,7 +1224,7 @@ reread_apply(snapshot *s, snap_table *t)
 		         "are read again", t->schema, t->name);
 	else if (res->table_gone)
 		rc = mark_gone(s, t);
-	else if (columns_changed(s, res) || missed_commit(s, res, t->reread_low_lsn))
+	else if (columns_changed(s, res) || missed_commit(&t->reread_at_low, res, t->reread_low_lsn))
 		log_info("%s.%s: the rows read again are read once more (the table changed during "
 		         "the read)", t->schema, t->name);
 	else if ((rc = load_rows(s, t, res, t->reread_window, true, &n, &fast)) == TM_OK)
@@ -1223,9 +1244,7 @@ reread_apply(snapshot *s, snap_table *t)
 static int
 keyless_low(snapshot *s, snap_table *t, const char *id, tm_lsn lsn)
 {
-	if (t->at_low == NULL)
-		t->at_low = xcalloc(1, sizeof *t->at_low);
-	*t->at_low = *s->ring;
+	keep_commits(s, &t->at_low);
 	t->recording = true;
 	snprintf(t->wm_id, sizeof t->wm_id, "%s", id);
 	t->low_lsn = lsn;
@@ -1305,7 +1324,7 @@ keyless_high(snapshot *s, snap_table *t, snap_result *res, const char *id)
 			         t->schema, t->name);
 			snapshot_restart(s, t->table_id);
 		}
-	} else if (snap_commits_missed(t->at_low, res->xip, res->nxip, t->low_lsn)) {
+	} else if (missed_commit(&t->at_low, res, t->low_lsn)) {
 		log_info("snapshot of %s.%s: a transaction committed just before the read was not "
 		         "visible to it; the table is read again", t->schema, t->name);
 		snapshot_restart(s, t->table_id);
@@ -1359,7 +1378,7 @@ high_watermark(snapshot *s, const char *id)
 		log_info("snapshot of %s.%s: the table's columns changed during a chunk; it is read "
 		         "again", t->schema, t->name);
 		snapshot_restart(s, t->table_id);
-	} else if (missed_commit(s, res, t->low_lsn)) {
+	} else if (missed_commit(&t->at_low, res, t->low_lsn)) {
 		log_info("snapshot of %s.%s: a transaction committed just before the chunk was not "
 		         "visible to its read; the chunk is read again", t->schema, t->name);
 		snapshot_restart(s, t->table_id);
@@ -1384,6 +1403,7 @@ low_watermark(snapshot *s, const char *id, tm_lsn lsn)
 		snap_window_free(t->reread_window);
 		t->reread_window = snap_window_new(t->nkeys);
 		t->reread_low_lsn = lsn;
+		keep_commits(s, &t->reread_at_low);
 		return TM_OK;
 	}
 	if (!snap_reader_issued(s->reader, id, &table_id, &generation))
@@ -1397,6 +1417,7 @@ low_watermark(snapshot *s, const char *id, tm_lsn lsn)
 	t->window = snap_window_new(t->nkeys);
 	snprintf(t->wm_id, sizeof t->wm_id, "%s", id);
 	t->low_lsn = lsn;
+	keep_commits(s, &t->at_low);
 	return TM_OK;
 }
 

@@ -452,6 +452,31 @@ cast_classify(const sqltype *from, const sqltype *to)
 	return classify_types(&f, &t);
 }
 
+/* ---- faithful holds ---- */
+
+static bool
+string_family(const cast_type *c)
+{
+	return is_family(c, FAM_STRING) || is_family(c, FAM_BPCHAR);
+}
+
+bool
+cast_faithful(const sqltype *from, const sqltype *to)
+{
+	cast_type f, t;
+	cast_kind k = cast_classify(from, to);
+
+	if (k != CAST_WIDEN)
+		return k == CAST_SAME;
+	cast_describe(from, &f);
+	cast_describe(to, &t);
+	/* an array, or a value of another family, kept as its text */
+	if (f.array != t.array || (string_family(&t) && !string_family(&f)))
+		return false;
+	/* json keeps the text of a jsonb value, not its equality or operators */
+	return !(is_family(&f, FAM_JSONB) && is_family(&t, FAM_JSON));
+}
+
 /* ---- session settings ---- */
 
 static unsigned

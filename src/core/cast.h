@@ -95,6 +95,19 @@ typedef enum cast_kind {
  * unknown type. */
 cast_kind cast_classify(const sqltype *from, const sqltype *to);
 
+/*
+ * Whether `to` holds every value of `from` with its meaning: SAME, or a
+ * WIDEN after which the values compare, sort and take the operators of
+ * their type as before (integer -> bigint or numeric, real -> double
+ * precision, varchar(10) -> text, date -> timestamp, timestamp ->
+ * timestamptz, cidr -> inet). A widening that keeps only a value's text is
+ * not faithful: any type other than a string type -> text or varchar(n),
+ * an array -> text, jsonb -> json (json has no equality, no containment,
+ * no GIN index). Neither is anything NARROW or INCOMPATIBLE, nor an
+ * unknown type other than itself (an enum, a domain, citext).
+ */
+bool cast_faithful(const sqltype *from, const sqltype *to);
+
 /* The session settings (CAST_NEEDS_*) under which the conversion from
  * `from` to `to` must run on the target to give the source's result:
  * CAST_NEEDS_TIMEZONE for timestamp <-> timestamptz, date -> timestamptz,

@@ -10,7 +10,10 @@
  * rows. The read records its snapshot's running xids; if one of them
  * committed before the low watermark, the chunk is read again.
  *
- * Pure: a ring of the last SNAP_COMMITS_SIZE commits.
+ * Pure: a ring of the last SNAP_COMMITS_SIZE commits. A window keeps a
+ * copy of the ring as its low watermark met it (snapshot.c), and its high
+ * watermark looks there: however many transactions commit during a long
+ * chunk read, the commits before the low watermark are not pushed out.
  */
 #ifndef TIDEMARK_SNAP_COMMITS_H
 #define TIDEMARK_SNAP_COMMITS_H

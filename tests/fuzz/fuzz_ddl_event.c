@@ -327,11 +327,12 @@ plan_all(const tabledef *old, const ddl_event_table *now, const columns *target,
 {
 	*empty = true;
 	for (int p = DDL_POLICY_WIDEN; p <= DDL_POLICY_STOP; p++)
-		for (int flags = 0; flags < 4; flags++) {
+		for (int flags = 0; flags < 8; flags++) {
 			ddl_track_input in = {old, now,
 								  {target->n, (const char *const *) target->names,
 								   (const char *const *) target->types},
-								  (ddl_policy) p, flags & 1, (flags & 2) != 0};
+								  (ddl_policy) p, flags & 1, (flags & 2) != 0, NULL,
+								  (flags & 4) != 0, {"UTC", "ISO, YMD", NULL, NULL, NULL}};
 			ddl_plan plan;
 			tm_error err;
 

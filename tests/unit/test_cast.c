@@ -465,6 +465,45 @@ test_common_refuses(void **state)
 	assert_int_equal(cast_common_type(&a, &b, &out, &err), -1);
 }
 
+static bool
+faithful(const char *from, const char *to)
+{
+	sqltype f, t;
+	tm_error err;
+
+	assert_int_equal(sqltype_parse(from, &f, &err), 0);
+	assert_int_equal(sqltype_parse(to, &t, &err), 0);
+	return cast_faithful(&f, &t);
+}
+
+/* A widening that keeps only the values' text is not faithful. */
+static void
+test_faithful(void **state)
+{
+	static const char *const yes[][2] = {
+		{"integer", "bigint"}, {"integer", "numeric(12,2)"}, {"real", "double precision"},
+		{"character varying(10)", "text"}, {"character(3)", "text"},
+		{"date", "timestamp without time zone"},
+		{"timestamp without time zone", "timestamp with time zone"}, {"cidr", "inet"},
+		{"integer[]", "bigint[]"}, {"public.mood", "public.mood"}, {"jsonb", "jsonb"},
+	};
+	static const char *const no[][2] = {
+		{"integer", "text"}, {"uuid", "text"}, {"jsonb", "json"}, {"json", "jsonb"},
+		{"integer[]", "text"}, {"public.mood", "text"}, {"text", "public.mood"},
+		{"character varying(20)", "public.citext"}, {"bigint", "integer"},
+		{"timestamp with time zone", "timestamp without time zone"}, {"boolean", "integer"},
+		{"date", "character varying(20)"},
+	};
+
+	(void) state;
+	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+		if (!faithful(yes[i][0], yes[i][1]))
+			fail_msg("%s -> %s should be faithful", yes[i][0], yes[i][1]);
+	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+		if (faithful(no[i][0], no[i][1]))
+			fail_msg("%s -> %s should not be faithful", no[i][0], no[i][1]);
+}
+
 int
 main(void)
 {
@@ -480,6 +519,7 @@ main(void)
 		cmocka_unit_test(test_using_hostile_columns),
 		cmocka_unit_test(test_using_refuses),
 		cmocka_unit_test(test_common_refuses),
+		cmocka_unit_test(test_faithful),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 
 #include "ddl_event.h"
 #include "ddl_track.h"
+#include "cast.h"
 
 typedef struct scenario {
 	char name[256];
@@ -26,6 +27,10 @@ typedef struct scenario {
 	ddl_policy policy;
 	bool rewritten;
 	bool drop_columns;
+	bool converted;
+	bool has_using;              /* a statement text was read */
+	ddl_using_list using;
+	char *settings[5];           /* timezone, datestyle, intervalstyle, float_digits, bytea */
 	int nexpect;
 	char *expect[32];
 } scenario;
@@ -85,6 +90,8 @@ add_column(tabledef *t, ddl_event_column *extra, char *spec)
 			c->generated = strdup(f[i] + 4);
 		else if (strncmp(f[i], "ref=", 4) == 0)
 			c->type_ref = (uint32_t) atol(f[i] + 4);
+		else if (strncmp(f[i], "tt=", 3) == 0)
+			tabledef_set_target_type(c, f[i] + 3);
 		else if (strncmp(f[i], "oid=", 4) == 0)
 			c->type_oid = (uint32_t) atol(f[i] + 4);
 		else if (strncmp(f[i], "coll=", 5) == 0) {
@@ -144,6 +151,55 @@ parse_target(scenario *s, char *line)
 	}
 }
 
+/* "col=none|plain|expr[=TEXT] ; ..." (the statement's ALTER ... TYPE
+ * clauses), or "" for a text without any. */
+static void
+parse_using(scenario *s, char *line)
+{
+	char *parts[32];
+	int n = *line ? split_parts(line, parts, 32) : 0;
+
+	s->has_using = true;
+	for (int i = 0; i < n; i++) {
+		char *kind = strchr(parts[i], '='), *text;
+		ddl_using_column *c;
+
+		*kind++ = '\0';
+		text = strchr(kind, '=');
+		if (text != NULL)
+			*text++ = '\0';
+		s->using.cols = realloc(s->using.cols, sizeof *c * (size_t) (s->using.n + 1));
+		c = &s->using.cols[s->using.n++];
+		c->column = strdup(parts[i]);
+		c->kind = strcmp(kind, "none") == 0    ? DDL_USING_NONE
+		          : strcmp(kind, "plain") == 0 ? DDL_USING_PLAIN
+		                                       : DDL_USING_EXPR;
+		c->text = text ? strdup(text) : NULL;
+	}
+}
+
+/* "timezone=America/New_York ; datestyle=SQL, DMY ; ...", or "all" for
+ * tidemark's own values of all five. */
+static void
+parse_session(scenario *s, char *line)
+{
+	static const char *const keys[] = {"timezone", "datestyle", "intervalstyle",
+	                                   "extra_float_digits", "bytea_output"};
+	static const char *const mine[] = {"UTC", "ISO, YMD", "postgres", "3", "hex"};
+	char *parts[8];
+	int n = split_parts(line, parts, 8);
+
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < 5; k++) {
+			size_t len = strlen(keys[k]);
+
+			if (strcmp(parts[i], "all") == 0)
+				s->settings[k] = strdup(mine[k]);
+			else if (strncmp(parts[i], keys[k], len) == 0 && parts[i][len] == '=')
+				s->settings[k] = strdup(parts[i] + len + 1);
+		}
+}
+
 static void
 describe(const ddl_action *a, strbuf *out)
 {
@@ -164,6 +220,20 @@ describe(const ddl_action *a, strbuf *out)
 		break;
 	case DDL_ACT_ALTER_TYPE:
 		strbuf_appendf(out, " %s %s -> %s", a->column, a->from_type, a->type);
+		if (a->settings & CAST_NEEDS_TIMEZONE)
+			strbuf_append(out, " under TimeZone");
+		if (a->settings & CAST_NEEDS_DATESTYLE)
+			strbuf_append(out, " under DateStyle");
+		if (a->settings & CAST_NEEDS_INTERVALSTYLE)
+			strbuf_append(out, " under IntervalStyle");
+		if (a->settings & CAST_NEEDS_FLOAT_DIGITS)
+			strbuf_append(out, " under extra_float_digits");
+		if (a->settings & CAST_NEEDS_BYTEA_OUTPUT)
+			strbuf_append(out, " under bytea_output");
+		break;
+	case DDL_ACT_RESNAPSHOT:
+		if (a->column != NULL)
+			strbuf_appendf(out, " %s", a->column);
 		break;
 	case DDL_ACT_ADD_COLUMN:
 		strbuf_appendf(out, " %s %s = %s", a->column, a->type, a->value ? a->value : "NULL");
@@ -192,7 +262,10 @@ check(scenario *s)
 {
 	ddl_track_input in = {s->old, &s->now, {s->ntarget, (const char *const *) s->tnames,
 	                                        (const char *const *) s->ttypes},
-	                      s->policy, s->rewritten, s->drop_columns};
+	                      s->policy, s->rewritten, s->drop_columns,
+	                      s->has_using ? &s->using : NULL, s->converted,
+	                      {s->settings[0], s->settings[1], s->settings[2], s->settings[3],
+	                       s->settings[4]}};
 	ddl_plan plan;
 	tm_error err;
 	int n;
@@ -233,6 +306,9 @@ scenario_free(scenario *s)
 	}
 	for (int i = 0; i < s->nexpect; i++)
 		free(s->expect[i]);
+	ddl_using_list_free(&s->using);
+	for (int i = 0; i < 5; i++)
+		free(s->settings[i]);
 	memset(s, 0, sizeof *s);
 }
 
@@ -249,6 +325,12 @@ field(scenario *s, const char *key, char *val)
 		assert_int_equal(ddl_policy_parse(val, &s->policy), 0);
 	else if (strcmp(key, "rewritten") == 0)
 		s->rewritten = strcmp(val, "yes") == 0;
+	else if (strcmp(key, "converted") == 0)
+		s->converted = strcmp(val, "yes") == 0;
+	else if (strcmp(key, "using") == 0)
+		parse_using(s, val);
+	else if (strcmp(key, "session") == 0)
+		parse_session(s, val);
 	else if (strcmp(key, "drop_columns") == 0)
 		s->drop_columns = strcmp(val, "yes") == 0;
 	else if (strcmp(key, "expect") == 0)
@@ -311,7 +393,8 @@ test_malformed_type_fails_the_plan(void **state)
 	for (int p = DDL_POLICY_WIDEN; p <= DDL_POLICY_FOLLOW; p++) {
 		ddl_track_input in = {s.old, &s.now, {s.ntarget, (const char *const *) s.tnames,
 		                                      (const char *const *) s.ttypes},
-		                      (ddl_policy) p, false, false};
+		                      (ddl_policy) p, false, false, NULL, false, {NULL, NULL, NULL,
+		                                                                  NULL, NULL}};
 
 		assert_int_equal(ddl_track_plan(&in, &plan, &err), -1);
 		assert_non_null(strstr(err.msg, "out of range"));
@@ -418,6 +501,118 @@ test_policy_names(void **state)
 	assert_int_equal(ddl_policy_parse("WIDEN", &p), -1);
 }
 
+/* ---- the README's table of what widen does ---- */
+
+static char *
+read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	strbuf sb = STRBUF_INIT;
+	char buf[8192];
+	size_t n;
+
+	if (f == NULL)
+		fail_msg("cannot open %s", path);
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		strbuf_appendn(&sb, buf, n);
+	fclose(f);
+	return strbuf_steal(&sb);
+}
+
+/* The table as the planner makes it, from fixtures/cast/widen_table.txt. */
+static void
+widen_table(strbuf *out)
+{
+	FILE *f = fopen(FIXTURES_DIR "/cast/widen_table.txt", "r");
+	char line[512];
+	tm_error err;
+
+	assert_non_null(f);
+	strbuf_appendf(out, "%s\n%s\n", DDL_TRACK_WIDEN_HEADER, DDL_TRACK_WIDEN_RULE);
+	while (fgets(line, sizeof line, f) != NULL) {
+		char *sep = strstr(line, " | ");
+
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		assert_non_null(sep);
+		*sep = '\0';
+		if (ddl_track_widen_row(line, sep + 3, out, &err) != 0)
+			fail_msg("%s -> %s: %s", line, sep + 3, err.msg);
+		strbuf_appendc(out, '\n');
+	}
+	fclose(f);
+}
+
+/* The README's table says what the planner does, row for row: regenerate
+ * it with `build/tests/tools/cast_using --widen-table <
+ * fixtures/cast/widen_table.txt`. */
+static void
+test_readme_widen_table(void **state)
+{
+	char *readme = read_file(FIXTURES_DIR "/../README.md");
+	const char *start = strstr(readme, "<!-- widen table"), *end;
+	strbuf want = STRBUF_INIT, got = STRBUF_INIT;
+
+	(void) state;
+	if (start == NULL || (start = strstr(start, "-->\n")) == NULL ||
+	    (end = strstr(start, "<!-- end widen table -->")) == NULL)
+		fail_msg("README.md has no widen table between its markers");
+	start += 4;
+	strbuf_appendn(&got, start, (size_t) (end - start));
+	widen_table(&want);
+	if (strcmp(strbuf_str(&want), strbuf_str(&got)) != 0)
+		fail_msg("README.md's widen table differs from the planner's; it should read:\n%s",
+		         strbuf_str(&want));
+	strbuf_free(&want);
+	strbuf_free(&got);
+	free(readme);
+}
+
+/* The flags of an ALTER in a plan that copies the table again, and the
+ * settings' names and values. */
+static void
+test_recopied_and_settings(void **state)
+{
+	ddl_track_session session = {"America/New_York", NULL, "postgres", NULL, "hex"};
+	const char *names[5], *values[5];
+	char old_line[] = "1|id|integer|key,notnull ; 2|a|integer ; 3|b|integer";
+	char now_line[] = "1|id|integer|key,notnull ; 2|a|bigint ; 3|b|bigint";
+	char target_line[] = "id|integer ; a|integer ; b|integer";
+	char using_line[] = "a=expr=a * 2 ; b=none";
+	scenario s;
+	ddl_plan plan;
+	tm_error err;
+
+	(void) state;
+	assert_int_equal(ddl_track_settings(&session, CAST_NEEDS_TIMEZONE | CAST_NEEDS_DATESTYLE |
+	                                                  CAST_NEEDS_BYTEA_OUTPUT, names, values), 2);
+	assert_string_equal(names[0], "TimeZone");
+	assert_string_equal(values[0], "America/New_York");
+	assert_string_equal(names[1], "bytea_output");
+	memset(&s, 0, sizeof s);
+	s.old = parse_def(old_line, NULL);
+	s.now.def = parse_def(now_line, &s.now.cols);
+	parse_target(&s, target_line);
+	parse_using(&s, using_line);
+	s.rewritten = s.converted = true;
+	{
+		ddl_track_input in = {s.old, &s.now, {s.ntarget, (const char *const *) s.tnames,
+		                                      (const char *const *) s.ttypes},
+		                      DDL_POLICY_WIDEN, true, false, &s.using, true, session};
+
+		assert_int_equal(ddl_track_plan(&in, &plan, &err), 0);
+	}
+	assert_int_equal(plan.n, 3); /* alter a, resnapshot, alter b */
+	for (int i = 0; i < plan.n; i++)
+		if (plan.actions[i].kind == DDL_ACT_ALTER_TYPE)
+			assert_true(plan.actions[i].recopied);
+		else
+			assert_non_null(strstr(plan.actions[i].why, "with USING a * 2"));
+	ddl_plan_free(&plan);
+	scenario_free(&s);
+}
+
 int
 main(void)
 {
@@ -428,6 +623,8 @@ main(void)
 		cmocka_unit_test(test_event_table_without_name),
 		cmocka_unit_test(test_event_types),
 		cmocka_unit_test(test_policy_names),
+		cmocka_unit_test(test_readme_widen_table),
+		cmocka_unit_test(test_recopied_and_settings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

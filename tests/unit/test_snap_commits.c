@@ -45,12 +45,33 @@ test_ring_wraps(void **state)
 	free(c);
 }
 
+/* What snapshot.c does: the ring as the low watermark met it is kept with
+ * the window, so that any number of commits before the high watermark (a
+ * long chunk read under a busy source) leaves the racing one found. */
+static void
+test_copy_at_low_outlasts_the_ring(void **state)
+{
+	snap_commits *live = calloc(1, sizeof *live), *at_low = calloc(1, sizeof *at_low);
+	uint64_t racing[] = {777};
+
+	(void) state;
+	snap_commits_add(live, 777, 0x200); /* committed just before the low watermark */
+	*at_low = *live;                    /* the low watermark, at 0x300 */
+	for (uint32_t x = 1000; x < 1000 + 2 * SNAP_COMMITS_SIZE; x++)
+		snap_commits_add(live, x, 0x400 + x);
+	assert_false(snap_commits_missed(live, racing, 1, 0x300)); /* the ring alone forgot it */
+	assert_true(snap_commits_missed(at_low, racing, 1, 0x300));
+	free(live);
+	free(at_low);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_missed_before_low),
 		cmocka_unit_test(test_ring_wraps),
+		cmocka_unit_test(test_copy_at_low_outlasts_the_ring),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
