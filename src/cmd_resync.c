@@ -90,6 +90,19 @@ tables_of(void *ctx, const char *schema, char ***names)
 	return source_query_schema_tables(((resync_ctx *) ctx)->control, schema, names);
 }
 
+/* A table moved out of the publication's schemas in the gap stays
+ * published by name (the resync copies it anyway). */
+static int
+publish(void *ctx, uint32_t relid, bool *recopy)
+{
+	resync_ctx *x = ctx;
+	source_publish found = SOURCE_PUBLISH_GONE;
+	int rc = source_query_publish_table(x->control, x->o->publication, relid, &found);
+
+	*recopy = rc == TM_OK && (found == SOURCE_PUBLISH_MEMBER || found == SOURCE_PUBLISH_ADDED);
+	return rc;
+}
+
 static int
 catch_up(void *ctx, tm_lsn resume)
 {
@@ -112,7 +125,7 @@ open_schema_sync(resync_ctx *x)
 	schema_sync_config cfg = {.slot = o->slot, .drop_columns = o->drop_columns,
 	                          .drop_tables = o->drop_tables,
 	                          .source = {x, def_by_oid, partitions_of, name_of, tables_of,
-	                                     def_by_name}};
+	                                     def_by_name, publish}};
 	policy_settings ps = {0, NULL};
 	int rc = policy_settings_parse(o->policy, o->table_policies, o->ntable_policies,
 	                               "--table-policy", false, &ps);

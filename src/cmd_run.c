@@ -140,6 +140,18 @@ source_table_name(void *ctx, uint32_t relid, char **out)
 	return source_query_table_name(((run_state *) ctx)->control, relid, out);
 }
 
+/* A table that left the publication's schemas stays published by name. */
+static int
+source_publish_table(void *ctx, uint32_t relid, bool *recopy)
+{
+	run_state *st = ctx;
+	source_publish found = SOURCE_PUBLISH_GONE;
+	int rc = source_query_publish_table(st->control, st->opts->publication, relid, &found);
+
+	*recopy = rc == TM_OK && (found == SOURCE_PUBLISH_MEMBER || found == SOURCE_PUBLISH_ADDED);
+	return rc;
+}
+
 /* ---- tidemark's messages in the stream ---- */
 
 /* Compares the key's order on both servers again (key_order.h) for the
@@ -536,7 +548,7 @@ session_open(run_state *st)
 	schema_sync_config ssc = {.slot = o->slot, .drop_columns = o->drop_columns,
 	                          .drop_tables = o->drop_tables,
 	                          .source = {st, source_table_def, source_partitions,
-	                                     source_table_name, NULL, NULL},
+	                                     source_table_name, NULL, NULL, source_publish_table},
 	                          .type_boundary = type_boundary, .boundary_ctx = st,
 	                          .metrics = st->metrics};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}, st->metrics};

@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "keyless_sql.h"
 #include "log.h"
@@ -56,6 +57,27 @@ connect_target(keyless_stage *st)
 	return rc;
 }
 
+/* Does the target table have every column read? It may not have them
+ * yet: the source's columns changed (ALTER TABLE ... ADD COLUMN) and the
+ * stream has not brought the change to the target. */
+static int
+target_has_columns(keyless_stage *st, const char *schema, const char *table, int ncols,
+                   const char *const *cols, bool *has)
+{
+	char *name, *names;
+	PGresult *r = NULL;
+	int rc;
+
+	keyless_sql_has_columns_params(schema, table, ncols, cols, &name, &names);
+	rc = pgconn_exec(st->conn, TGT, "reading the columns of a target table",
+	                 KEYLESS_SQL_HAS_COLUMNS, 2, (const char *const[]) {name, names}, &r);
+	*has = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	free(name);
+	free(names);
+	return rc;
+}
+
 /* The staging table anew, with the target table's types of the columns. */
 static int
 create_stage(keyless_stage *st, int table_id, const char *schema, const char *table, int ncols,
@@ -105,18 +127,24 @@ start_copy(keyless_stage *st, int table_id, int ncols, const char *const *cols, 
 
 int
 keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
-                    const char *target_table, int ncols, const char *const *cols, bool binary)
+                    const char *target_table, int ncols, const char *const *cols, bool binary,
+                    bool *behind)
 {
+	bool has = false;
 	int rc = connect_target(st);
 
+	*behind = false;
 	if (rc == TM_OK)
 		rc = pgconn_command(st->conn, TGT, "starting a staging transaction", "BEGIN", 0, NULL);
 	st->in_tx = rc == TM_OK;
 	if (rc == TM_OK)
+		rc = target_has_columns(st, target_schema, target_table, ncols, cols, &has);
+	*behind = rc == TM_OK && !has;
+	if (rc == TM_OK && has)
 		rc = create_stage(st, table_id, target_schema, target_table, ncols, cols);
-	if (rc == TM_OK)
+	if (rc == TM_OK && has)
 		rc = start_copy(st, table_id, ncols, cols, binary);
-	if (rc != TM_OK)
+	if (rc != TM_OK || !has)
 		keyless_stage_abort(st);
 	return rc;
 }

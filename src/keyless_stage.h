@@ -6,6 +6,9 @@
  * no row is held in memory beyond the one being forwarded.
  *
  *   BEGIN
+ *   (every column read is checked to exist in the target table: a column
+ *    the source added that the stream has not brought yet puts the read
+ *    off, see keyless_stage_begin)
  *   DROP TABLE IF EXISTS tidemark."keyless <table id>"
  *   CREATE UNLOGGED TABLE tidemark."keyless <table id>" AS
  *       SELECT <the copied columns> FROM <target table> WITH NO DATA
@@ -30,10 +33,12 @@ typedef struct keyless_stage keyless_stage;
 int keyless_stage_open(const char *conninfo, keyless_stage **out);
 void keyless_stage_close(keyless_stage *st);
 
-/* Starts the staging transaction and its COPY. Everything is borrowed. */
+/* Starts the staging transaction and its COPY. Everything is borrowed.
+ * *behind, with nothing started: the target table lacks some of the
+ * columns (the source's change of them has not reached the target yet). */
 int keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
                         const char *target_table, int ncols, const char *const *cols,
-                        bool binary);
+                        bool binary, bool *behind);
 /* Forwards COPY data (any split: whole rows in text, anything in binary). */
 int keyless_stage_data(keyless_stage *st, const char *buf, int len);
 /* Ends the COPY and commits; *rows: the rows staged. */

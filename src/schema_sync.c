@@ -571,6 +571,12 @@ sync_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_tabl
 		schema_sync_note_list(&note->classes, plan.summary);
 		rc = run_plan(ss, &plan, &tn, &tc, t, now, &session, note, &resnapshot);
 	}
+	if (rc == TM_OK) {
+		bool recopy = false;
+
+		rc = schema_sync_moved_out(ss, t, now->def, note, &recopy);
+		resnapshot |= recopy;
+	}
 	if (rc == TM_OK)
 		rc = record_version(ss, t, now->def, &tn, version + 1, pos);
 	if (rc == TM_OK && resnapshot)

@@ -60,6 +60,11 @@ typedef struct schema_sync_source {
 	 * definition by name (*out new, NULL when it cannot be replicated). */
 	int (*schema_tables)(void *ctx, const char *schema, char ***names);
 	int (*table_def_named)(void *ctx, const char *schema, const char *name, tabledef **out);
+	/* Makes the publication publish the table with this oid by name (it
+	 * left the schemas the publication covers: SET SCHEMA). *recopy: its
+	 * changes since the move may have gone unpublished (false when the
+	 * table is gone, or the publication covers all tables). */
+	int (*publish)(void *ctx, uint32_t relid, bool *recopy);
 } schema_sync_source;
 
 /* The policy for a change that cannot widen is the one in force in the

@@ -122,6 +122,14 @@ int schema_sync_load_version(schema_sync *ss, const catalog_table *t, tabledef *
  * under its policy, run on the target, a new version valid from pos. */
 int schema_sync_follow_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, tm_lsn pos,
                              sync_note *note, schema_sync_result *res);
+/* ---- a table moved out of the replicated schemas (schema_sync_move.c) ---- */
+
+/* After t's change to now: when SET SCHEMA moved it from a schema the
+ * pipeline replicates (published by schema) into one it does not, the
+ * publication is made to publish it by name and *recopy is set (its
+ * changes between the move and that were not published). */
+int schema_sync_moved_out(schema_sync *ss, const catalog_table *t, const tabledef *now,
+                          sync_note *note, bool *recopy);
 
 /* ---- partitioned tables (schema_sync_part.c) ---- */
 

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "keyless_sql.h"
 #include "log.h"
@@ -69,6 +70,40 @@ snap_keyless_apply(sink *s, keyless *k, const snap_keyless_load *in, snap_keyles
 		rc = keyless_pending_clear(s, in->table.table_id);
 	if (rc == TM_OK)
 		rc = drop_stage(s, in->table.table_id);
+	return rc;
+}
+
+/* The target table has the columns read, or the source's current version
+ * of the table (the last one the stream brought) has other columns. */
+#define TARGET_READY_SQL                                                                    \
+	"SELECT (" KEYLESS_SQL_HAS_COLUMNS ") OR $2::jsonb IS DISTINCT FROM"                     \
+	" (SELECT coalesce(jsonb_agg(c -> 'name' ORDER BY (c ->> 'attnum')::int), '[]')"         \
+	"   FROM tidemark.schema_versions v, jsonb_array_elements(v.columns) c"                  \
+	"   WHERE v.table_id = $3::int AND NOT c ? 'generated' AND v.version ="                  \
+	"     (SELECT max(version) FROM tidemark.schema_versions WHERE table_id = $3::int))"
+
+int
+snap_keyless_check_target(sink *s, int table_id, const char *schema, const char *table,
+                          int ncols, const char *const *cols, const char *display)
+{
+	char *name, *names, id[16];
+	PGresult *r = NULL;
+	int rc;
+
+	snprintf(id, sizeof id, "%d", table_id);
+	keyless_sql_has_columns_params(schema, table, ncols, cols, &name, &names);
+	rc = sink_query(s, "reading the columns of a target table", TARGET_READY_SQL, 3,
+	                (const char *const[]) {name, names, id}, &r);
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+		log_error("target: table %s lacks columns the source's table %s has (the stream has "
+		          "brought their definition): the target table was altered by hand. Fix: "
+		          "restore the columns (or drop and re-create the table with the source's "
+		          "columns), then `tidemark snapshot %s`", name, display, display);
+		rc = TM_EXIT_TARGET;
+	}
+	PQclear(r);
+	free(name);
+	free(names);
 	return rc;
 }
 

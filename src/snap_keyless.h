@@ -57,6 +57,17 @@ typedef struct snap_keyless_loaded {
 int snap_keyless_apply(sink *s, keyless *k, const snap_keyless_load *in,
                        snap_keyless_loaded *out);
 
+/* A read given up because the target table lacked some of its columns
+ * (snap_result.behind), at its high watermark: the stream has brought
+ * every change the read saw, so the target table (in the open target
+ * transaction) must have them now. TM_OK when it does, or when the
+ * table's last schema version has other columns (changed again since the
+ * read): the read is made again. Else TM_EXIT_TARGET, logged with the
+ * fix: the target table was altered by hand. Everything borrowed;
+ * display: "schema.table". */
+int snap_keyless_check_target(sink *s, int table_id, const char *schema, const char *table,
+                              int ncols, const char *const *cols, const char *display);
+
 /* Drops the staging tables of tables whose copy is not under way (left by
  * a copy given up: the table was dropped, or got a key). live: the ids of
  * the tables being copied in one read. */

@@ -554,21 +554,28 @@ read_whole(PGconn *conn, table_cursor *c, snap_result *res)
 {
 	keyless_stage *stage = *c->stage;
 	strbuf sql = STRBUF_INIT;
+	bool behind = false;
 	int rc = keyless_stage_begin(stage, c->job.table_id, c->job.target_schema,
 	                             c->job.target_table, c->ncols, (const char *const *) c->colnames,
-	                             c->format == SNAP_CHUNK_BINARY);
+	                             c->format == SNAP_CHUNK_BINARY, &behind);
 
 	whole_sql(c, &sql);
-	if (rc == TM_OK)
+	if (rc == TM_OK && behind)
+		log_info("snapshot of %s.%s: the source's columns changed and the target table does not "
+		         "have them yet; it is read again once the change has reached the target",
+		         c->job.schema, c->job.name);
+	else if (rc == TM_OK)
 		rc = forward_rows(conn, c, stage, sql.data);
-	if (rc == TM_OK)
+	if (rc == TM_OK && !behind)
 		rc = keyless_stage_commit(stage, &res->rows_staged);
-	else
+	else if (rc != TM_OK)
 		keyless_stage_abort(stage);
 	snap_chunk_free(res->chunk);
 	res->chunk = snap_chunk_new(c->format, c->ncols, (const char *const *) c->colnames, 0,
 	                            c->key_idx);
-	res->staged = rc == TM_OK;
+	/* not staged: the apply thread reads it again at the high watermark */
+	res->staged = rc == TM_OK && !behind;
+	res->behind = rc == TM_OK && behind;
 	strbuf_free(&sql);
 	return rc;
 }
@@ -799,6 +806,16 @@ same_columns(const table_cursor *a, const table_cursor *b)
  * dropped (*gone). A failure under unchanged columns is returned as is. */
 #define READ_ATTEMPTS 8
 
+/* A read of a table without a key given up: nothing staged. */
+static void
+keyless_unstaged(const table_cursor *c, snap_result *res)
+{
+	if (res->chunk == NULL)
+		res->chunk = snap_chunk_new(c->format, c->ncols, (const char *const *) c->colnames, 0,
+		                            c->key_idx);
+	res->staged = false;
+}
+
 static int
 read_or_gone(PGconn *conn, table_cursor *c, snap_result *res, bool *gone)
 {
@@ -818,6 +835,19 @@ read_or_gone(PGconn *conn, table_cursor *c, snap_result *res, bool *gone)
 			break;
 		}
 		changed = !same_columns(c, &fresh);
+		if (changed && c->job.nkeys == 0) {
+			/* a table without a key is staged against the target table,
+			 * which gets the new columns only when the stream brings them:
+			 * the apply thread reads it again after the change (a result
+			 * not staged, at its high watermark) */
+			log_info("snapshot of %s.%s: the table's columns changed during its read; it is "
+			         "read again once the change has reached the target", c->job.schema,
+			         c->job.name);
+			keyless_unstaged(c, res);
+			rc = TM_OK;
+			cursor_clear(&fresh);
+			break;
+		}
 		if (changed && attempt >= READ_ATTEMPTS) {
 			log_warn("snapshot of %s.%s: the table keeps changing during reads; the session "
 			         "starts again", c->job.schema, c->job.name);

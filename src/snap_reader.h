@@ -97,6 +97,8 @@ typedef struct snap_result {
 	bool staged;             /* a table without a key: its rows are in the staging
 	                          * table (chunk holds only the column names) */
 	long long rows_staged;
+	bool behind;             /* not staged: the target table lacked columns the read
+	                          * met (their change had not reached the target) */
 	long long estimate;      /* pg_class.reltuples at the first chunk */
 	bool table_gone;         /* the table no longer exists on the source */
 	/* The target does not order the key as the source does (another type or

@@ -364,7 +364,7 @@ renumber_keys(snap_table *t, PGresult *r, int row)
 	t->nreread = 0;
 	snap_keys_free(t->key_columns, t->nkeys);
 	snap_keys_free(t->applied_key, t->nkeys);
-	snap_keys_free(t->key_types, t->nkeys);
+	snap_keys_free(t->key_types, t->nkeys); /* as many as the old key had */
 	t->key_columns = t->applied_key = t->key_types = NULL;
 	snap_window_free(t->window);
 	t->window = NULL;
@@ -1329,6 +1329,18 @@ keyless_load(snapshot *s, snap_table *t, snap_result *res)
 	return rc;
 }
 
+/* A read given up for columns the target lacked: they must be there now. */
+static int
+keyless_target_ready(snapshot *s, const snap_table *t, const snap_result *res)
+{
+	char display[256];
+
+	snprintf(display, sizeof display, "%s.%s", t->schema, t->name);
+	return snap_keyless_check_target(s->sink, t->table_id, t->target_schema, t->target_table,
+	                                 res->chunk->ncols, (const char *const *) res->chunk->colnames,
+	                                 display);
+}
+
 static int
 keyless_high(snapshot *s, snap_table *t, snap_result *res, const char *id)
 {
@@ -1344,9 +1356,13 @@ keyless_high(snapshot *s, snap_table *t, snap_result *res, const char *id)
 		if (rc == TM_OK)
 			rc = keyless_pending_clear(s->sink, t->table_id);
 	} else if (!res->staged || columns_changed(s, res)) {
-		log_info("snapshot of %s.%s: the table changed during its read; it is read again",
-		         t->schema, t->name);
-		snapshot_restart(s, t->table_id);
+		if (res->behind)
+			rc = keyless_target_ready(s, t, res);
+		if (rc == TM_OK) {
+			log_info("snapshot of %s.%s: the table changed during its read; it is read again",
+			         t->schema, t->name);
+			snapshot_restart(s, t->table_id);
+		}
 	} else if (missed_commit(&t->at_low, res, t->low_lsn)) {
 		log_info("snapshot of %s.%s: a transaction committed just before the read was not "
 		         "visible to it; the table is read again", t->schema, t->name);

@@ -367,6 +367,64 @@ source_query_ensure_publication(PGconn *conn, const char *publication, tabledef 
 }
 
 static int create_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn);
+/* Who may add the table: the owner of the publication who also owns the
+ * table (PostgreSQL's rule for ALTER PUBLICATION ... ADD TABLE). */
+static void
+explain_publish_privilege(const PGresult *r, const char *publication)
+{
+	strbuf fix = STRBUF_INIT;
+
+	strbuf_append(&fix, "ALTER PUBLICATION ");
+	strbuf_append_ident(&fix, publication);
+	strbuf_append(&fix, " ADD TABLE ONLY ");
+	strbuf_append_qualified(&fix, PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
+	log_error("source: table %s.%s left the schemas the publication \"%s\" covers and must be "
+	          "added to it by name to stay replicated, but role \"%s\" may not: adding a table "
+	          "to a publication takes the publication's owner (\"%s\") who also owns the table "
+	          "(\"%s\"). Fix: as a superuser, run `%s;` (or make this role a member of both "
+	          "owners: GRANT \"%s\" TO \"%s\"; GRANT \"%s\" TO \"%s\";), then start "
+	          "tidemark run again: the table is then copied again in place, nothing is lost",
+	          PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3), publication, PQgetvalue(r, 0, 8),
+	          PQgetvalue(r, 0, 6), PQgetvalue(r, 0, 7), strbuf_str(&fix), PQgetvalue(r, 0, 6),
+	          PQgetvalue(r, 0, 8), PQgetvalue(r, 0, 7), PQgetvalue(r, 0, 8));
+	strbuf_free(&fix);
+}
+
+int
+source_query_publish_table(PGconn *conn, const char *publication, uint32_t relid,
+                           source_publish *out)
+{
+	char oid[16];
+	const char *params[] = {publication, oid};
+	PGresult *r = NULL;
+	int rc;
+
+	snprintf(oid, sizeof oid, "%u", relid);
+	*out = SOURCE_PUBLISH_GONE;
+	rc = query(conn, "reading the publication and the table",
+	           "SELECT p.puballtables, EXISTS (SELECT FROM pg_publication_rel pr"
+	           "   WHERE pr.prpubid = p.oid AND pr.prrelid = c.oid), n.nspname, c.relname,"
+	           " pg_has_role(p.pubowner, 'USAGE'), pg_has_role(c.relowner, 'USAGE'),"
+	           " pg_get_userbyid(p.pubowner), pg_get_userbyid(c.relowner), current_user"
+	           " FROM pg_publication p, pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+	           " WHERE p.pubname = $1 AND c.oid = $2::oid", 2, params, &r);
+	if (rc != TM_OK || PQntuples(r) == 0) {
+		PQclear(r);
+		return rc;
+	}
+	if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
+		*out = SOURCE_PUBLISH_ALL_TABLES;
+	else if (strcmp(PQgetvalue(r, 0, 1), "t") == 0)
+		*out = SOURCE_PUBLISH_MEMBER;
+	else if (strcmp(PQgetvalue(r, 0, 4), "t") != 0 || strcmp(PQgetvalue(r, 0, 5), "t") != 0) {
+		explain_publish_privilege(r, publication);
+		rc = TM_EXIT_CONFIG;
+	} else if ((rc = publication_add(conn, publication, PQgetvalue(r, 0, 2),
+	                                 PQgetvalue(r, 0, 3))) == TM_OK)
+		*out = SOURCE_PUBLISH_ADDED;
+	PQclear(r);
+	return rc;
+}
 
 int
 source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn)

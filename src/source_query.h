@@ -67,6 +67,22 @@ int source_query_ensure_publication(PGconn *conn, const char *publication,
                                     tabledef *const *tables, int ntables,
                                     const char *const *schemas, int nschemas);
 
+/* What source_query_publish_table found. */
+typedef enum source_publish {
+	SOURCE_PUBLISH_GONE,        /* no such table (any more), or no such publication */
+	SOURCE_PUBLISH_ALL_TABLES,  /* the publication is FOR ALL TABLES */
+	SOURCE_PUBLISH_MEMBER,      /* already published by name */
+	SOURCE_PUBLISH_ADDED,       /* added by name now */
+} source_publish;
+
+/* Makes the publication publish the table with this oid by name
+ * (ALTER PUBLICATION ... ADD TABLE ONLY, under the name the table has now)
+ * unless it already does or is FOR ALL TABLES. A role that may not
+ * (neither the publication's nor the table's owner) is TM_EXIT_CONFIG,
+ * logged with the statement and the ownership that allow it. */
+int source_query_publish_table(PGconn *conn, const char *publication, uint32_t relid,
+                               source_publish *out);
+
 /* Creates the logical slot (pgoutput) if missing: on PostgreSQL 17 and
  * later a failover slot (failover => true), which a standby with
  * sync_replication_slots keeps in step, so that it survives a promotion.

@@ -1,5 +1,6 @@
 #include "keyless_sql.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,21 @@ keyless_sql_columns(strbuf *sql, int ncols, const char *const *cols)
 			strbuf_append(sql, ", ");
 		strbuf_append_ident(sql, cols[i]);
 	}
+}
+
+void
+keyless_sql_has_columns_params(const char *schema, const char *name, int ncols,
+                               const char *const *cols, char **table, char **names)
+{
+	strbuf qualified = STRBUF_INIT;
+	json_t *arr = json_array();
+
+	strbuf_append_qualified(&qualified, schema, name);
+	*table = strbuf_steal(&qualified);
+	for (int i = 0; i < ncols; i++)
+		json_array_append_new(arr, json_string(cols[i]));
+	*names = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
 }
 
 void

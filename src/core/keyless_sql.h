@@ -64,6 +64,18 @@ void keyless_sql_delete(strbuf *sql, const keyless_sql_table *t, const char *old
 void keyless_sql_update(strbuf *sql, const keyless_sql_table *t, const bool *set,
                         const char *old, int *nparams);
 
+/* Does the target table have every column read? Parameters: the table
+ * (a quoted qualified name, keyless_sql_has_columns_params) and the names as
+ * a JSON array; one row: true when it has them all. */
+#define KEYLESS_SQL_HAS_COLUMNS                                                             \
+	"SELECT NOT EXISTS (SELECT FROM jsonb_array_elements_text($2::jsonb) c(name)"            \
+	"   WHERE NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = $1::regclass"       \
+	"     AND a.attname = c.name AND a.attnum > 0 AND NOT a.attisdropped))"
+
+/* KEYLESS_SQL_HAS_COLUMNS's parameters: *table and *names new strings. */
+void keyless_sql_has_columns_params(const char *schema, const char *name, int ncols,
+                                    const char *const *cols, char **table, char **names);
+
 /* The staging table of a table's copy: tidemark."keyless <table_id>". */
 void keyless_sql_stage_name(strbuf *sql, int table_id);
 

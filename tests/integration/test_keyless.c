@@ -497,6 +497,94 @@ test_truncate_and_column_in_the_window(void **state)
 	tm_env_free(e);
 }
 
+/* A table without a key, made FULL in a --schema pipeline right after
+ * another, whose columns change while its read waits: columns added, the
+ * rows deleted, the old columns dropped and rows written under the new
+ * ones, in one source transaction that reaches the target only after the
+ * read (the apply waits on a lock of another table). The read under the
+ * old columns fails on the source; the read under the new ones must not
+ * be staged against the target's old table: the copy starts over after
+ * the change, and run never stops. */
+static void
+test_columns_replaced_during_read(void **state)
+{
+	tm_env *e = tm_env_new("keyless_replaced");
+	PGconn *tlock = pgtest_connect_str(e->dst), *klock = pgtest_connect_str(e->dst);
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA kl; CREATE TABLE kl.keyed (id integer PRIMARY KEY)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "kl", NULL), 0);
+	free(out);
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "CREATE TABLE kl.roles (name text, project text);"
+	                  "CREATE TABLE kl.perms (role_id int, project text, permission text);"
+	                  "INSERT INTO kl.perms SELECT g %% 4, 'p' || g, 'read' FROM"
+	                  " generate_series(1, 200) g");
+	pgtest_exec(e->s, "ALTER TABLE kl.roles REPLICA IDENTITY FULL;"
+	                  "ALTER TABLE kl.perms REPLICA IDENTITY FULL");
+	if (!pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.tables WHERE state = 'streaming'",
+	                       "3", 60))
+		fail_msg("the tables made FULL were not copied:\n%s", pgtest_proc_output(run));
+	/* copied again, the read held on the target table with its snapshot taken */
+	pgtest_exec(tlock, "BEGIN; LOCK TABLE kl.perms IN ACCESS EXCLUSIVE MODE");
+	assert_int_equal(tm_run(e, 60, NULL, "snapshot", "kl.perms", NULL), 0);
+	wait_reader(e, e->t, "kl.perms", run);
+	/* the change's transaction waits on the target behind kl.keyed */
+	pgtest_exec(klock, "BEGIN; LOCK TABLE kl.keyed IN ACCESS EXCLUSIVE MODE");
+	pgtest_exec(e->s, "BEGIN; INSERT INTO kl.keyed VALUES (1);"
+	                  "ALTER TABLE kl.perms ADD COLUMN permission_id int,"
+	                  " ADD COLUMN environment varchar(100);"
+	                  "DELETE FROM kl.perms;"
+	                  "ALTER TABLE kl.perms DROP COLUMN project, DROP COLUMN permission;"
+	                  "INSERT INTO kl.perms SELECT g %% 3, g, 'env' || (g %% 2) FROM"
+	                  " generate_series(1, 50) g; COMMIT");
+	pgtest_exec(tlock, "COMMIT");
+	if (!pgtest_proc_wait_output(run, "it is read again once the change has reached the target",
+	                             60))
+		fail_msg("the read under the new columns was not put off:\n%s", pgtest_proc_output(run));
+	pgtest_exec(klock, "COMMIT");
+	pgtest_exec(e->s, "INSERT INTO kl.perms VALUES (9, 9, 'after'), (9, 9, 'after');"
+	                  "UPDATE kl.perms SET environment = 'changed' WHERE ctid ="
+	                  " (SELECT ctid FROM kl.perms WHERE role_id = 1 LIMIT 1);"
+	                  "INSERT INTO kl.roles VALUES ('admin', 'p1')");
+	if (!pgtest_wait_value(e->t, "SELECT count(*) FROM kl.perms WHERE environment = 'after'", "2",
+	                       60))
+		fail_msg("the copy did not start over:\n%s", pgtest_proc_output(run));
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_multiset_equal(e, "kl.perms", "role_id, permission_id, environment");
+	tm_assert_multiset_equal(e, "kl.roles", "name, project");
+
+	/* a copy that starts (a new session) while a change of the columns is
+	 * on its way to the target: its read waits for the change */
+	assert_int_equal(tm_run(e, 60, NULL, "snapshot", "kl.perms", NULL), 0);
+	pgtest_exec(klock, "BEGIN; LOCK TABLE kl.keyed IN ACCESS EXCLUSIVE MODE");
+	pgtest_exec(e->s, "BEGIN; INSERT INTO kl.keyed VALUES (2);"
+	                  "ALTER TABLE kl.perms ADD COLUMN note text DEFAULT 'n';"
+	                  "INSERT INTO kl.perms VALUES (7, 7, 'e', 'new'); COMMIT");
+	run = tm_spawn(e, "run", NULL);
+	if (!pgtest_proc_wait_output(run, "the target table does not have them yet", 60))
+		fail_msg("the read was staged against the old target table:\n%s",
+		         pgtest_proc_output(run));
+	pgtest_exec(klock, "COMMIT");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_multiset_equal(e, "kl.perms", "role_id, permission_id, environment, note");
+	assert_verify_equal(e);
+
+	/* a column dropped by hand on the target is no change on its way: the
+	 * copy stops run with the fix, instead of reading again and again */
+	pgtest_exec(e->t, "ALTER TABLE kl.perms DROP COLUMN note");
+	assert_int_equal(tm_run(e, 60, NULL, "snapshot", "kl.perms", NULL), 0);
+	assert_int_equal(tm_run(e, 120, &out, "run", "--until-caught-up", NULL), 5);
+	if (strstr(out, "the target table was altered by hand") == NULL)
+		fail_msg("no fix named:\n%s", out);
+	free(out);
+	PQfinish(tlock);
+	PQfinish(klock);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -507,6 +595,7 @@ main(void)
 		cmocka_unit_test(test_key_added_and_dropped),
 		cmocka_unit_test(test_long_load_keeps_the_stream),
 		cmocka_unit_test(test_truncate_and_column_in_the_window),
+		cmocka_unit_test(test_columns_replaced_during_read),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);

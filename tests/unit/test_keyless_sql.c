@@ -130,6 +130,24 @@ test_stage_and_load(void **state)
 
 /* Kept changes: the old row for updates and deletes, the new one for
  * inserts and updates, the unchanged columns for updates. */
+/* The has-columns check's parameters: the quoted table, the names as JSON. */
+static void
+test_has_columns_params(void **state)
+{
+	char *name = NULL, *names = NULL;
+
+	(void) state;
+	keyless_sql_has_columns_params("public", "Log Lines", 4, cols, &name, &names);
+	assert_string_equal(name, "\"public\".\"Log Lines\"");
+	assert_string_equal(names, "[\"id\",\"amount\",\"doc\",\"x\\\"y\"]");
+	free(name);
+	free(names);
+	keyless_sql_has_columns_params("s", "t", 0, NULL, &name, &names);
+	assert_string_equal(names, "[]");
+	free(name);
+	free(names);
+}
+
 static void
 test_record(void **state)
 {
@@ -166,6 +184,7 @@ main(void)
 		cmocka_unit_test(test_match_parse), cmocka_unit_test(test_insert),
 		cmocka_unit_test(test_delete),      cmocka_unit_test(test_update),
 		cmocka_unit_test(test_stage_and_load), cmocka_unit_test(test_record),
+		cmocka_unit_test(test_has_columns_params),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,190 @@
+/*
+ * Integration tests of tables moved between schemas of a --schema
+ * pipeline (ALTER TABLE ... SET SCHEMA) under a workload: a table moved
+ * out of the replicated schema keeps being replicated (published by name,
+ * copied again in place), also when moved back and out again; a table
+ * moved in from a schema that is not replicated is created and copied; a
+ * role that may not change the publication is told the fix, and nothing
+ * is lost once it is applied.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tm_fixture.h"
+
+static void
+assert_has(const char *out, const char *needle)
+{
+	if (out == NULL || strstr(out, needle) == NULL)
+		fail_msg("expected \"%s\" in:\n%s", needle, out ? out : "(nothing)");
+}
+
+/* The application writes to orders wherever it lies now. */
+static void
+orders_step(PGconn *conn, void *arg, unsigned i)
+{
+	(void) arg;
+	/* rows 1900 to 2000 are the test's own */
+	pgtest_exec(conn, "SET search_path = public, archive;"
+	                  "INSERT INTO orders (v, note) VALUES (%u, 'w');"
+	                  "UPDATE orders SET v = v + 1, note = 'u%u' WHERE id = %u",
+	            i, i, (i / 2) % 1800 + 1);
+	if (i % 4 == 0)
+		pgtest_exec(conn, "SET search_path = public, archive;"
+		                  "DELETE FROM orders WHERE id = %u", (i / 3) % 1800 + 1);
+}
+
+static bool
+workload_ran(void *arg)
+{
+	return pgtest_workload_iterations(arg) >= 30;
+}
+
+static void
+create_orders(tm_env *e)
+{
+	pgtest_exec(e->s, "CREATE SCHEMA archive;"
+	                  "CREATE TABLE orders (id serial PRIMARY KEY, v int, note text);"
+	                  "INSERT INTO orders (v, note) SELECT g, 'old' FROM generate_series(1, 2000) g;"
+	                  "CREATE TABLE customers (id int PRIMARY KEY, name text);"
+	                  "INSERT INTO customers SELECT g, 'c' || g FROM generate_series(1, 50) g");
+}
+
+/* Moves orders, then writes a row only a replicated table shows on the
+ * target, and waits for it there while the workload goes on. */
+static void
+move_and_see(tm_env *e, const char *to, int marker)
+{
+	const char *from = strcmp(to, "archive") == 0 ? "public" : "archive";
+
+	pgtest_exec(e->s, "ALTER TABLE %s.orders SET SCHEMA %s", from, to);
+	pgtest_exec(e->s, "INSERT INTO %s.orders (id, v, note) VALUES (%d, 0, 'after the move');"
+	                  "UPDATE %s.orders SET note = 'moved to %s' WHERE id = %d",
+	            to, marker, to, to, 1950 + marker);
+	if (!pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.tables WHERE source_table = 'orders'"
+	                             " AND state = 'streaming'", "1", 120))
+		fail_msg("orders is not streaming again after its move to %s", to);
+	{
+		char sql[256];
+
+		snprintf(sql, sizeof sql, "SELECT note FROM %s.orders WHERE id = %d", to, marker);
+		if (!pgtest_wait_value(e->t, sql, "after the move", 60))
+			fail_msg("a row written after the move to %s never reached the target", to);
+		snprintf(sql, sizeof sql, "SELECT note FROM %s.orders WHERE id = %d", to, 1950 + marker);
+		if (!pgtest_wait_value(e->t, sql, to[0] == 'a' ? "moved to archive" : "moved to public",
+		                       60))
+			fail_msg("an update after the move to %s never reached the target", to);
+	}
+}
+
+/* setup --schema public; orders moved to archive (not replicated), back,
+ * and out again, the application writing all the while; a table moved
+ * from archive into public joins the pipeline. */
+static void
+test_moved_out_of_replicated_schema(void **state)
+{
+	tm_env *e = tm_env_new("moveout");
+	pgtest_workload *w;
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	create_orders(e);
+	pgtest_exec(e->s, "CREATE TABLE archive.newcomer (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO archive.newcomer SELECT g, 'n' || g FROM generate_series(1, 30) g");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "public", NULL), 0);
+	free(out);
+	run = tm_start_run(e, NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                    " WHERE state = 'streaming'", "2", 120));
+	w = pgtest_workload_start(e->src, orders_step, NULL);
+	assert_true(pgtest_wait_for(workload_ran, w, 60));
+	move_and_see(e, "archive", -1);
+	move_and_see(e, "public", -2);
+	move_and_see(e, "archive", -3);
+	/* into the replicated schema from one that is not */
+	pgtest_exec(e->s, "ALTER TABLE archive.newcomer SET SCHEMA public;"
+	                  "INSERT INTO public.newcomer VALUES (100, 'after the move');"
+	                  "UPDATE public.newcomer SET v = 'changed' WHERE id = 3");
+	assert_true(pgtest_wait_value(e->t, "SELECT v FROM public.newcomer WHERE id = 100",
+	                              "after the move", 120));
+	pgtest_workload_stop(w, NULL);
+	pgtest_exec(e->s, "UPDATE archive.orders SET note = 'last' WHERE id %% 10 = 0");
+	tm_stop_and_catch_up(e, run, 180);
+	tm_assert_rows_equal(e->s, "archive.orders", e->t, "archive.orders", "id, v, note");
+	tm_assert_rows_equal(e->s, "public.newcomer", e->t, "public.newcomer", "id, v");
+	tm_assert_rows_equal(e->s, "public.customers", e->t, "public.customers", "id, name");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class"
+	                                         " WHERE relname = 'orders'"), 1);
+	/* published by name from now on; the audit log says what was done */
+	assert_int_equal(pgtest_query_long(e->s, "SELECT count(*) FROM pg_publication_rel"
+	                                         " WHERE prrelid = 'archive.orders'::regclass"), 1);
+	assert_true(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.ddl_log"
+	                                    " WHERE target_action LIKE '%%published by name%%'") >= 1);
+	/* and the next run goes on with it */
+	pgtest_exec(e->s, "INSERT INTO archive.orders (id, v, note) VALUES (-4, 0, 'later')");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "archive.orders", e->t, "archive.orders", "id, v, note");
+	assert_int_equal(tm_run(e, 120, &out, "verify", NULL), 0);
+	free(out);
+	tm_env_free(e);
+}
+
+/* run's role owns neither the publication nor the table: run stops
+ * (exit 3) naming the statement and the ownership it takes; once a
+ * superuser has run it, the next run copies the table again and the rows
+ * written in between are there. */
+static void
+test_moved_out_without_privilege(void **state)
+{
+	tm_env *e = tm_env_new("moveoutpriv");
+	char src[512], *out = NULL;
+	const char *argv[] = {"run", "--source", src, "--target", e->dst, "--slot", e->slot,
+	                      "--publication", e->slot, "--until-caught-up", NULL};
+
+	(void) state;
+	create_orders(e);
+	pgtest_exec(e->s, "CREATE ROLE mover LOGIN REPLICATION; GRANT USAGE ON SCHEMA archive TO mover;"
+	                  "GRANT SELECT ON ALL TABLES IN SCHEMA public TO mover");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "public", NULL), 0);
+	free(out);
+	tm_catch_up(e, 120);
+	pgtest_exec(e->s, "ALTER TABLE orders SET SCHEMA archive;"
+	                  "UPDATE archive.orders SET note = 'after the move' WHERE id <= 100;"
+	                  "DELETE FROM archive.orders WHERE id BETWEEN 200 AND 299;"
+	                  "INSERT INTO archive.orders (id, v, note) VALUES (-1, 0, 'after the move')");
+	snprintf(src, sizeof src, "%s user=mover", e->src);
+	assert_int_equal(pgtest_run_tidemark(argv, 120, &out), 3);
+	assert_has(out, "ALTER PUBLICATION \"");
+	assert_has(out, "ADD TABLE ONLY \"archive\".\"orders\"");
+	assert_has(out, "role \"mover\" may not");
+	free(out);
+	/* nothing of the move's transaction was committed on the target */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM public.orders"), 2000);
+	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" ADD TABLE ONLY archive.orders;"
+	                  "GRANT SELECT ON archive.orders TO mover;"
+	                  "UPDATE archive.orders SET note = 'after the fix' WHERE id = 5", e->slot);
+	assert_int_equal(pgtest_run_tidemark(argv, 120, &out), 0);
+	free(out);
+	tm_assert_rows_equal(e->s, "archive.orders", e->t, "archive.orders", "id, v, note");
+	pgtest_exec(e->s, "DROP OWNED BY mover; DROP ROLE mover");
+	tm_env_free(e);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_moved_out_of_replicated_schema),
+		cmocka_unit_test(test_moved_out_without_privilege),
+	};
+
+	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
+}
