@@ -84,10 +84,10 @@ typedef struct run_state {
 /* ---- new tables in replicated schemas ---- */
 
 static int
-resolve_table(void *ctx, const char *schema, const char *name, tabledef **out)
+resolve_table(void *ctx, const char *schema, const char *name, tabledef **out, tm_lsn *at)
 {
 	run_state *st = ctx;
-	int rc = source_query_table_def(st->control, schema, name, out);
+	int rc = source_query_table_def_at(st->control, schema, name, out, at);
 
 	if (rc == TM_EXIT_CONFIG) {
 		/* no key, or gone already: logged; the table is skipped */
@@ -142,30 +142,70 @@ key_order_for(run_state *st, const int *ids, int nids)
 	return rc;
 }
 
-/* A schema change: the target follows it; the tables concerned are looked
- * at again (names, keys, statements, chunks in flight). */
+/* After a schema change or tables joining: the tables concerned are
+ * looked at again (names, keys, statements, chunks in flight). */
 static int
-on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
+after_sync(run_state *st, const schema_sync_result *res)
 {
-	schema_sync_result res;
-	int rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
+	int rc;
 
-	if (rc == TM_OK && res.commit_after)
+	if (res->commit_after)
 		apply_commit_after(st->apply);
-	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table))
-		return rc;
+	if (res->nchanged == 0 && !res->any_new_table)
+		return TM_OK;
 	snapshot_poll_soon(st->snap);
 	rc = sink_reset_statements(st->sink);
 	if (rc == TM_OK)
 		rc = apply_reload_tables(st->apply);
 	/* in the transaction that changed them: names, keys and types as now */
 	if (rc == TM_OK)
-		rc = key_order_for(st, res.changed, res.nchanged);
-	for (int i = 0; i < res.nchanged; i++) {
-		apply_forget_statements(st->apply, res.changed[i]);
-		snapshot_restart(st->snap, res.changed[i]);
+		rc = key_order_for(st, res->changed, res->nchanged);
+	for (int i = 0; i < res->nchanged; i++) {
+		apply_forget_statements(st->apply, res->changed[i]);
+		snapshot_restart(st->snap, res->changed[i]);
 	}
 	return rc;
+}
+
+/* A schema change: the target follows it. */
+static int
+on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
+{
+	schema_sync_result res;
+	int rc;
+
+	schema_sync_set_commit(st->schema, apply_current_commit_lsn(st->apply));
+	rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
+	return rc == TM_OK ? after_sync(st, &res) : rc;
+}
+
+/* The source transaction commits: the tables made in it join. */
+static int
+before_commit(void *ctx, tm_lsn end_lsn)
+{
+	run_state *st = ctx;
+	schema_sync_result res;
+	int rc;
+
+	schema_sync_set_commit(st->schema, apply_current_commit_lsn(st->apply));
+	rc = schema_sync_commit(st->schema, end_lsn, &res);
+	return rc == TM_OK ? after_sync(st, &res) : rc;
+}
+
+static bool
+described(void *ctx, uint32_t relid)
+{
+	return schema_sync_described(((run_state *) ctx)->schema, relid);
+}
+
+/* A table's history started again (set aside by the apply). */
+static void
+restarted(void *ctx, int table_id)
+{
+	run_state *st = ctx;
+
+	snapshot_restart(st->snap, table_id);
+	snapshot_poll_soon(st->snap);
 }
 
 /* A message that changes types, before it changes anything. */
@@ -466,6 +506,10 @@ session_open(run_state *st)
 	cfg.hooks = st->snap_hooks;
 	cfg.hooks.on_message = on_message;
 	cfg.hooks.message_ctx = st;
+	cfg.hooks.before_commit = before_commit;
+	cfg.hooks.described = described;
+	cfg.hooks.on_restart = restarted;
+	cfg.hooks.commit_ctx = st;
 	rc = apply_new(st->sink, &cfg, &st->apply);
 	if (rc != TM_OK)
 		return rc;

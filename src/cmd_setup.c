@@ -21,6 +21,8 @@
 
 typedef struct setup_tables {
 	tabledef **defs;      /* owned array of owned definitions */
+	tm_lsn *at;           /* owned, parallel: where each definition was read
+	                       * (source_query_table_def_at): its history starts there */
 	ddl_part_root *trees; /* owned, parallel: a partitioned table's partitions */
 	int n;
 	char **excluded; /* owned: --exclude-table as schema, name pairs (2 * nexcluded) */
@@ -35,6 +37,7 @@ tables_free(setup_tables *t)
 		ddl_part_root_clear(&t->trees[i]);
 	}
 	free(t->defs);
+	free(t->at);
 	free(t->trees);
 	for (int i = 0; i < 2 * t->nexcluded; i++)
 		free(t->excluded[i]);
@@ -152,23 +155,24 @@ static int
 tables_read(PGconn *src, setup_tables *t, const char *schema, const char *name, int *bad)
 {
 	tabledef *def = NULL;
+	tm_lsn at = LSN_INVALID;
 	int rc;
 
 	if (tables_has(t, schema, name))
 		return TM_OK;
-	rc = source_query_table_def(src, schema, name, &def);
+	rc = source_query_table_def_at(src, schema, name, &def, &at);
 	if (rc == TM_EXIT_CONFIG) {
 		(*bad)++;
 		return TM_OK;
 	}
 	if (rc != TM_OK)
 		return rc;
-	t->defs = realloc(t->defs, sizeof(tabledef *) * (size_t) (t->n + 1));
-	t->trees = realloc(t->trees, sizeof(ddl_part_root) * (size_t) (t->n + 1));
-	if (t->defs == NULL || t->trees == NULL)
-		abort();
+	t->defs = xrealloc(t->defs, sizeof(tabledef *) * (size_t) (t->n + 1));
+	t->at = xrealloc(t->at, sizeof(tm_lsn) * (size_t) (t->n + 1));
+	t->trees = xrealloc(t->trees, sizeof(ddl_part_root) * (size_t) (t->n + 1));
 	memset(&t->trees[t->n], 0, sizeof t->trees[t->n]);
 	t->defs[t->n] = def;
+	t->at[t->n] = at;
 	/* a partitioned table is replicated with all its partitions */
 	return source_query_partitions(src, def->relid, &t->trees[t->n++]);
 }
@@ -352,9 +356,79 @@ record_partitions(sink *s, const char *slot, const tabledef *def, ddl_part_root 
 	return rc;
 }
 
+/*
+ * A table registered already whose history was interrupted: the slot is
+ * new (after `teardown`, or the slot was dropped), so the source's changes
+ * since the old slot's last position were never captured; or the source's
+ * table under this name is another one (another oid). Its history starts
+ * again where its definition was read: a new schema version, copied again;
+ * its target table is kept when it has the definition's columns, else
+ * moved aside and made again.
+ */
+static int
+rejoin(sink *s, const char *slot, const catalog_table *known, const tabledef *def, tm_lsn at,
+       bool *rejoined)
+{
+	bool same = false;
+	char *aside = NULL;
+	char pos[LSN_TEXT_MAX];
+	int rc = catalog_version_matches(s, known->table_id, def, &same);
+
+	same = same && known->source_relid == def->relid;
+	if (rc == TM_OK)
+		rc = catalog_restart_table(s, slot, known, def, at, same, &aside);
+	if (rc == TM_OK)
+		log_info("target: %s.%s joins replication again from %s (changes before were not "
+		         "captured): it is copied again%s%s%s", def->schema, def->name,
+		         lsn_format(at, pos), aside ? "; its target table of another definition is "
+		                                      "kept aside as \"" : "", aside ? aside : "",
+		         aside ? "\"" : "");
+	*rejoined = rc == TM_OK;
+	free(aside);
+	return rc;
+}
+
+/* Registers one table (new, joining again, or known: nothing to do). */
+static int
+register_table(sink *s, const cli_options *o, const tabledef *def, tm_lsn at, bool slot_new,
+               bool *added)
+{
+	catalog_table *known = NULL;
+	int rc = catalog_load_table(s, o->slot, def->schema, def->name, &known);
+
+	*added = false;
+	if (rc == TM_OK && known != NULL &&
+	    (slot_new || (known->source_relid != 0 && known->source_relid != def->relid)))
+		rc = rejoin(s, o->slot, known, def, at, added);
+	else if (rc == TM_OK && known == NULL)
+		rc = catalog_add_table(s, o->slot, def, at, added, NULL);
+	catalog_table_free(known);
+	return rc;
+}
+
+/* With a new slot, registered tables this setup does not name get no
+ * changes and no copy: said, with the fix. */
+static int
+warn_unnamed(sink *s, const cli_options *o, const setup_tables *t)
+{
+	catalog_table *all = NULL;
+	int n = 0;
+	int rc = catalog_load_tables(s, o->slot, &all, &n);
+
+	for (int i = 0; rc == TM_OK && i < n; i++)
+		if (!tables_has(t, all[i].source_schema, all[i].source_table))
+			log_warn("target: %s.%s is registered for this replication but not named by this "
+			         "setup, whose slot is new: its changes are not captured. Fix: tidemark "
+			         "setup again naming it too (--table '%s.%s'); it is then copied again",
+			         all[i].source_schema, all[i].source_table, all[i].source_schema,
+			         all[i].source_table);
+	catalog_tables_free(all, n);
+	return rc;
+}
+
 static int
 prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const char *key_hex,
-               tm_lsn valid_from)
+               tm_lsn valid_from, bool slot_new)
 {
 	PGconn *plain;
 	sink *s = NULL;
@@ -380,7 +454,7 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 
 		rc = sink_begin(s);
 		if (rc == TM_OK)
-			rc = catalog_add_table(s, o->slot, t->defs[i], valid_from, &added, NULL);
+			rc = register_table(s, o, t->defs[i], t->at[i], slot_new, &added);
 		if (rc == TM_OK)
 			rc = record_partitions(s, o->slot, t->defs[i], &t->trees[i], added);
 		if (rc == TM_OK)
@@ -398,6 +472,8 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 		if (rc == TM_OK && added && tabledef_nkeys(t->defs[i]) > 0)
 			rc = record_key_order(src, s, o->slot, t->defs[i]);
 	}
+	if (rc == TM_OK && slot_new)
+		rc = warn_unnamed(s, o, t);
 	if (rc == TM_OK)
 		log_info("target: %d table(s) newly registered, %d in all from this setup",
 		         added_count, t->n);
@@ -412,7 +488,7 @@ cmd_setup(const cli_options *o)
 	PGconn *src = NULL;
 	tm_lsn lsn = LSN_INVALID, slot_lsn = LSN_INVALID;
 	char *key_hex = NULL; /* owned: the source's capture key */
-	bool created = false;
+	bool created = false, slot_exists = false;
 	int rc = cli_require(o, true, true);
 
 	if (rc != TM_OK)
@@ -438,7 +514,9 @@ cmd_setup(const cli_options *o)
 	if (rc == TM_OK)
 		rc = source_query_current_lsn(src, &lsn);
 	if (rc == TM_OK)
-		rc = prepare_target(o, src, &tables, key_hex, lsn);
+		rc = source_query_slot_exists(src, o->slot, &slot_exists);
+	if (rc == TM_OK)
+		rc = prepare_target(o, src, &tables, key_hex, lsn, !slot_exists);
 	if (rc == TM_OK)
 		rc = source_query_ensure_publication(src, o->publication, tables.defs, tables.n,
 		                                     o->schemas, o->nschemas);

@@ -45,7 +45,8 @@ struct sink {
 	sink_tick_fn tick;                /* called while a result is long in coming */
 	void *tick_ctx;
 	int tick_ms;
-	bool trying;                      /* in sink_try: a statement error is kept, not logged */
+	int trying;                       /* in sink_try or a region (nested): a statement
+	                                   * error is kept, not logged */
 	char *try_failure;                /* owned: that error's message */
 	int nstmts;
 	sink_stmt *buckets[SINK_BUCKETS]; /* owned chains */
@@ -117,11 +118,14 @@ fail_result(sink *s, int index, PGresult *r)
 	char what[200];
 	const char *sql = index < s->queued ? s->queued_sql[index] : NULL;
 
-	if (s->trying && r != NULL && PQstatus(s->conn) == CONNECTION_OK) {
+	/* a statement refused; not a failure a retry may cure (a lock held,
+	 * the disk full, the server going down) */
+	if (s->trying > 0 && r != NULL && PQstatus(s->conn) == CONNECTION_OK &&
+	    !PGCONN_IS_RETRY(pgconn_classify(TGT, PQresultErrorField(r, PG_DIAG_SQLSTATE), true))) {
 		const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
 
-		free(s->try_failure);
-		s->try_failure = strdup(msg != NULL ? msg : "failed");
+		if (s->try_failure == NULL)
+			s->try_failure = strdup(msg != NULL ? msg : "failed");
 		if (s->try_failure == NULL)
 			abort();
 		return TM_EXIT_TARGET;
@@ -327,9 +331,9 @@ sink_try(sink *s, const char *what, const char *sql, char **failure)
 	*failure = NULL;
 	if (rc != TM_OK)
 		return rc;
-	s->trying = true;
+	s->trying++;
 	rc = sink_command(s, what, sql, 0, NULL);
-	s->trying = false;
+	s->trying--;
 	if (s->try_failure != NULL) {
 		*failure = s->try_failure;
 		s->try_failure = NULL;
@@ -339,6 +343,35 @@ sink_try(sink *s, const char *what, const char *sql, char **failure)
 	if (rc != TM_OK)
 		return rc;
 	return sink_command(s, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_try", 0, NULL);
+}
+
+int
+sink_region_begin(sink *s)
+{
+	int rc = sink_command(s, "setting a savepoint", "SAVEPOINT tidemark_region", 0, NULL);
+
+	if (rc == TM_OK)
+		s->trying++;
+	return rc;
+}
+
+int
+sink_region_end(sink *s, int rc, char **failure)
+{
+	*failure = NULL;
+	if (rc == TM_OK)
+		rc = sink_sync(s);
+	s->trying--;
+	if (s->try_failure != NULL) {
+		*failure = s->try_failure;
+		s->try_failure = NULL;
+		return sink_command(s, "rolling back to the savepoint",
+		                    "ROLLBACK TO SAVEPOINT tidemark_region", 0, NULL);
+	}
+	if (rc != TM_OK)
+		return rc;
+	return sink_command(s, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_region", 0,
+	                    NULL);
 }
 
 int

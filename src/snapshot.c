@@ -1388,7 +1388,8 @@ apply_hooks
 snapshot_hooks(snapshot *s)
 {
 	apply_hooks h = {s,           hook_watching, hook_row,     hook_partial, hook_truncate,
-	                 hook_commit, hook_reread,   hook_message, s,            hook_keyless_mode};
+	                 hook_commit, hook_reread,   hook_message, s,            hook_keyless_mode,
+	                 NULL,        NULL,          NULL,         NULL};
 
 	return h;
 }
