@@ -232,6 +232,10 @@ rel_clear(apply_rel *r)
 	for (int i = 0; i < r->ncols; i++)
 		free(r->colnames[i]);
 	free(r->colnames);
+	free(r->coltypes);
+	free(r->colkeys);
+	r->coltypes = NULL;
+	r->colkeys = NULL;
 	free(r->nspname);
 	free(r->relname);
 	r->colnames = NULL;
@@ -244,6 +248,7 @@ apply_free(apply *a)
 	if (a == NULL)
 		return;
 	for (int i = 0; i < a->nrels; i++) {
+		apply_keep_free(a, a->rels[i]);
 		rel_clear(a->rels[i]);
 		free(a->rels[i]);
 	}
@@ -511,15 +516,22 @@ apply_relation(apply *a, const pgoutput_msg *m)
 
 	if (r == NULL)
 		r = new_rel(a, m->u.relation.relid);
+	apply_keep_described(a, r, m);
 	rel_clear(r);
 	r->nspname = xstrdup(m->u.relation.nspname);
 	r->relname = xstrdup(m->u.relation.relname);
 	r->ncols = m->u.relation.ncols;
-	r->colnames = calloc((size_t) r->ncols + 1, sizeof(char *));
-	if (r->colnames == NULL)
-		abort();
-	for (int i = 0; i < r->ncols; i++)
+	r->described_before = false;
+	r->described_in = a->final_lsn;
+	r->colnames = xcalloc((size_t) r->ncols + 1, sizeof(char *));
+	r->coltypes = xcalloc((size_t) r->ncols + 1, sizeof(uint32_t));
+	r->colkeys = xcalloc((size_t) r->ncols + 1, sizeof(bool));
+	r->replident = m->u.relation.replident;
+	for (int i = 0; i < r->ncols; i++) {
 		r->colnames[i] = xstrdup(m->u.relation.cols[i].name);
+		r->coltypes[i] = m->u.relation.cols[i].type_oid;
+		r->colkeys[i] = m->u.relation.cols[i].is_key;
+	}
 	return attach_table(a, r);
 }
 
@@ -735,7 +747,7 @@ observe_partial(apply *a, const apply_rel *r, const pgoutput_tuple *t, arena *sc
  * it). One without a registered table is looked at again at the commit
  * (apply_join_at_commit). */
 static apply_rel *
-change_rel(apply *a, uint32_t relid, int *rc)
+change_rel(apply *a, uint32_t relid, const pgoutput_msg *m, int *rc)
 {
 	apply_rel *r = find_rel(a, relid);
 
@@ -743,8 +755,10 @@ change_rel(apply *a, uint32_t relid, int *rc)
 	if (r == NULL) {
 		log_error("a change refers to relation %u, which the stream never described", relid);
 		*rc = TM_EXIT_SOURCE;
-	} else if (r->unmatched && !a->skipping)
+	} else if (r->unmatched && !a->skipping) {
 		r->changed_in_tx = true;
+		apply_keep(a, r, m);
+	}
 	return r;
 }
 
@@ -756,13 +770,14 @@ static bool
 applies(apply *a, apply_rel *r, int *rc)
 {
 	*rc = TM_OK;
-	if (r->table == NULL || a->skipping || before_join(a, r->table))
+	if (r->table == NULL || a->skipping || (before_join(a, r->table) && !a->replaying))
 		return false;
 	if (!r->keys_ok)
 		*rc = apply_use_table(a, r, r->table);
 	if (*rc == TM_OK && !r->keys_ok)
 		*rc = apply_set_aside(a, r);
-	return *rc == TM_OK && r->table != NULL && r->keys_ok && !before_join(a, r->table);
+	return *rc == TM_OK && r->table != NULL && r->keys_ok &&
+	       (a->replaying || !before_join(a, r->table));
 }
 
 static void
@@ -857,7 +872,7 @@ static int
 apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 {
 	int rc;
-	apply_rel *r = change_rel(a, m->u.insert.relid, &rc);
+	apply_rel *r = change_rel(a, m->u.insert.relid, m, &rc);
 
 	if (r == NULL || !applies(a, r, &rc))
 		return rc;
@@ -918,7 +933,7 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 	const pgoutput_tuple *oldt = &m->u.update.oldtup;
 	bool moved;
 	int rc;
-	apply_rel *r = change_rel(a, m->u.update.relid, &rc);
+	apply_rel *r = change_rel(a, m->u.update.relid, m, &rc);
 
 	if (r == NULL || !applies(a, r, &rc))
 		return rc;
@@ -948,7 +963,7 @@ static int
 apply_delete(apply *a, const pgoutput_msg *m, arena *scratch)
 {
 	int rc;
-	apply_rel *r = change_rel(a, m->u.delete.relid, &rc);
+	apply_rel *r = change_rel(a, m->u.delete.relid, m, &rc);
 
 	if (r == NULL || !applies(a, r, &rc))
 		return rc;
@@ -974,7 +989,7 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 	if (a->skipping)
 		return TM_OK;
 	for (uint32_t i = 0; i < m->u.truncate.nrelids; i++) {
-		apply_rel *r = change_rel(a, m->u.truncate.relids[i], &rc);
+		apply_rel *r = change_rel(a, m->u.truncate.relids[i], m, &rc);
 		bool applied = r != NULL && applies(a, r, &rc);
 
 		if (rc != TM_OK)
@@ -1261,6 +1276,7 @@ apply_forget_statements(apply *a, int table_id)
 			rel_forget_statements(a->rels[i]);
 			/* its key may be another: looked for again at the next change */
 			a->rels[i]->keys_ok = false;
+			a->rels[i]->described_before = true;
 		}
 }
 
@@ -1270,7 +1286,9 @@ apply_stream_columns(const apply *a, int table_id, int *ncols, const char *const
 	for (int i = 0; i < a->nrels; i++) {
 		const apply_rel *r = a->rels[i];
 
-		if (r->table != NULL && r->table->table_id == table_id) {
+		/* a description from before the table joined is of another definition */
+		if (r->table != NULL && r->table->table_id == table_id && !r->described_before &&
+		    r->described_in >= r->table->registered_lsn) {
 			*ncols = r->ncols;
 			*names = (const char *const *) r->colnames;
 			return true;

@@ -22,7 +22,9 @@
  * registered_lsn): the changes of a source transaction that committed
  * before it are not applied (the table's copy, which follows, has them). A
  * relation with changes and no registered table is registered, if at all,
- * at the commit of the transaction (hooks.before_commit). When the
+ * at the commit of the transaction (hooks.before_commit); its changes of
+ * the transaction are kept meanwhile (up to APPLY_KEEP_BYTES), and applied
+ * at the commit instead of a copy when the table was created in it. When the
  * stream's columns of a registered table lack its key (a schema change
  * that was not captured), the table is set aside: registered again from
  * the source's definition now and copied again; the others go on.
@@ -41,6 +43,15 @@
 #include "tabledef.h"
 
 typedef struct apply apply;
+
+/* What the capture messages of the source transaction being applied said
+ * about a relation that has no registered table (hooks.described). */
+typedef enum apply_described {
+	APPLY_NOT_DESCRIBED,   /* nothing: registered, if at all, from the source's definition */
+	APPLY_DESCRIBED,       /* a table not registered yet (joining is decided at the commit) */
+	APPLY_CREATED,         /* that, and created in the transaction and not rewritten: its
+	                        * changes of the transaction are all its rows */
+} apply_described;
 
 /* A table's definition as the source has it now, with the position its
  * history starts at (source_query_table_def_at): for a table of a
@@ -80,15 +91,17 @@ typedef struct apply_hooks {
 	 * its commit record), before anything else is done about it, inside
 	 * its target transaction: tables join replication (schema_sync_commit).
 	 * Relations with changes in it and no registered table are then
-	 * looked at again: registered now when the stream has nothing more
-	 * of them, i.e. when described(relid) is false (a capture message of
-	 * the transaction decided about them otherwise). */
+	 * looked at again: one whose table joined gets it (and, created in
+	 * the transaction, its changes of it applied instead of a copy); one
+	 * that no capture message described is registered now from the
+	 * source's definition. */
 	int (*before_commit)(void *ctx, tm_lsn end_lsn);
-	bool (*described)(void *ctx, uint32_t relid);
-	/* A table's history started again (set aside: catalog_restart_table):
-	 * its copy starts again. */
-	void (*on_restart)(void *ctx, int table_id);
-	void *commit_ctx;          /* before_commit's, described's and on_restart's ctx */
+	apply_described (*described)(void *ctx, uint32_t relid);
+	/* A table was registered by the apply (from the source's definition),
+	 * or registered again (set aside: catalog_restart_table): its copy
+	 * starts (again). */
+	void (*on_registered)(void *ctx, int table_id);
+	void *commit_ctx;          /* before_commit's, described's and on_registered's ctx */
 } apply_hooks;
 
 typedef struct apply_config {
@@ -173,7 +186,9 @@ keyless *apply_keyless(apply *a);
 void apply_forget_statements(apply *a, int table_id);
 
 /* The columns the stream last described for a table (borrowed names), or
- * false when the stream has not described it in this session. */
+ * false when the stream has not described it in this session, or not since
+ * a captured change of its definition (the stream describes a relation
+ * again only before its next row), or not since the table joined. */
 bool apply_stream_columns(const apply *a, int table_id, int *ncols, const char *const **names);
 
 #endif

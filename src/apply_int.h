@@ -14,6 +14,11 @@
 
 /* Commits remembered until the target's WAL flush passes them. */
 #define APPLY_PENDING 64
+/* The changes of relations without a table kept in one source transaction,
+ * at most (apply_join.c): beyond, such a table's rows are copied. */
+#define APPLY_KEEP_BYTES (16LL * 1024 * 1024)
+
+typedef struct apply_kept apply_kept; /* apply_join.c */
 
 typedef struct apply_partial {
 	bool *present;      /* owned: columns set by this statement */
@@ -28,6 +33,9 @@ typedef struct apply_rel {
 	char *relname;          /* owned */
 	int ncols;
 	char **colnames;        /* owned */
+	uint32_t *coltypes;     /* owned: each column's type oid, as described */
+	bool *colkeys;          /* owned: each column's replica identity flag */
+	char replident;
 	int nkeys;
 	int *key_idx;           /* owned: key columns, indexes into colnames */
 	char **key_types;       /* owned: each key column's type on the target, as
@@ -43,6 +51,13 @@ typedef struct apply_rel {
 	                         * never has one, see attach_table) */
 	bool changed_in_tx;     /* unmatched, with changes in the transaction being
 	                         * applied (apply_join_at_commit) */
+	bool described_before;  /* a captured change of its table came after the
+	                         * stream last described it (the stream describes a
+	                         * relation again only before its next change) */
+	tm_lsn described_in;    /* the commit position of the transaction the stream
+	                         * last described it in */
+	apply_kept *kept;       /* owned: its changes in the transaction while it has no
+	                         * table (apply_join.c), NULL when none */
 	sqltype *src_types;     /* owned, per column: the source type (by the schema version) */
 	sqltype *check;         /* owned, per column: the target type to check values
 	                         * against, when the source's no longer fits it */
@@ -86,6 +101,9 @@ struct apply {
 	apply_stats stats;
 	apply_stats pending;        /* counted in the open group, not yet committed */
 	keyless *keyless;           /* owned: tables without a key */
+	long long kept_bytes;       /* held by the relations' kept changes */
+	bool replaying;             /* kept changes are applied (apply_join.c): they are
+	                             * from before the table joined, and apply */
 };
 
 /* Takes ownership of *t's contents into a new table of the list. */
@@ -108,5 +126,12 @@ int apply_join_reloaded(apply *a);
 /* The stream's columns of r lack its table's key: the table is set aside
  * (registered again from the source's definition now, copied again). */
 int apply_set_aside(apply *a, apply_rel *r);
+/* A change of r, which has no table yet: kept for the commit. */
+void apply_keep(apply *a, apply_rel *r, const pgoutput_msg *m);
+/* The stream describes r again (m): its kept changes stay of use only
+ * when the columns did not change. */
+void apply_keep_described(apply *a, apply_rel *r, const pgoutput_msg *m);
+/* Frees what r kept. */
+void apply_keep_free(apply *a, apply_rel *r);
 
 #endif

@@ -25,6 +25,34 @@ catalog_ensure_progress(sink *s, const char *slot)
 }
 
 int
+catalog_new_slot_generation(sink *s, const char *slot)
+{
+	const char *p[] = {slot};
+
+	return sink_command(s, "recording a new slot",
+	                    "UPDATE tidemark.progress SET slot_generation = slot_generation + 1"
+	                    " WHERE slot_name = $1", 1, p);
+}
+
+int
+catalog_warn_interrupted(sink *s, const char *slot)
+{
+	catalog_table *all = NULL;
+	int n = 0;
+	int rc = catalog_load_tables(s, slot, &all, &n);
+
+	for (int i = 0; rc == TM_OK && i < n; i++)
+		if (all[i].interrupted)
+			log_warn("target: %s.%s was registered for an earlier slot of this replication "
+			         "(before teardown, or before the slot was dropped): its changes are not "
+			         "captured and it is not copied. Fix: tidemark setup naming it (--table "
+			         "'%s.%s'); it is then copied again", all[i].source_schema,
+			         all[i].source_table, all[i].source_schema, all[i].source_table);
+	catalog_tables_free(all, n);
+	return rc;
+}
+
+int
 catalog_read_progress(sink *s, const char *slot, tm_lsn *applied)
 {
 	const char *p[] = {slot};
@@ -138,9 +166,10 @@ insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_fr
 	rc = sink_query(
 		s, "registering a table",
 		"WITH t AS (INSERT INTO tidemark.tables (slot_name, source_schema, source_table,"
-		"   target_schema, target_table, key_columns, source_relid, registered_lsn)"
+		"   target_schema, target_table, key_columns, source_relid, registered_lsn,"
+		"   slot_generation)"
 		"  SELECT $1, $2, $3, $2, $3, ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $7::oid,"
-		"   $6::pg_lsn"
+		"   $6::pg_lsn, (SELECT slot_generation FROM tidemark.progress WHERE slot_name = $1)"
 		"  ON CONFLICT (slot_name, source_schema, source_table) DO NOTHING RETURNING table_id)"
 		" INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
 		" SELECT table_id, 1, $6::pg_lsn, $5::jsonb FROM t RETURNING table_id",
@@ -286,7 +315,9 @@ record_restart(sink *s, const catalog_table *t, const tabledef *def, tm_lsn vali
 		"   snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
 		"   snapshot_started_at = NULL, snapshot_finished_at = NULL,"
 		"   snapshot_requested_at = clock_timestamp(), key_order_same = NULL,"
-		"   key_order_reason = NULL WHERE table_id = $1::int RETURNING table_id)"
+		"   key_order_reason = NULL, slot_generation = (SELECT p.slot_generation"
+		"     FROM tidemark.progress p WHERE p.slot_name = tables.slot_name)"
+		"   WHERE table_id = $1::int RETURNING table_id)"
 		" INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
 		" SELECT table_id, (SELECT coalesce(max(version), 0) + 1 FROM tidemark.schema_versions"
 		"   WHERE table_id = $1::int), $6::pg_lsn, $7::jsonb FROM t",
@@ -509,7 +540,10 @@ catalog_exclude_table(sink *s, const char *slot, const char *schema, const char 
 	" coalesce((to_jsonb(tables) ->> 'key_order_same')::boolean, false),"                 \
 	" CASE WHEN to_jsonb(tables) ->> 'key_order_same' IS NULL THEN 'not known yet'"        \
 	"   ELSE to_jsonb(tables) ->> 'key_order_reason' END,"                                   \
-	" coalesce(to_jsonb(tables) ->> 'registered_lsn', '0/0')"
+	" coalesce(to_jsonb(tables) ->> 'registered_lsn', '0/0'),"                              \
+	" coalesce((to_jsonb(tables) ->> 'slot_generation')::int, 1) < coalesce((SELECT"       \
+	"   (to_jsonb(p) ->> 'slot_generation')::int FROM tidemark.progress p"                  \
+	"   WHERE p.slot_name = tables.slot_name), 1)"
 
 /* A JSON array of strings (or JSON null) into a new array of new strings. */
 static char **
@@ -555,6 +589,7 @@ table_from_row(PGresult *r, int row, catalog_table *t)
 	t->key_order_same = strcmp(PQgetvalue(r, row, 13), "t") == 0;
 	t->key_order_reason = PQgetisnull(r, row, 14) ? NULL : xstrdup(PQgetvalue(r, row, 14));
 	lsn_parse(PQgetvalue(r, row, 15), &t->registered_lsn);
+	t->interrupted = strcmp(PQgetvalue(r, row, 16), "t") == 0;
 }
 
 int

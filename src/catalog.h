@@ -47,10 +47,20 @@ typedef struct catalog_table {
 	 * the table on the target, neither rows nor definition. 0: from the
 	 * start. */
 	tm_lsn registered_lsn;
+	/* Registered for an earlier slot than the replication's (before
+	 * `teardown`, or before the slot was dropped): the source's changes
+	 * between the two slots were never captured, so it is registered
+	 * again by the next setup that names it. */
+	bool interrupted;
 } catalog_table;
 
 /* Creates the progress row of a slot if missing. */
 int catalog_ensure_progress(sink *s, const char *slot);
+/* The slot is made again (setup found none): the tables registered so
+ * far become interrupted (catalog_table.interrupted). */
+int catalog_new_slot_generation(sink *s, const char *slot);
+/* Names each interrupted table with the fix (setup, and run at its start). */
+int catalog_warn_interrupted(sink *s, const char *slot);
 
 /* The applied position (LSN_INVALID when nothing was applied yet). */
 int catalog_read_progress(sink *s, const char *slot, tm_lsn *applied);

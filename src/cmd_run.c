@@ -79,6 +79,7 @@ typedef struct run_state {
 	long long progress_txs, progress_changes;
 	bool made_progress;
 	bool migrated;              /* the target catalog is at this binary's version */
+	bool warned;                /* tables of an earlier slot were named */
 } run_state;
 
 /* ---- new tables in replicated schemas ---- */
@@ -192,15 +193,19 @@ before_commit(void *ctx, tm_lsn end_lsn)
 	return rc == TM_OK ? after_sync(st, &res) : rc;
 }
 
-static bool
+static apply_described
 described(void *ctx, uint32_t relid)
 {
-	return schema_sync_described(((run_state *) ctx)->schema, relid);
+	const schema_sync *ss = ((run_state *) ctx)->schema;
+
+	return schema_sync_created(ss, relid)     ? APPLY_CREATED
+	       : schema_sync_described(ss, relid) ? APPLY_DESCRIBED
+	                                          : APPLY_NOT_DESCRIBED;
 }
 
-/* A table's history started again (set aside by the apply). */
+/* A table registered by the apply, or registered again (set aside). */
 static void
-restarted(void *ctx, int table_id)
+registered(void *ctx, int table_id)
 {
 	run_state *st = ctx;
 
@@ -432,10 +437,12 @@ catalog_upgrade(run_state *st)
 }
 
 
-/* The key order of the tables whose order is not known (registered before
- * it was recorded: migrations/target/005_target_types.sql), once per run. */
+/* At a session's start: the key order of the tables whose order is not
+ * known (registered before it was recorded: migrations/target/
+ * 005_target_types.sql); and, once per run, the tables registered for an
+ * earlier slot, named. */
 static int
-key_order_refresh(run_state *st)
+catalog_at_start(run_state *st)
 {
 	int *ids = NULL, nids = 0, version = 0;
 	int rc = catalog_version(st->sink, &version);
@@ -446,6 +453,9 @@ key_order_refresh(run_state *st)
 	if (rc == TM_OK)
 		rc = key_order_for(st, ids, nids);
 	free(ids);
+	if (rc == TM_OK && !st->warned)
+		rc = catalog_warn_interrupted(st->sink, st->opts->slot);
+	st->warned |= rc == TM_OK;
 	return rc;
 }
 
@@ -495,7 +505,7 @@ session_open(run_state *st)
 	if (rc == TM_OK)
 		rc = catalog_upgrade(st);
 	if (rc == TM_OK)
-		rc = key_order_refresh(st);
+		rc = catalog_at_start(st);
 	if (rc == TM_OK)
 		rc = snapshot_new(&sc, st->sink, &st->snap);
 	if (rc == TM_OK)
@@ -508,7 +518,7 @@ session_open(run_state *st)
 	cfg.hooks.message_ctx = st;
 	cfg.hooks.before_commit = before_commit;
 	cfg.hooks.described = described;
-	cfg.hooks.on_restart = restarted;
+	cfg.hooks.on_registered = registered;
 	cfg.hooks.commit_ctx = st;
 	rc = apply_new(st->sink, &cfg, &st->apply);
 	if (rc != TM_OK)

@@ -357,10 +357,11 @@ record_partitions(sink *s, const char *slot, const tabledef *def, ddl_part_root 
 }
 
 /*
- * A table registered already whose history was interrupted: the slot is
- * new (after `teardown`, or the slot was dropped), so the source's changes
- * since the old slot's last position were never captured; or the source's
- * table under this name is another one (another oid). Its history starts
+ * A table registered already whose history was interrupted: registered for
+ * an earlier slot (before `teardown`, or before the slot was dropped), so
+ * the source's changes since the old slot's last position were never
+ * captured; or the source's table under this name is another one (another
+ * oid). Its history starts
  * again where its definition was read: a new schema version, copied again;
  * its target table is kept when it has the definition's columns, else
  * moved aside and made again.
@@ -390,39 +391,18 @@ rejoin(sink *s, const char *slot, const catalog_table *known, const tabledef *de
 
 /* Registers one table (new, joining again, or known: nothing to do). */
 static int
-register_table(sink *s, const cli_options *o, const tabledef *def, tm_lsn at, bool slot_new,
-               bool *added)
+register_table(sink *s, const cli_options *o, const tabledef *def, tm_lsn at, bool *added)
 {
 	catalog_table *known = NULL;
 	int rc = catalog_load_table(s, o->slot, def->schema, def->name, &known);
 
 	*added = false;
 	if (rc == TM_OK && known != NULL &&
-	    (slot_new || (known->source_relid != 0 && known->source_relid != def->relid)))
+	    (known->interrupted || (known->source_relid != 0 && known->source_relid != def->relid)))
 		rc = rejoin(s, o->slot, known, def, at, added);
 	else if (rc == TM_OK && known == NULL)
 		rc = catalog_add_table(s, o->slot, def, at, added, NULL);
 	catalog_table_free(known);
-	return rc;
-}
-
-/* With a new slot, registered tables this setup does not name get no
- * changes and no copy: said, with the fix. */
-static int
-warn_unnamed(sink *s, const cli_options *o, const setup_tables *t)
-{
-	catalog_table *all = NULL;
-	int n = 0;
-	int rc = catalog_load_tables(s, o->slot, &all, &n);
-
-	for (int i = 0; rc == TM_OK && i < n; i++)
-		if (!tables_has(t, all[i].source_schema, all[i].source_table))
-			log_warn("target: %s.%s is registered for this replication but not named by this "
-			         "setup, whose slot is new: its changes are not captured. Fix: tidemark "
-			         "setup again naming it too (--table '%s.%s'); it is then copied again",
-			         all[i].source_schema, all[i].source_table, all[i].source_schema,
-			         all[i].source_table);
-	catalog_tables_free(all, n);
 	return rc;
 }
 
@@ -443,6 +423,8 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 		rc = sink_open(o->target, "setup", &s);
 	if (rc == TM_OK)
 		rc = catalog_ensure_progress(s, o->slot);
+	if (rc == TM_OK && slot_new)
+		rc = catalog_new_slot_generation(s, o->slot);
 	if (rc == TM_OK)
 		rc = keep_capture_key(s, o, key_hex, valid_from);
 	for (int i = 0; rc == TM_OK && i < t->nexcluded; i++)
@@ -454,7 +436,7 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 
 		rc = sink_begin(s);
 		if (rc == TM_OK)
-			rc = register_table(s, o, t->defs[i], t->at[i], slot_new, &added);
+			rc = register_table(s, o, t->defs[i], t->at[i], &added);
 		if (rc == TM_OK)
 			rc = record_partitions(s, o->slot, t->defs[i], &t->trees[i], added);
 		if (rc == TM_OK)
@@ -472,8 +454,8 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 		if (rc == TM_OK && added && tabledef_nkeys(t->defs[i]) > 0)
 			rc = record_key_order(src, s, o->slot, t->defs[i]);
 	}
-	if (rc == TM_OK && slot_new)
-		rc = warn_unnamed(s, o, t);
+	if (rc == TM_OK)
+		rc = catalog_warn_interrupted(s, o->slot);
 	if (rc == TM_OK)
 		log_info("target: %d table(s) newly registered, %d in all from this setup",
 		         added_count, t->n);

@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "keyless_sql.h"
 #include "log.h"
@@ -103,12 +104,57 @@ start_copy(keyless_stage *st, int table_id, int ncols, const char *const *cols, 
 	return rc;
 }
 
+/* Does the target table have every column read? */
+static int
+target_has_columns(keyless_stage *st, const char *schema, const char *table, int ncols,
+                   const char *const *cols, bool *has)
+{
+	strbuf names = STRBUF_INIT;
+	char n[16];
+	const char *p[] = {schema, table, NULL, n};
+	PGresult *r = NULL;
+	int rc;
+
+	strbuf_appendc(&names, '{');
+	for (int i = 0; i < ncols; i++) {
+		if (i > 0)
+			strbuf_appendc(&names, ',');
+		strbuf_appendc(&names, '"');
+		for (const char *c = cols[i]; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				strbuf_appendc(&names, '\\');
+			strbuf_appendc(&names, *c);
+		}
+		strbuf_appendc(&names, '"');
+	}
+	strbuf_appendc(&names, '}');
+	p[2] = names.data;
+	snprintf(n, sizeof n, "%d", ncols);
+	rc = pgconn_exec(st->conn, TGT, "looking at a target table's columns",
+	                 "SELECT count(*) = $4::int FROM pg_attribute WHERE attrelid ="
+	                 " format('%I.%I', $1::text, $2::text)::regclass AND attnum > 0"
+	                 " AND NOT attisdropped AND attname = ANY ($3::text[])", 4, p, &r);
+	*has = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	strbuf_free(&names);
+	return rc;
+}
+
 int
 keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
-                    const char *target_table, int ncols, const char *const *cols, bool binary)
+                    const char *target_table, int ncols, const char *const *cols, bool binary,
+                    bool *lags)
 {
+	bool has = false;
 	int rc = connect_target(st);
 
+	*lags = false;
+	if (rc == TM_OK)
+		rc = target_has_columns(st, target_schema, target_table, ncols, cols, &has);
+	if (rc == TM_OK && !has) {
+		*lags = true;
+		return TM_OK;
+	}
 	if (rc == TM_OK)
 		rc = pgconn_command(st->conn, TGT, "starting a staging transaction", "BEGIN", 0, NULL);
 	st->in_tx = rc == TM_OK;

@@ -30,10 +30,13 @@ typedef struct keyless_stage keyless_stage;
 int keyless_stage_open(const char *conninfo, keyless_stage **out);
 void keyless_stage_close(keyless_stage *st);
 
-/* Starts the staging transaction and its COPY. Everything is borrowed. */
+/* Starts the staging transaction and its COPY. Everything is borrowed.
+ * *lags: the target table does not have every column read yet (the apply
+ * has not followed a schema change the source made before the read):
+ * nothing is started, TM_OK; the read is of no use, and is made again. */
 int keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
                         const char *target_table, int ncols, const char *const *cols,
-                        bool binary);
+                        bool binary, bool *lags);
 /* Forwards COPY data (any split: whole rows in text, anything in binary). */
 int keyless_stage_data(keyless_stage *st, const char *buf, int len);
 /* Ends the COPY and commits; *rows: the rows staged. */

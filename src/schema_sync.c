@@ -818,20 +818,20 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	return rc;
 }
 
-/* A table created (or moved) into a replicated schema. */
+/* A table created (or moved) into a replicated schema: it joins at the
+ * commit of its transaction (schema_sync_join.c). */
 static int
-new_table(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *note,
-          schema_sync_result *res)
+new_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_lsn pos,
+          sync_note *note)
 {
 	bool replicated = false, excluded = false;
 	int rc = catalog_schema_covers(ss->sink, ss->cfg.slot, et->def->schema, et->def->name,
 	                               &replicated, &excluded);
 
-	(void) res;
 	if (rc == TM_OK && excluded)
 		schema_sync_note_list(&note->actions, "table excluded (setup --exclude-table): not replicated");
 	if (rc == TM_OK && replicated)
-		schema_sync_join_note(ss, et, pos, note);
+		schema_sync_join_note(ss, e, et, pos, note);
 	return rc;
 }
 
@@ -859,7 +859,7 @@ on_ddl_table(schema_sync *ss, const ddl_event *e, ddl_event_table *et, tm_lsn po
 	int rc = load_table(ss, et->def, &t);
 
 	if (rc == TM_OK && t == NULL)
-		rc = new_table(ss, et, pos, note, res);
+		rc = new_table(ss, e, et, pos, note);
 	else if (rc == TM_OK && schema_sync_before_join(ss, t))
 		note_before_join(t, note);
 	else if (rc == TM_OK) {
@@ -1007,6 +1007,7 @@ remember_rewrite(schema_sync *ss, const ddl_event *e, sync_note *note)
 	}
 	if (e->rewrite_relid != 0 && ss->nrewrites < MAX_REWRITES)
 		ss->rewrites[ss->nrewrites++] = e->rewrite_relid;
+	schema_sync_join_rewritten(ss, e->rewrite_relid);
 	schema_sync_note_list(&note->classes, "table rewrite");
 	schema_sync_note_list(&note->actions, "noted: the source rewrote the table's rows");
 }

@@ -109,6 +109,10 @@ int schema_sync_commit(schema_sync *ss, tm_lsn end_lsn, schema_sync_result *res)
  * relation as a table not registered yet? (Whether it joins is decided
  * at the commit, by schema_sync_commit.) */
 bool schema_sync_described(const schema_sync *ss, uint32_t relid);
+/* That, and the transaction created the table (CREATE TABLE, CREATE
+ * TABLE AS, SELECT INTO) and did not rewrite it: every row it has at the
+ * commit came through the stream in the transaction. */
+bool schema_sync_created(const schema_sync *ss, uint32_t relid);
 
 /*
  * Handles one capture message met at position inside the open target

@@ -31,6 +31,10 @@ typedef struct sync_join {
 	ddl_event_table table;   /* owned: def and cols copied */
 	tm_lsn position;         /* the last capture message about it */
 	bool dropped;            /* dropped again in the same transaction */
+	bool decided;            /* the commit came (the entry stays for
+	                          * schema_sync_described until the next one) */
+	bool created;            /* created by the transaction */
+	bool rewritten;          /* the source rewrote it in the transaction */
 } sync_join;
 
 /* A replicated table whose key went in the transaction: said at its
@@ -94,8 +98,10 @@ int schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync
 /* A table not registered yet, met in a ddl message: it joins replication
  * at the commit of its transaction with its last captured definition
  * (noted, decided then). */
-void schema_sync_join_note(schema_sync *ss, const ddl_event_table *et, tm_lsn pos,
-                           sync_note *note);
+void schema_sync_join_note(schema_sync *ss, const ddl_event *e, const ddl_event_table *et,
+                           tm_lsn pos, sync_note *note);
+/* A table to join at this commit was rewritten (a rewrite message). */
+void schema_sync_join_rewritten(schema_sync *ss, uint32_t relid);
 /* A table dropped: when it was to join at this commit, it does not. */
 bool schema_sync_join_dropped(schema_sync *ss, uint32_t relid, sync_note *note);
 /* The table to join at this commit with this relid, or NULL. */

@@ -47,6 +47,18 @@ event_table_copy(ddl_event_table *dst, const ddl_event_table *src)
 	}
 }
 
+static void
+keyless_clear(schema_sync *ss)
+{
+	for (int i = 0; i < ss->nkeyless; i++) {
+		free(ss->keyless[i].schema);
+		free(ss->keyless[i].name);
+	}
+	free(ss->keyless);
+	ss->keyless = NULL;
+	ss->nkeyless = 0;
+}
+
 void
 schema_sync_join_reset(schema_sync *ss)
 {
@@ -55,13 +67,7 @@ schema_sync_join_reset(schema_sync *ss)
 	free(ss->joins);
 	ss->joins = NULL;
 	ss->njoins = 0;
-	for (int i = 0; i < ss->nkeyless; i++) {
-		free(ss->keyless[i].schema);
-		free(ss->keyless[i].name);
-	}
-	free(ss->keyless);
-	ss->keyless = NULL;
-	ss->nkeyless = 0;
+	keyless_clear(ss);
 }
 
 void
@@ -99,14 +105,33 @@ schema_sync_described(const schema_sync *ss, uint32_t relid)
 	return join_find(ss, relid) != NULL;
 }
 
+bool
+schema_sync_created(const schema_sync *ss, uint32_t relid)
+{
+	const sync_join *j = join_find(ss, relid);
+
+	return j != NULL && j->created && !j->rewritten && !j->dropped;
+}
+
+static bool
+creates_table(const ddl_event *e)
+{
+	return strcmp(e->command_tag, "CREATE TABLE") == 0 ||
+	       strcmp(e->command_tag, "CREATE TABLE AS") == 0 ||
+	       strcmp(e->command_tag, "SELECT INTO") == 0;
+}
+
 void
-schema_sync_join_note(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *note)
+schema_sync_join_note(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_lsn pos,
+                      sync_note *note)
 {
 	sync_join *j = join_find(ss, et->def->relid);
 
 	if (j == NULL) {
 		ss->joins = xrealloc(ss->joins, sizeof *ss->joins * (size_t) (ss->njoins + 1));
 		j = &ss->joins[ss->njoins++];
+		memset(j, 0, sizeof *j);
+		j->created = e->command_tag != NULL && creates_table(e);
 	} else
 		event_table_clear(&j->table);
 	event_table_copy(&j->table, et);
@@ -114,6 +139,15 @@ schema_sync_join_note(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sy
 	j->dropped = false;
 	schema_sync_note_list(&note->actions, "new table: joins replication at the commit of its "
 	                                      "transaction, with its definition then");
+}
+
+void
+schema_sync_join_rewritten(schema_sync *ss, uint32_t relid)
+{
+	sync_join *j = join_find(ss, relid);
+
+	if (j != NULL)
+		j->rewritten = true;
 }
 
 bool
@@ -241,11 +275,13 @@ schema_sync_commit(schema_sync *ss, tm_lsn end_lsn, schema_sync_result *res)
 	int rc = TM_OK;
 
 	memset(res, 0, sizeof *res);
-	for (int i = 0; rc == TM_OK && i < ss->njoins; i++)
-		if (!ss->joins[i].dropped)
+	for (int i = 0; rc == TM_OK && i < ss->njoins; i++) {
+		if (!ss->joins[i].dropped && !ss->joins[i].decided)
 			rc = join_table(ss, &ss->joins[i], end_lsn, res);
+		ss->joins[i].decided = true;
+	}
 	for (int i = 0; rc == TM_OK && i < ss->nkeyless; i++)
 		warn_keyless(&ss->keyless[i]);
-	schema_sync_join_reset(ss);
+	keyless_clear(ss);
 	return rc;
 }

@@ -542,21 +542,24 @@ read_whole(PGconn *conn, table_cursor *c, snap_result *res)
 {
 	keyless_stage *stage = *c->stage;
 	strbuf sql = STRBUF_INIT;
+	bool lags = false;
 	int rc = keyless_stage_begin(stage, c->job.table_id, c->job.target_schema,
 	                             c->job.target_table, c->ncols, (const char *const *) c->colnames,
-	                             c->format == SNAP_CHUNK_BINARY);
+	                             c->format == SNAP_CHUNK_BINARY, &lags);
 
 	whole_sql(c, &sql);
-	if (rc == TM_OK)
+	/* the target has not followed the source's definition yet: not staged,
+	 * read again at the high watermark (by then it has) */
+	if (rc == TM_OK && !lags)
 		rc = forward_rows(conn, stage, sql.data);
-	if (rc == TM_OK)
+	if (rc == TM_OK && !lags)
 		rc = keyless_stage_commit(stage, &res->rows_staged);
-	else
+	else if (rc != TM_OK)
 		keyless_stage_abort(stage);
 	snap_chunk_free(res->chunk);
 	res->chunk = snap_chunk_new(c->format, c->ncols, (const char *const *) c->colnames, 0,
 	                            c->key_idx);
-	res->staged = rc == TM_OK;
+	res->staged = rc == TM_OK && !lags;
 	strbuf_free(&sql);
 	return rc;
 }

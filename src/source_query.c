@@ -198,11 +198,20 @@ def_and_position(PGconn *conn, const char *schema, const char *name, tabledef **
 	               " $2::text)) IS NOT NULL", 2, params, &r);
 
 	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
+		PGresult *l;
+
 		strbuf_append(&lock, "LOCK TABLE ");
 		strbuf_append_qualified(&lock, schema, name);
 		strbuf_append(&lock, " IN ACCESS SHARE MODE");
-		rc = pgconn_command(conn, SRC, "locking a table to read its definition", lock.data, 0,
-		                    NULL);
+		l = PQexec(conn, lock.data);
+		if (PQresultStatus(l) == PGRES_FATAL_ERROR &&
+		    strcmp(PQresultErrorField(l, PG_DIAG_SQLSTATE) ?: "", "42P01") == 0) {
+			log_info("source: table %s.%s was dropped while its definition was read",
+			         schema, name);
+			rc = TM_EXIT_CONFIG;
+		} else if (PQresultStatus(l) != PGRES_COMMAND_OK)
+			rc = pgconn_fail(conn, SRC, "locking a table to read its definition", l);
+		PQclear(l);
 	}
 	PQclear(r);
 	strbuf_free(&lock);

@@ -22,3 +22,12 @@ UPDATE tidemark.tables t SET registered_lsn = v.valid_from_lsn
  WHERE v.table_id = t.table_id AND t.registered_lsn IS NULL
    AND v.version = (SELECT min(version) FROM tidemark.schema_versions w
                      WHERE w.table_id = t.table_id);
+
+-- The slot's generation: 1, and one more each time `setup` makes the slot
+-- again (after `teardown`, or when it was dropped). A table registered in
+-- an earlier generation missed the source's changes between the old
+-- slot's end and the new one's start: the next `setup` that names it
+-- registers it again (a new registered_lsn and schema version) and copies
+-- it again.
+ALTER TABLE tidemark.progress ADD COLUMN IF NOT EXISTS slot_generation integer NOT NULL DEFAULT 1;
+ALTER TABLE tidemark.tables ADD COLUMN IF NOT EXISTS slot_generation integer NOT NULL DEFAULT 1;

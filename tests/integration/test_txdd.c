@@ -53,6 +53,39 @@ test_ctas_then_key(void **state)
 	tm_env_free(e);
 }
 
+/* The rows a table had when the source dropped it, kept on the target
+ * (also when it was dropped before any copy could read it): a table
+ * created in the transaction that made it join has all its rows in the
+ * stream. */
+static void
+test_ctas_dropped_later(void **state)
+{
+	tm_env *e = tm_env_new("ctasdrop");
+	int ns, nt;
+	char **src, **dst;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA app; CREATE TABLE app.a (id int PRIMARY KEY)");
+	setup_schema(e, "app");
+	catch_up(e);
+	pgtest_exec(e->s, "BEGIN; CREATE TABLE app.c AS SELECT g AS id, g * 2 AS v"
+	                  " FROM generate_series(1, 100) g;"
+	                  " ALTER TABLE app.c ADD PRIMARY KEY (id); UPDATE app.c SET v = -1 WHERE id = 1;"
+	                  " COMMIT;"
+	                  "UPDATE app.c SET v = 0 WHERE id < 10; DELETE FROM app.c WHERE id > 95;"
+	                  "CREATE TABLE public.c_then AS SELECT * FROM app.c; DROP TABLE app.c");
+	catch_up(e);
+	src = tm_sorted_rows(e->s, "public.c_then", "id, v", &ns);
+	dst = tm_sorted_rows(e->t, "app.c", "id, v", &nt);
+	assert_int_equal(ns, 95);
+	assert_int_equal(nt, ns);
+	for (int i = 0; i < ns; i++)
+		assert_string_equal(src[i], dst[i]);
+	tm_rows_free(src, ns);
+	tm_rows_free(dst, nt);
+	tm_env_free(e);
+}
+
 /* A replicated table dropped and created again under its name without a
  * key, rows written, the key added later. */
 static void
@@ -162,15 +195,83 @@ test_setup_after_ctas_and_key(void **state)
 	tm_env_free(e);
 }
 
+/* A table set up again after teardown starts again: the source changed
+ * while nothing was captured, its rows and its definition. */
+static void
+test_setup_again_after_teardown(void **state)
+{
+	tm_env *e = tm_env_new("readded");
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v int);"
+	                  "INSERT INTO t SELECT g, g FROM generate_series(1, 50) g;"
+	                  "CREATE TABLE u (id int PRIMARY KEY, v int);"
+	                  "INSERT INTO u SELECT g, g FROM generate_series(1, 50) g");
+	tm_setup_table(e, "t");
+	tm_setup_table(e, "u");
+	catch_up(e);
+	assert_int_equal(tm_run(e, 60, &out, "teardown", NULL), 0);
+	free(out);
+	/* not captured: a column, updates, deletes, inserts */
+	pgtest_exec(e->s, "ALTER TABLE t ADD COLUMN w text DEFAULT 'w'; UPDATE t SET v = 0 WHERE id < 10;"
+	                  "DELETE FROM t WHERE id > 40; INSERT INTO t VALUES (100, 100, 'x');"
+	                  "UPDATE u SET v = -v WHERE id < 5; DELETE FROM u WHERE id > 45");
+	tm_setup_table(e, "t");
+	tm_setup_table(e, "u");
+	pgtest_exec(e->s, "UPDATE t SET w = 'y' WHERE id = 1; INSERT INTO u VALUES (200, 200)");
+	catch_up(e);
+	tm_assert_equal(e, "t", "id");
+	tm_assert_equal(e, "u", "id");
+	/* t's target table of the old definition is kept aside; u's was kept */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM \"t (set aside)\""), 50);
+	assert_null(pgtest_query_value(e->t, "SELECT to_regclass('\"u (set aside)\"')"));
+	tm_env_free(e);
+}
+
+/* A change the target refuses (a view of the target's own depends on the
+ * column) sets the table aside; the other tables go on. */
+static void
+test_refused_change_sets_aside(void **state)
+{
+	tm_env *e = tm_env_new("setaside");
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v int);"
+	                  "INSERT INTO t SELECT g, g FROM generate_series(1, 50) g;"
+	                  "CREATE TABLE u (id int PRIMARY KEY, v int)");
+	tm_setup_table(e, "t");
+	tm_setup_table(e, "u");
+	catch_up(e);
+	pgtest_exec(e->t, "CREATE VIEW tv AS SELECT v FROM t");
+	pgtest_exec(e->s, "BEGIN; INSERT INTO u VALUES (1, 1); ALTER TABLE t ALTER COLUMN v TYPE bigint;"
+	                  " UPDATE t SET v = v * 10000000000 WHERE id < 5; INSERT INTO u VALUES (2, 2);"
+	                  " COMMIT; INSERT INTO t VALUES (51, 51)");
+	catch_up(e);
+	tm_assert_equal(e, "t", "id");
+	tm_assert_equal(e, "u", "id");
+	/* the view follows the table it was made on, kept aside */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tv"), 50);
+	assert_int_equal(tm_run(e, 60, &out, "ddl-log", NULL), 0);
+	if (strstr(out, "set aside") == NULL)
+		fail_msg("the audit log does not say the table was set aside:\n%s", out);
+	free(out);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ctas_then_key),
+		cmocka_unit_test(test_ctas_dropped_later),
 		cmocka_unit_test(test_recreated_keyless_then_key),
 		cmocka_unit_test(test_surrogate_to_natural_key),
 		cmocka_unit_test(test_keyless_gets_added_key),
 		cmocka_unit_test(test_setup_after_ctas_and_key),
+		cmocka_unit_test(test_setup_again_after_teardown),
+		cmocka_unit_test(test_refused_change_sets_aside),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
