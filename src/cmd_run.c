@@ -364,7 +364,14 @@ session_done(run_state *st, int *rc)
 	if (!wanted || apply_in_source_transaction(st->apply))
 		return false;
 	*rc = apply_idle(st->apply);
-	return true;
+	if (*rc != TM_OK || stop_requests > 0)
+		return true;
+	/* tables registered by the target transactions just committed: the
+	 * snapshot's last look at the catalog may have come before their
+	 * commit; it looks again, now that everything is committed */
+	snapshot_poll_soon(st->snap);
+	*rc = snapshot_poll(st->snap);
+	return *rc != TM_OK || !snapshot_busy(st->snap);
 }
 
 static int

@@ -487,34 +487,32 @@ drop_key(schema_sync *ss, const target_name *tn, const target_cols *tc,
 }
 
 /*
- * A table without a key gets one. While it is being copied, its target
- * rows are replaced by the copy anyway (the key change starts it again):
- * emptied first. Otherwise the target holds what the source held when the
- * key came, which the key accepts; if it does not (rows of the target
- * differ from the source's), the table is emptied and copied again.
+ * The target table takes the key its old one gave way to. If it does not
+ * (its rows lack values the source computed for them, ADD COLUMN id
+ * serial, which the copy brings; or they differ from the source's), the
+ * table is emptied and copied again.
  */
 static int
-add_key(schema_sync *ss, const target_name *tn, const ddl_action *a, const catalog_table *t,
-        strbuf *sql, bool *resnapshot)
+give_key(schema_sync *ss, const target_name *tn, const ddl_action *a,
+         const ddl_event_table *now, strbuf *sql, bool *resnapshot)
 {
-	bool copying = strcmp(t->state, "streaming") != 0, ok = false;
 	char *refused = NULL;
-	int rc = keyless_pending_clear(ss->sink, t->table_id);
+	bool ok;
+	int rc;
 
-	if (rc == TM_OK && copying) {
-		truncate_target(tn, sql);
-		rc = exec(ss, "emptying a target table whose copy starts again", sql);
-	}
 	target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
-	if (rc != TM_OK || copying)
-		return rc == TM_OK ? exec(ss, "giving a target table its key", sql) : rc;
 	rc = exec_tolerant(ss, "giving a target table its key", sql, &refused);
 	ok = refused == NULL;
 	free(refused);
 	if (rc != TM_OK || ok)
 		return rc;
-	log_warn("target: %s.%s does not take the source's new key (its rows differ from the "
-	         "source's): it is emptied and copied again", tn->schema, tn->table);
+	if (schema_sync_was_rewritten(ss, now->def->relid))
+		log_info("target: %s.%s does not take the source's new key before the source's "
+		         "rewritten rows are copied: it is emptied and copied again", tn->schema,
+		         tn->table);
+	else
+		log_warn("target: %s.%s does not take the source's new key (its rows differ from the "
+		         "source's): it is emptied and copied again", tn->schema, tn->table);
 	truncate_target(tn, sql);
 	rc = exec(ss, "emptying a target table to copy it again", sql);
 	target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
@@ -524,6 +522,28 @@ add_key(schema_sync *ss, const target_name *tn, const ddl_action *a, const catal
 	return rc;
 }
 
+/*
+ * A table without a key gets one. While it is being copied, its target
+ * rows are replaced by the copy anyway (the key change starts it again):
+ * emptied first. Otherwise the target holds what the source held when the
+ * key came, which the key accepts; if it does not, give_key.
+ */
+static int
+add_key(schema_sync *ss, const target_name *tn, const ddl_action *a, const catalog_table *t,
+        const ddl_event_table *now, strbuf *sql, bool *resnapshot)
+{
+	bool copying = strcmp(t->state, "streaming") != 0;
+	int rc = keyless_pending_clear(ss->sink, t->table_id);
+
+	if (rc == TM_OK && copying) {
+		truncate_target(tn, sql);
+		rc = exec(ss, "emptying a target table whose copy starts again", sql);
+		target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
+		return rc == TM_OK ? exec(ss, "giving a target table its key", sql) : rc;
+	}
+	return rc == TM_OK ? give_key(ss, tn, a, now, sql, resnapshot) : rc;
+}
+
 static int
 run_key_action(schema_sync *ss, target_name *tn, const ddl_action *a, const target_cols *tc,
                const catalog_table *t, ddl_event_table *now, strbuf *sql, bool *resnapshot)
@@ -531,7 +551,10 @@ run_key_action(schema_sync *ss, target_name *tn, const ddl_action *a, const targ
 	if (a->nkeys == 0)
 		return drop_key(ss, tn, tc, now, sql);
 	if (t->nkeys == 0)
-		return add_key(ss, tn, a, t, sql, resnapshot);
+		return add_key(ss, tn, a, t, now, sql, resnapshot);
+	/* the old key went first (run_plan) */
+	if (tc->pk == NULL)
+		return give_key(ss, tn, a, now, sql, resnapshot);
 	return run_table_action(ss, tn, a, tc, now->def, sql);
 }
 

@@ -29,6 +29,13 @@
  * otherwise `run` said it is not. On failure the seed and every statement
  * of the sequence (with what the source said) are printed.
  *
+ * Before them, pinned sequences play the patterns met in real migration
+ * histories and their neighbours (CREATE TABLE AS then ADD PRIMARY KEY; a
+ * table created again under its name without a key, keyed later; DROP
+ * COLUMN id, ADD PRIMARY KEY (a, b); ADD COLUMN ... PRIMARY KEY on a
+ * keyless table with rows; REPLICA IDENTITY FULL then a key), checked the
+ * same way.
+ *
  * Settings: TXDD_SEQUENCES sequences (default 12), from TXDD_SEED (default
  * 1; sequence i uses seed TXDD_SEED + i), TXDD_TXS transactions of at most
  * TXDD_STEPS statements each (defaults 3 and 7), TXDD_VERBOSE=1 prints each
@@ -139,10 +146,20 @@ fail_sequence(sequence *q, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
+	char *tables;
+
 	current = NULL;
+	tables = pgtest_query_value(q->e->t, "SELECT string_agg(format('%%s %%s.%%s -> %%I: %%s from %%s,"
+	                                     " relid %%s', table_id, source_schema, source_table,"
+	                                     " target_table, state, registered_lsn, source_relid), E'\\n'"
+	                                     " ORDER BY table_id) FROM tidemark.tables"
+	                                     " WHERE source_schema = '%s'", q->schema);
 	/* cmocka cuts long messages: the sequence goes to stderr whole */
-	fprintf(stderr, "-- what run said:\n%s-- the sequence:\n%s", strbuf_str(&q->output),
-	        strbuf_str(&q->log));
+	fprintf(stderr, "-- what run said:\n%s-- the sequence:\n%s-- the target's catalog:\n%s\n",
+	        strbuf_str(&q->output), strbuf_str(&q->log), tables ? tables : "");
+	free(tables);
+	if (q->seed == 0)
+		fail_msg("%s: %s (the sequence and what run said are above)", q->schema, why);
 	fail_msg("sequence with seed %u (TXDD_SEED=%u TXDD_SEQUENCES=1) failed: %s (the sequence "
 	         "and what run said are above)", q->seed, q->seed, why);
 }
@@ -597,6 +614,129 @@ run_sequence(tm_env *e, unsigned seed, int ntxs, int nsteps, bool verbose)
 	free(q);
 }
 
+/* ---- the patterns met in real migrations, and their neighbours ---- */
+
+/* A pinned sequence: its statements ("@" is the sequence's schema), before
+ * the setup and then in steps, each step caught up with. */
+typedef struct script {
+	const char *name;
+	const char *before;
+	const char *steps[4];
+} script;
+
+static const script scripts[] = {
+	{"CREATE TABLE AS with rows, then its key", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 AS SELECT g AS id, g AS a FROM generate_series(1, 50) g;"
+	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); UPDATE @.t0 SET a = 0 WHERE id < 5; COMMIT"}},
+	{"CREATE TABLE AS, its key, dropped later", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 AS SELECT g AS id, g AS a FROM generate_series(1, 50) g;"
+	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); COMMIT;"
+	  " CREATE TABLE @.t1 AS SELECT * FROM @.t0; DROP TABLE @.t0"}},
+	{"created again under its name without a key, the key later",
+	 "CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1), (2, 2)",
+	 {"DROP TABLE @.t0; CREATE TABLE @.t0 (id int, a int, b int);"
+	  " INSERT INTO @.t0 SELECT g, g, g FROM generate_series(1, 20) g",
+	  "ALTER TABLE @.t0 ADD PRIMARY KEY (id); UPDATE @.t0 SET a = 0 WHERE id < 5",
+	  "DROP TABLE @.t0; CREATE TABLE @.t0 (x int); INSERT INTO @.t0 VALUES (1); DROP TABLE @.t0;"
+	  " CREATE TABLE @.t0 (id int PRIMARY KEY, z text); INSERT INTO @.t0 VALUES (7, 'z')"}},
+	{"created again in one transaction, keyed at its end",
+	 "CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1)",
+	 {"BEGIN; DROP TABLE @.t0; CREATE TABLE @.t0 (id int, a int, b int);"
+	  " INSERT INTO @.t0 SELECT g, g, g FROM generate_series(1, 20) g;"
+	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); COMMIT"}},
+	{"a surrogate key replaced by a natural one",
+	 "CREATE TABLE @.t0 (id serial PRIMARY KEY, a int NOT NULL, b int NOT NULL);"
+	 " INSERT INTO @.t0 (a, b) SELECT g, g % 7 FROM generate_series(1, 30) g",
+	 {"ALTER TABLE @.t0 DROP COLUMN id, ADD PRIMARY KEY (a, b); INSERT INTO @.t0 VALUES (100, 1)",
+	  "BEGIN; ALTER TABLE @.t0 ADD COLUMN id serial; ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey,"
+	  " ADD PRIMARY KEY (id); UPDATE @.t0 SET b = -b WHERE a < 5; COMMIT"}},
+	{"a keyless table with rows keyed by ADD COLUMN ... PRIMARY KEY", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 (a int, b text);"
+	  " INSERT INTO @.t0 SELECT g, 'b' || g FROM generate_series(1, 20) g;"
+	  " ALTER TABLE @.t0 ADD COLUMN id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY;"
+	  " INSERT INTO @.t0 (a, b) VALUES (100, 'x'); COMMIT;"
+	  "BEGIN; CREATE TABLE @.t1 (a int); INSERT INTO @.t1 SELECT g FROM generate_series(1, 20) g;"
+	  " ALTER TABLE @.t1 ADD COLUMN id serial PRIMARY KEY; COMMIT",
+	  "UPDATE @.t0 SET b = 'u' WHERE id < 5; UPDATE @.t1 SET a = 0 WHERE id < 5"}},
+	{"REPLICA IDENTITY FULL, then a key, in one transaction", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 (id int, a int); ALTER TABLE @.t0 REPLICA IDENTITY FULL;"
+	  " INSERT INTO @.t0 SELECT g, g FROM generate_series(1, 20) g;"
+	  " UPDATE @.t0 SET a = 0 WHERE id < 5; DELETE FROM @.t0 WHERE id > 18;"
+	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); COMMIT"}},
+	{"a replicated keyless FULL table keyed later",
+	 "CREATE TABLE @.t0 (id int, a int) ; ALTER TABLE @.t0 REPLICA IDENTITY FULL;"
+	 " INSERT INTO @.t0 SELECT g, g FROM generate_series(1, 20) g",
+	 {"BEGIN; UPDATE @.t0 SET a = 0 WHERE id < 5; ALTER TABLE @.t0 ADD PRIMARY KEY (id);"
+	  " UPDATE @.t0 SET a = 1 WHERE id > 15; ALTER TABLE @.t0 REPLICA IDENTITY DEFAULT; COMMIT"}},
+	{"the key dropped and added again around rows", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 AS SELECT g AS id, g AS a FROM generate_series(1, 20) g;"
+	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey;"
+	  " INSERT INTO @.t0 VALUES (100, 100); ALTER TABLE @.t0 ADD PRIMARY KEY (a); COMMIT",
+	  "UPDATE @.t0 SET id = -id WHERE a < 5"}},
+	{"a table that ends its transaction without a key", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1);"
+	  " ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey; COMMIT",
+	  "ALTER TABLE @.t0 ADD PRIMARY KEY (id); INSERT INTO @.t0 VALUES (2, 2)"}},
+};
+
+/* tmpl with "@" replaced by the schema. */
+static void
+expand(const char *tmpl, const char *schema, strbuf *out)
+{
+	strbuf_reset(out);
+	for (const char *c = tmpl; *c; c++)
+		if (*c == '@')
+			strbuf_append(out, schema);
+		else
+			strbuf_appendc(out, *c);
+}
+
+static void
+run_script(tm_env *e, int n, const script *s)
+{
+	sequence *q = calloc(1, sizeof *q);
+	strbuf sql = STRBUF_INIT;
+
+	q->e = e;
+	q->seed = 0;
+	snprintf(q->schema, sizeof q->schema, "p%d", n);
+	current = q;
+	say(q, "-- pinned sequence %d: %s", n, s->name);
+	pgtest_exec(e->s, "CREATE SCHEMA %s", q->schema);
+	if (s->before != NULL) {
+		expand(s->before, q->schema, &sql);
+		pgtest_exec(e->s, "%s", strbuf_str(&sql));
+		say(q, "-- before setup: %s;", strbuf_str(&sql));
+	}
+	setup_schema(q);
+	for (int i = 0; i < 4 && s->steps[i] != NULL; i++) {
+		expand(s->steps[i], q->schema, &sql);
+		say(q, "%s;", strbuf_str(&sql));
+		pgtest_exec(e->s, "%s", strbuf_str(&sql));
+		catch_up(q);
+	}
+	if (strstr(strbuf_str(&q->output), "set aside") != NULL)
+		fail_sequence(q, "a table was set aside");
+	for (int i = 0; i < NTABLES; i++)
+		check_table(q, i);
+	current = NULL;
+	strbuf_free(&sql);
+	strbuf_free(&q->log);
+	strbuf_free(&q->output);
+	free(q);
+}
+
+static void
+test_pinned_sequences(void **state)
+{
+	tm_env *e = tm_env_new("txddpin");
+
+	(void) state;
+	for (int i = 0; i < (int) (sizeof scripts / sizeof scripts[0]); i++)
+		run_script(e, i, &scripts[i]);
+	tm_env_free(e);
+}
+
 static void
 test_generated_sequences(void **state)
 {
@@ -626,6 +766,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_pinned_sequences, report_unfinished),
 		cmocka_unit_test_teardown(test_generated_sequences, report_unfinished),
 	};
 
