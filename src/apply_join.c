@@ -302,6 +302,16 @@ register_def(apply *a, apply_rel *r, const tabledef *def, tm_lsn at)
 	return rc;
 }
 
+/* Does the stream describe r with a key, or with REPLICA IDENTITY FULL? */
+static bool
+stream_keyed(const apply_rel *r)
+{
+	for (int i = 0; i < r->ncols; i++)
+		if (r->colkeys[i])
+			return true;
+	return r->replident == 'f';
+}
+
 /*
  * A relation with changes that no capture message made known: registered
  * when its schema is replicated, from the source's definition now; else
@@ -329,8 +339,18 @@ register_from_source(apply *a, apply_rel *r)
 		         r->nspname, r->relname);
 	if (rc != TM_OK || !replicated || a->cfg.resolve == NULL)
 		return rc;
+	if (!stream_keyed(r)) {
+		log_info("changes of %s.%s are skipped: the stream describes it without a key and "
+		         "without REPLICA IDENTITY FULL, so it is not replicated (it joins when it gets "
+		         "either)", r->nspname, r->relname);
+		return TM_OK;
+	}
 	rc = a->cfg.resolve(a->cfg.resolve_ctx, r->nspname, r->relname, &def, &at);
-	if (rc == TM_OK && def != NULL)
+	if (rc == TM_OK && def != NULL && def->relid != 0 && def->relid != r->relid)
+		log_info("changes of %s.%s are skipped: the source's table of that name is another "
+		         "one now (oid %u, not %u), decided about by its own schema changes", r->nspname,
+		         r->relname, def->relid, r->relid);
+	else if (rc == TM_OK && def != NULL)
 		rc = register_def(a, r, def, at);
 	tabledef_free(def);
 	return rc;

@@ -142,12 +142,11 @@ fail_sequence(sequence *q, const char *fmt, ...)
 {
 	va_list ap;
 	char why[4096];
+	char *tables;
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
-	char *tables;
-
 	current = NULL;
 	tables = pgtest_query_value(q->e->t, "SELECT string_agg(format('%%s %%s.%%s -> %%I: %%s from %%s,"
 	                                     " relid %%s', table_id, source_schema, source_table,"
