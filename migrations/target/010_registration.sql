@@ -9,10 +9,10 @@
 -- joined. For a table `setup` registers it is the source's WAL position
 -- read while the table's definition was read under a lock that DDL on the
 -- table waits for; for a table created in a replicated schema, the end of
--- the source transaction that created it (its rows of that transaction are
--- copied); for a table whose history starts again (set up again after
--- `teardown`, or set aside when a change could not be followed) the
--- position it started again from.
+-- the source transaction that created it (its rows of that transaction
+-- come from the stream, or are copied); for a table whose history starts
+-- again (set up again after `teardown`, or set aside when a change could
+-- not be followed) the position it started again from.
 --
 -- Tables registered before this migration start at their first schema
 -- version, which was recorded at their registration.
