@@ -104,6 +104,21 @@ start_copy(keyless_stage *st, int table_id, int ncols, const char *const *cols, 
 	return rc;
 }
 
+static int
+lock_target(keyless_stage *st, const char *schema, const char *table)
+{
+	strbuf sql = STRBUF_INIT;
+	int rc;
+
+	strbuf_append(&sql, "LOCK TABLE ");
+	strbuf_append_qualified(&sql, schema, table);
+	strbuf_append(&sql, " IN ACCESS SHARE MODE");
+	rc = pgconn_command(st->conn, TGT, "locking a target table to stage its rows", sql.data, 0,
+	                    NULL);
+	strbuf_free(&sql);
+	return rc;
+}
+
 /* Does the target table have every column read? */
 static int
 target_has_columns(keyless_stage *st, const char *schema, const char *table, int ncols,
@@ -150,14 +165,19 @@ keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
 
 	*lags = false;
 	if (rc == TM_OK)
+		rc = pgconn_command(st->conn, TGT, "starting a staging transaction", "BEGIN", 0, NULL);
+	st->in_tx = rc == TM_OK;
+	/* the staging table's CREATE ... AS SELECT holds this lock anyway: the
+	 * target's columns stay as looked at until the staging commits */
+	if (rc == TM_OK)
+		rc = lock_target(st, target_schema, target_table);
+	if (rc == TM_OK)
 		rc = target_has_columns(st, target_schema, target_table, ncols, cols, &has);
 	if (rc == TM_OK && !has) {
+		keyless_stage_abort(st);
 		*lags = true;
 		return TM_OK;
 	}
-	if (rc == TM_OK)
-		rc = pgconn_command(st->conn, TGT, "starting a staging transaction", "BEGIN", 0, NULL);
-	st->in_tx = rc == TM_OK;
 	if (rc == TM_OK)
 		rc = create_stage(st, table_id, target_schema, target_table, ncols, cols);
 	if (rc == TM_OK)

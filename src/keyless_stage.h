@@ -31,6 +31,7 @@ int keyless_stage_open(const char *conninfo, keyless_stage **out);
 void keyless_stage_close(keyless_stage *st);
 
 /* Starts the staging transaction and its COPY. Everything is borrowed.
+ * The target table is locked (ACCESS SHARE) until the staging ends.
  * *lags: the target table does not have every column read yet (the apply
  * has not followed a schema change the source made before the read):
  * nothing is started, TM_OK; the read is of no use, and is made again. */
