@@ -230,6 +230,36 @@ int ddl_parse_text(const char *sql, ddl_parse_result *out, tm_error *err);
  * zero-filled result are accepted. */
 void ddl_parse_result_free(ddl_parse_result *res);
 
+/*
+ * The text of a captured statement as the DDL audit log records it: the
+ * client's string may hold more than DDL (DO, CALL p('...'), SELECT f(),
+ * DML, ALTER ROLE ... PASSWORD, user mappings, servers, subscriptions,
+ * SET, CREATE FUNCTION bodies, in a DO block or beside an ALTER TABLE), and
+ * none of that may reach the log. For each statement of sql (as parsed
+ * into pr, which sql was parsed into):
+ *   - table and type DDL (CREATE / ALTER / DROP of tables, indexes, types,
+ *     domains, schemas, extensions, sequences, views, triggers, policies,
+ *     publications, statistics, rules; COMMENT, GRANT, REVOKE, TRUNCATE,
+ *     LOCK, VACUUM, CLUSTER, REINDEX, REFRESH, transaction control) is
+ *     kept as written, its comments left out; the string constants of an
+ *     ALTER TABLE with a USING clause and of a CREATE TABLE ... AS are
+ *     written '?' (neither the expression nor the query is kept in the
+ *     catalog: pgp_sym_decrypt(c, 'key'), dblink('password=...'));
+ *   - any other statement, and one that could not be read, is replaced by
+ *     slash-star KIND ": not recorded (it may hold a secret)" star-slash
+ *     (DO, CALL, SELECT, ALTER ROLE, CREATE USER MAPPING, ...);
+ *   - between statements only white space, semicolons and the capture's
+ *     own placeholders for what it left out (slash-star KIND ": left out by
+ *     the capture" star-slash, KIND in upper case) remain.
+ * A text that could not be parsed at all is recorded as a note saying so.
+ * fingerprints gets the libpg_query fingerprints of the kept DDL
+ * statements, comma-separated: a fingerprint hashes the values that are
+ * not A_Const (the password of ALTER ROLE, a user mapping's options), so
+ * one of a statement that is not kept could confirm a guessed secret.
+ */
+void ddl_parse_audit_text(const char *sql, const ddl_parse_result *pr, strbuf *text,
+						  strbuf *fingerprints);
+
 /* "ADD_COLUMN", ...; "?" for a value out of range. Static strings. */
 const char *ddl_parse_kind_name(ddl_parse_kind kind);
 const char *ddl_parse_stmt_class_name(ddl_parse_stmt_class cls);

@@ -57,6 +57,19 @@ bool ddl_scan_utf8(const char *s, size_t len, size_t *bad);
 size_t ddl_scan_depth(const char *s, size_t len, size_t *where);
 int ddl_scan_int_at(const char *s, size_t len, size_t pos, int64_t *out);
 
+/* The token at pos (s[pos] is not past len): its kind, and the position
+ * after it. A string is '...', E'...' (with its E) or $tag$...$tag$; an
+ * unterminated one runs to len. */
+typedef enum ddl_scan_tok {
+	DDL_TOK_SPACE,
+	DDL_TOK_COMMENT,	/* -- to the end of the line, or nested slash-star */
+	DDL_TOK_STRING,
+	DDL_TOK_IDENT,		/* "quoted" */
+	DDL_TOK_WORD,		/* a keyword, an identifier, a number, $1 */
+	DDL_TOK_OTHER		/* one byte: an operator's, a bracket, a comma, ... */
+} ddl_scan_tok;
+size_t ddl_scan_token(const char *s, size_t len, size_t pos, ddl_scan_tok *tok);
+
 /* ddl_parse_stmt.c, ddl_parse_alter.c: one statement */
 int ddl_walk_stmt(ddl_walk *w, const char *node, const json_t *body);
 int ddl_walk_alter_table(ddl_walk *w, const json_t *body);

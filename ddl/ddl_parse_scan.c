@@ -381,34 +381,58 @@ scan_operator(depth_scan *d, const char *s, size_t len, size_t pos)
 	return pos;
 }
 
+size_t
+ddl_scan_token(const char *s, size_t len, size_t pos, ddl_scan_tok *tok)
+{
+	char c = s[pos];
+	size_t start = pos;
+
+	*tok = DDL_TOK_OTHER;
+	if (is_space(c)) {
+		*tok = DDL_TOK_SPACE;
+		return pos + 1;
+	}
+	if (at_comment(s, len, pos)) {
+		*tok = DDL_TOK_COMMENT;
+		return skip_comment(s, len, pos);
+	}
+	if (c == '\'' || c == '"') {
+		*tok = c == '"' ? DDL_TOK_IDENT : DDL_TOK_STRING;
+		return skip_quoted(s, len, pos, false);
+	}
+	if (c == '$' && dollar_tag(s, len, pos) > 0) {
+		*tok = DDL_TOK_STRING;
+		return skip_dollar(s, len, pos, dollar_tag(s, len, pos));
+	}
+	if (!is_ident_char((unsigned char) c))
+		return pos + 1;
+	while (pos < len && is_ident_char((unsigned char) s[pos]))
+		pos++;
+	*tok = DDL_TOK_WORD;
+	if (pos - start == 1 && (c == 'E' || c == 'e') && pos < len && s[pos] == '\'') {
+		*tok = DDL_TOK_STRING;
+		return skip_quoted(s, len, pos, true);
+	}
+	return pos;
+}
+
 /* One token at pos; returns the position after it. */
 static size_t
 scan_token(depth_scan *d, const char *s, size_t len, size_t pos)
 {
 	char c = s[pos];
-	size_t start = pos;
+	ddl_scan_tok tok;
+	size_t end = ddl_scan_token(s, len, pos, &tok), after;
 
-	if (is_space(c))
-		return pos + 1;
-	if (at_comment(s, len, pos))
-		return skip_comment(s, len, pos);
-	if (c == '\'' || c == '"')
-		return skip_quoted(s, len, pos, false);
-	if (c == '$' && dollar_tag(s, len, pos) > 0)
-		return skip_dollar(s, len, pos, dollar_tag(s, len, pos));
-	if (is_ident_char((unsigned char) c)) {
-		size_t after;
-
-		while (pos < len && is_ident_char((unsigned char) s[pos]))
-			pos++;
-		if (pos - start == 1 && (c == 'E' || c == 'e') && pos < len && s[pos] == '\'')
-			return skip_quoted(s, len, pos, true);
-		if (pos - start == 8 && strncasecmp(s + start, "OPERATOR", 8) == 0 &&
-			(after = scan_qualified_operator(d, s, len, pos)) > 0)
+	if (tok == DDL_TOK_WORD) {
+		if (end - pos == 8 && strncasecmp(s + pos, "OPERATOR", 8) == 0 &&
+			(after = scan_qualified_operator(d, s, len, end)) > 0)
 			return after;
-		scan_word(d, s + start, pos - start, start);
-		return pos;
+		scan_word(d, s + pos, end - pos, pos);
+		return end;
 	}
+	if (tok != DDL_TOK_OTHER)
+		return end;
 	if (is_op_char(c))
 		return scan_operator(d, s, len, pos);
 	if (c == '(' || c == '[')

@@ -378,7 +378,8 @@ load_checks(apply *a, apply_rel *r)
 
 	snprintf(id, sizeof id, "%d", r->table->table_id);
 	rc = sink_query(a->sink, "reading the source types in force",
-	                "SELECT c->>'name', c->>'type', c->>'generated'"
+	                /* the source's type, or its counterpart on the target */
+	                "SELECT c->>'name', coalesce(c->>'target_type', c->>'type'), c->>'generated'"
 	                " FROM tidemark.schema_versions v,"
 	                " jsonb_array_elements(v.columns) c WHERE v.table_id = $1::int"
 	                " AND v.version = (SELECT max(version) FROM tidemark.schema_versions"
@@ -471,6 +472,7 @@ quarantined(apply *a, const apply_rel *r, const char *change, const pgoutput_tup
 			continue;
 		snprintf(reason, sizeof reason, "column %s: %s", r->colnames[i], why);
 		*rc = quarantine(a, r, change, t, reason);
+		metrics_stage(a->cfg.metrics, METRICS_QUARANTINED, 1);
 		return true;
 	}
 	return false;
@@ -781,11 +783,12 @@ applies(apply *a, apply_rel *r, int *rc)
 }
 
 static void
-count_change(apply *a)
+count_change(apply *a, metrics_counter kind)
 {
 	a->tx_wrote = true;
 	a->group_changes++;
 	a->pending.changes++;
+	metrics_stage(a->cfg.metrics, kind, 1);
 }
 
 /* ---- tables without a key (keyless.h) ---- */
@@ -848,7 +851,8 @@ keyless_change_rows(apply *a, const apply_rel *r, char op, const pgoutput_tuple 
 	c.old_sent = oldt ? sent : NULL;
 	c.new_row = newt ? tuple_params(newt, scratch) : NULL;
 	c.unchanged = newt ? unchanged : NULL;
-	count_change(a);
+	count_change(a, op == 'i' ? METRICS_ROWS_INSERTED : op == 'u' ? METRICS_ROWS_UPDATED
+	                : op == 'd' ? METRICS_ROWS_DELETED : METRICS_TRUNCATES);
 	return mode == KEYLESS_RECORD ? keyless_record(a->keyless, &c, a->xid, a->final_lsn)
 	                              : keyless_apply(a->keyless, &c);
 }
@@ -882,7 +886,7 @@ apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	if (is_keyless(r))
 		return keyless_change_rows(a, r, 'i', NULL, &m->u.insert.newtup, scratch);
-	count_change(a);
+	count_change(a, METRICS_ROWS_INSERTED);
 	observe_row(a, r, &m->u.insert.newtup, scratch);
 	return sink_send(a->sink, stmt_upsert(a, r), tuple_params(&m->u.insert.newtup, scratch),
 	                 NULL);
@@ -944,7 +948,7 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	if (is_keyless(r))
 		return keyless_update(a, r, m, scratch);
-	count_change(a);
+	count_change(a, METRICS_ROWS_UPDATED);
 	moved = m->u.update.old_kind != 0 && key_differs(r, oldt, newt);
 	if (moved)
 		observe_row(a, r, oldt, scratch);
@@ -971,7 +975,7 @@ apply_delete(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	if (is_keyless(r))
 		return keyless_change_rows(a, r, 'd', &m->u.delete.oldtup, NULL, scratch);
-	count_change(a);
+	count_change(a, METRICS_ROWS_DELETED);
 	observe_row(a, r, &m->u.delete.oldtup, scratch);
 	return sink_send(a->sink, stmt_delete(a, r), key_params(r, &m->u.delete.oldtup, scratch),
 	                 NULL);
@@ -1009,7 +1013,7 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 	}
 	if (n == 0)
 		return TM_OK;
-	count_change(a);
+	count_change(a, METRICS_TRUNCATES);
 	dml_sql_truncate(&sql, n, schemas, names);
 	rc = sink_send(a->sink, sink_stmt_get(a->sink, sql.data, 0), NULL, NULL);
 	strbuf_free(&sql);
@@ -1043,6 +1047,8 @@ group_commit(apply *a)
 	a->stats.txs += a->pending.txs;
 	a->stats.changes += a->pending.changes;
 	a->stats.groups++;
+	metrics_add(a->cfg.metrics, METRICS_TARGET_TXS, 1);
+	metrics_commit(a->cfg.metrics);
 	if (a->group_commit_time != 0)
 		a->stats.last_commit_time = a->group_commit_time;
 	memset(&a->pending, 0, sizeof a->pending);
@@ -1110,6 +1116,7 @@ apply_commit(apply *a, const pgoutput_msg *m)
 		a->cfg.hooks.on_commit(a->cfg.hooks.ctx, a->xid, m->u.commit.commit_lsn);
 	a->group_txs++;
 	a->pending.txs++;
+	metrics_stage(a->cfg.metrics, METRICS_SOURCE_TXS, 1);
 	a->group_end = m->u.commit.end_lsn;
 	a->group_commit_time = m->u.commit.commit_time;
 	return group_full(a) ? group_commit(a) : TM_OK;
@@ -1307,4 +1314,10 @@ tm_lsn
 apply_current_commit_lsn(const apply *a)
 {
 	return a->final_lsn;
+}
+
+uint32_t
+apply_current_xid(const apply *a)
+{
+	return a->xid;
 }

@@ -38,6 +38,7 @@
 #include "catalog.h"
 #include "keyless.h"
 #include "lsn.h"
+#include "metrics.h"
 #include "pgoutput.h"
 #include "sink.h"
 #include "tabledef.h"
@@ -112,6 +113,8 @@ typedef struct apply_config {
 	apply_resolve_fn resolve;  /* may be NULL */
 	void *resolve_ctx;
 	apply_hooks hooks;         /* members may be NULL */
+	metrics *metrics;          /* borrowed; NULL: none. Counts are staged and
+	                            * committed with each target transaction */
 } apply_config;
 
 typedef struct apply_stats {
@@ -162,6 +165,8 @@ int apply_reload_tables(apply *a);
 void apply_stop_before(apply *a, tm_lsn commit_lsn);
 /* The commit position of the source transaction being applied. */
 tm_lsn apply_current_commit_lsn(const apply *a);
+/* Its transaction id as the stream gives it (32 bits, pgoutput's Begin). */
+uint32_t apply_current_xid(const apply *a);
 
 /*
  * The source transaction being applied changes types on the target (a

@@ -93,7 +93,7 @@ catalog_save_progress(sink *s, const char *slot, tm_lsn applied, pg_timestamp co
 /* One generated column, under a savepoint: left out (with its reason in
  * kept_as) when the target refuses it. */
 static int
-add_generated(sink *s, tabledef *def, tabledef_column *c)
+add_generated(sink *s, const char *tschema, tabledef *def, tabledef_column *c)
 {
 	strbuf sql = STRBUF_INIT, expr = STRBUF_INIT;
 	char *refused = NULL;
@@ -101,7 +101,7 @@ add_generated(sink *s, tabledef *def, tabledef_column *c)
 	int rc = TM_OK;
 
 	if (c->kept_as == NULL && ddl_parse_generation_expr(c->generated, &expr, &err) == 0 &&
-	    target_ddl_add_generated(&sql, def->schema, def->name, c->name, c->target_type,
+	    target_ddl_add_generated(&sql, tschema, def->name, c->name, c->target_type,
 	                             c->collate ? c->collation->schema : NULL,
 	                             c->collate ? c->collation->name : NULL, strbuf_str(&expr),
 	                             &err) == 0)
@@ -110,7 +110,7 @@ add_generated(sink *s, tabledef *def, tabledef_column *c)
 		strbuf why = STRBUF_INIT;
 
 		strbuf_appendf(&why, "generated column left out: the target refused it: %s", refused);
-		log_warn("target: table %s.%s, column %s: %s", def->schema, def->name, c->name,
+		log_warn("target: table %s.%s, column %s: %s", tschema, def->name, c->name,
 		         strbuf_str(&why));
 		tabledef_set_kept_as(c, strbuf_str(&why));
 		strbuf_free(&why);
@@ -124,28 +124,28 @@ add_generated(sink *s, tabledef *def, tabledef_column *c)
 /* The target table, when it is new: every column but the generated ones,
  * then those, one by one. */
 static int
-create_target_table(sink *s, tabledef *def)
+create_target_table(sink *s, const char *tschema, tabledef *def)
 {
 	strbuf sql = STRBUF_INIT;
 	tm_error err;
 	bool exists = false;
 	int rc;
 
-	target_ddl_create_schema(&sql, def->schema);
+	target_ddl_create_schema(&sql, tschema);
 	rc = sink_command(s, "creating the target schema", sql.data, 0, NULL);
 	strbuf_reset(&sql);
 	if (rc == TM_OK)
-		rc = catalog_target_has(s, def->schema, def->name, &exists);
+		rc = catalog_target_has(s, tschema, def->name, &exists);
 	if (rc == TM_OK && !exists &&
-	    target_ddl_create_table(&sql, def->schema, def->name, def, &err) != 0) {
-		log_error("target: cannot create table %s.%s: %s", def->schema, def->name, err.msg);
+	    target_ddl_create_table(&sql, tschema, def->name, def, &err) != 0) {
+		log_error("target: cannot create table %s.%s: %s", tschema, def->name, err.msg);
 		rc = TM_EXIT_TARGET;
 	}
 	if (rc == TM_OK && !exists)
 		rc = sink_command(s, "creating the target table", sql.data, 0, NULL);
 	for (int i = 0; rc == TM_OK && !exists && i < def->ncols; i++)
 		if (def->cols[i].generated != NULL)
-			rc = add_generated(s, def, &def->cols[i]);
+			rc = add_generated(s, tschema, def, &def->cols[i]);
 	strbuf_free(&sql);
 	return rc;
 }
@@ -168,8 +168,9 @@ insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_fr
 		"WITH t AS (INSERT INTO tidemark.tables (slot_name, source_schema, source_table,"
 		"   target_schema, target_table, key_columns, source_relid, registered_lsn,"
 		"   slot_generation)"
-		"  SELECT $1, $2, $3, $2, $3, ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $7::oid,"
-		"   $6::pg_lsn, (SELECT slot_generation FROM tidemark.progress WHERE slot_name = $1)"
+		"  SELECT $1, $2, $3, tidemark.map_schema($1, $2), $3,"
+		"   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $7::oid, $6::pg_lsn,"
+		"   (SELECT slot_generation FROM tidemark.progress WHERE slot_name = $1)"
 		"  ON CONFLICT (slot_name, source_schema, source_table) DO NOTHING RETURNING table_id)"
 		" INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
 		" SELECT table_id, 1, $6::pg_lsn, $5::jsonb FROM t RETURNING table_id",
@@ -271,24 +272,58 @@ retire_dropped(sink *s, const char *slot, const tabledef *def)
 	return rc;
 }
 
+/* The table's target schema (the pipeline's mapping), when no other table
+ * of the catalog has its target name: *tschema a new string. */
+static int
+target_name_for(sink *s, const char *slot, const tabledef *def, char **tschema)
+{
+	const char *p[] = {slot, def->schema, def->name};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "finding the table's target name",
+	                    "SELECT m.ts, t.slot_name, t.source_schema, t.source_table"
+	                    " FROM (SELECT tidemark.map_schema($1, $2) AS ts) m"
+	                    " LEFT JOIN tidemark.tables t ON t.target_schema = m.ts"
+	                    "  AND t.target_table = $3 AND t.state <> 'dropped'"
+	                    "  AND NOT (t.slot_name = $1 AND t.source_schema = $2"
+	                    "   AND t.source_table = $3)", 3, p, &r);
+
+	*tschema = NULL;
+	if (rc == TM_OK && !PQgetisnull(r, 0, 1)) {
+		log_error("target: %s.%s would be %s.%s on the target, which pipeline \"%s\" fills from "
+		          "its %s.%s already. Fix: leave the table out (setup --exclude-table '%s.%s'), "
+		          "or rename it on the source; a pipeline's tables go to the schemas of its "
+		          "--target-schema / --map-schema", def->schema, def->name, PQgetvalue(r, 0, 0),
+		          def->name, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3),
+		          def->schema, def->name);
+		rc = TM_EXIT_CONFIG;
+	} else if (rc == TM_OK)
+		*tschema = xstrdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return rc;
+}
+
 int
 catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from, bool *added,
                   bool *values_added)
 {
 	tabledef *t = tabledef_copy(def);
 	typesync_result ts = {false, STRBUF_INIT};
+	char *tschema = NULL;
 	int rc = retire_dropped(s, slot, t);
 
 	if (rc == TM_OK)
+		rc = target_name_for(s, slot, t, &tschema);
+	if (rc == TM_OK)
 		rc = typesync_table(s, slot, t, &ts);
 	if (rc == TM_OK)
-		rc = create_target_table(s, t);
+		rc = create_target_table(s, tschema, t);
 	if (rc == TM_OK)
 		rc = insert_table_row(s, slot, t, valid_from, added);
 	if (values_added != NULL)
 		*values_added = ts.values_added;
 	typesync_result_free(&ts);
 	tabledef_free(t);
+	free(tschema);
 	return rc;
 }
 
@@ -351,15 +386,11 @@ catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const t
 	if (rc == TM_OK)
 		rc = typesync_table(s, slot, d, &ts);
 	/* the target table keeps its names (they follow the source's renames) */
-	free(d->schema);
 	free(d->name);
-	d->schema = xstrdup(t->target_schema);
 	d->name = xstrdup(t->target_table);
 	if (rc == TM_OK && !keep_target)
-		rc = create_target_table(s, d);
-	free(d->schema);
+		rc = create_target_table(s, t->target_schema, d);
 	free(d->name);
-	d->schema = xstrdup(def->schema);
 	d->name = xstrdup(def->name);
 	if (rc == TM_OK)
 		rc = record_restart(s, t, d, valid_from);
@@ -469,6 +500,18 @@ catalog_set_capture_key(sink *s, const char *slot, const char *hex, tm_lsn signe
 	                    " SET key = EXCLUDED.key, signed_from = CASE WHEN capture_keys.key ="
 	                    " EXCLUDED.key THEN capture_keys.signed_from ELSE EXCLUDED.signed_from END",
 	                    3, p);
+}
+
+int
+catalog_set_capture_bound(sink *s, const char *slot, tm_lsn bound_from)
+{
+	char from[LSN_TEXT_MAX];
+	const char *p[] = {slot, lsn_format(bound_from, from)};
+
+	return sink_command(s, "keeping where bound capture messages start",
+	                    "UPDATE tidemark.capture_keys SET bound_from = $2::pg_lsn"
+	                    " WHERE slot_name = $1 AND (bound_from IS NULL OR bound_from < signed_from)",
+	                    2, p);
 }
 
 int
@@ -712,4 +755,66 @@ catalog_quarantine(sink *s, const char *slot, int table_id, const char *source_t
 	log_warn("%s of %s at %s quarantined: %s (key %s)", change, source_table, lsn, reason,
 	         key_json);
 	return sink_send(s, sink_stmt_get(s, sql, 8), p, NULL);
+}
+
+/* ---- is this replication registered here? ---- */
+
+typedef int (*query_fn)(void *ctx, const char *what, const char *sql, int n,
+                        const char *const *p, PGresult **r);
+
+static int
+sink_query_fn(void *ctx, const char *what, const char *sql, int n, const char *const *p,
+              PGresult **r)
+{
+	return sink_query(ctx, what, sql, n, p, r);
+}
+
+static int
+conn_query_fn(void *ctx, const char *what, const char *sql, int n, const char *const *p,
+              PGresult **r)
+{
+	return pgconn_exec(ctx, PGCONN_TARGET, what, sql, n, p, r);
+}
+
+static int
+check_registered(query_fn q, void *ctx, const char *slot)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	int rc = q(ctx, "looking for tidemark's catalog",
+	           "SELECT to_regclass('tidemark.progress') IS NOT NULL, current_database()", 0, NULL,
+	           &r);
+
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+		log_error("target: database \"%s\" holds no tidemark catalog: nothing was set up here. "
+		          "Fix: run `tidemark setup` first (with this --target)", PQgetvalue(r, 0, 1));
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	r = NULL;
+	if (rc == TM_OK && slot != NULL)
+		rc = q(ctx, "looking for the replication",
+		       "SELECT EXISTS (SELECT FROM tidemark.progress WHERE slot_name = $1),"
+		       " coalesce(string_agg(quote_literal(slot_name), ', ' ORDER BY slot_name), '')"
+		       " FROM tidemark.progress", 1, p, &r);
+	if (rc == TM_OK && slot != NULL && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+		log_error("target: no replication \"%s\" is registered here%s%s. Fix: name the one you "
+		          "mean with --slot, or run `tidemark setup` with --slot %s", slot,
+		          PQgetvalue(r, 0, 1)[0] ? "; registered: " : "", PQgetvalue(r, 0, 1), slot);
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	return rc;
+}
+
+int
+catalog_check_registered(sink *s, const char *slot)
+{
+	return check_registered(sink_query_fn, s, slot);
+}
+
+int
+catalog_check_registered_conn(PGconn *conn, const char *slot)
+{
+	return check_registered(conn_query_fn, conn, slot);
 }

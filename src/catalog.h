@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <libpq-fe.h>
+
 #include "ddl_partition.h"
 #include "lsn.h"
 #include "pgoutput.h"
@@ -61,6 +63,13 @@ int catalog_ensure_progress(sink *s, const char *slot);
 int catalog_new_slot_generation(sink *s, const char *slot);
 /* Names each interrupted table with the fix (setup, and run at its start). */
 int catalog_warn_interrupted(sink *s, const char *slot);
+
+/* Is the replication of this slot set up in the target database (a
+ * catalog, and its progress row)? TM_OK, or TM_EXIT_CONFIG logged with the
+ * fix: run setup, or name a registered slot. slot NULL: is there a catalog
+ * at all? Through the sink or a plain target connection. */
+int catalog_check_registered(sink *s, const char *slot);
+int catalog_check_registered_conn(PGconn *conn, const char *slot);
 
 /* The applied position (LSN_INVALID when nothing was applied yet). */
 int catalog_read_progress(sink *s, const char *slot, tm_lsn *applied);
@@ -119,6 +128,10 @@ int catalog_target_has(sink *s, const char *schema, const char *name, bool *has)
  * signed_from on must be signed with it. A key already kept keeps its
  * position. */
 int catalog_set_capture_key(sink *s, const char *slot, const char *hex, tm_lsn signed_from);
+/* Capture messages of this replication from bound_from on must be signed
+ * in the bound form (ddl_auth.h): the source's capture writes it from
+ * there. Kept once per key (a key kept again keeps its position). */
+int catalog_set_capture_bound(sink *s, const char *slot, tm_lsn bound_from);
 /* The capture key kept for this replication: *hex a new string, or NULL
  * when there is none. */
 int catalog_read_capture_key(sink *s, const char *slot, char **hex, tm_lsn *signed_from);

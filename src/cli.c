@@ -1,3 +1,14 @@
+/*
+ * cli.c: the option table, the command-line parser and the help.
+ *
+ * Adding an option: a field in cli_options (cli.h) and one entry below,
+ * which gives it to the command line, the help and the config file at
+ * once; then its line in the man page (docs/tidemark.1.in) and the bash
+ * completion (contrib/bash-completion/tidemark), which test_service checks
+ * against the help. For example:
+ *   {"metrics-listen", 0, "ADDR:PORT", STRING(metrics_listen), ON(RUN), ON(RUN),
+ *    "serve Prometheus metrics on ADDR:PORT"},
+ */
 #include "cli.h"
 
 #include <getopt.h>
@@ -5,64 +16,321 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_int.h"
 #include "exitcode.h"
+#include "log.h"
+#include "prom.h"
 
 static const char *const command_names[CLI_NCOMMANDS] = {
-	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown",
+	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown", "policy",
 };
 
-enum {
-	OPT_SOURCE = 1000, OPT_TARGET, OPT_SLOT, OPT_PUBLICATION, OPT_TABLE, OPT_SCHEMA,
-	OPT_UNTIL_CAUGHT_UP, OPT_JSON, OPT_CHUNK_ROWS, OPT_READERS, OPT_SINCE, OPT_POLICY,
-	OPT_TABLE_POLICY, OPT_PROGRESS, OPT_DROP_TARGET, OPT_DROP_COLUMNS, OPT_DROP_TABLES,
-	OPT_CHUNK_BYTES, OPT_EXCLUDE_TABLE,
-};
+/* ---- the option table ------------------------------------------------------ */
 
-/* Which commands take which option: a bit per cli_command. */
+static int set_string(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n);
+static int set_list(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n);
+static int set_flag(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n);
+static int set_long(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n);
+static int set_int(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n);
+static int set_seconds(cli_options *o, const cli_option *opt, const char *arg, char *err,
+                       size_t n);
+static int set_size(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n);
+static int set_log_format(cli_options *o, const cli_option *opt, const char *arg, char *err,
+                          size_t n);
+static int set_verbose(cli_options *o, const cli_option *opt, const char *arg, char *err,
+                       size_t n);
+static int set_quiet(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n);
+static int set_listen(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n);
+
+/* Which commands: a bit per cli_command. */
 #define ALL ((1u << CLI_NCOMMANDS) - 1)
-#define ONLY(c) (1u << (c))
+#define ON(c) (1u << CLI_##c)
+#define NONE 0u
 
-static const struct {
-	struct option opt;
-	unsigned commands;
-} option_table[] = {
-	{{"source", required_argument, NULL, OPT_SOURCE}, ALL},
-	{{"target", required_argument, NULL, OPT_TARGET}, ALL},
-	{{"slot", required_argument, NULL, OPT_SLOT}, ALL},
-	{{"publication", required_argument, NULL, OPT_PUBLICATION}, ALL},
-	{{"table", required_argument, NULL, OPT_TABLE},
-	 ONLY(CLI_SETUP) | ONLY(CLI_VERIFY) | ONLY(CLI_DDL_LOG) | ONLY(CLI_SNAPSHOT)},
-	{{"schema", required_argument, NULL, OPT_SCHEMA}, ONLY(CLI_SETUP)},
-	{{"exclude-table", required_argument, NULL, OPT_EXCLUDE_TABLE}, ONLY(CLI_SETUP)},
-	{{"until-caught-up", no_argument, NULL, OPT_UNTIL_CAUGHT_UP}, ONLY(CLI_RUN)},
-	{{"json", no_argument, NULL, OPT_JSON},
-	 ONLY(CLI_STATUS) | ONLY(CLI_SCHEMA) | ONLY(CLI_DDL_LOG) | ONLY(CLI_VERIFY)},
-	{{"chunk-rows", required_argument, NULL, OPT_CHUNK_ROWS}, ONLY(CLI_RUN) | ONLY(CLI_VERIFY)},
-	{{"chunk-bytes", required_argument, NULL, OPT_CHUNK_BYTES}, ONLY(CLI_RUN)},
-	{{"snapshot-readers", required_argument, NULL, OPT_READERS}, ONLY(CLI_RUN)},
-	{{"since", required_argument, NULL, OPT_SINCE}, ONLY(CLI_DDL_LOG)},
-	{{"policy", required_argument, NULL, OPT_POLICY}, ONLY(CLI_RUN)},
-	{{"table-policy", required_argument, NULL, OPT_TABLE_POLICY}, ONLY(CLI_RUN)},
-	{{"progress-interval", required_argument, NULL, OPT_PROGRESS}, ONLY(CLI_RUN)},
-	{{"drop-target-catalog", no_argument, NULL, OPT_DROP_TARGET}, ONLY(CLI_TEARDOWN)},
-	{{"drop-columns", no_argument, NULL, OPT_DROP_COLUMNS}, ONLY(CLI_RUN)},
-	{{"drop-tables", no_argument, NULL, OPT_DROP_TABLES}, ONLY(CLI_RUN)},
-	{{"verbose", no_argument, NULL, 'v'}, ALL},
-	{{"quiet", no_argument, NULL, 'q'}, ALL},
-	{{"help", no_argument, NULL, 'h'}, ALL},
+/* What an entry sets, and how (the kind of value, setter, field, count,
+ * range): one of these per entry. */
+#define F(f) offsetof(cli_options, f)
+#define STRING(f) CLI_VALUE_TEXT, set_string, F(f), 0, 0, 0
+#define LIST(f, n) CLI_VALUE_LIST, set_list, F(f), F(n), 0, 0
+#define FLAG(f) CLI_VALUE_FLAG, set_flag, F(f), 0, 0, 0
+#define LONG(f, lo, hi) CLI_VALUE_NUMBER, set_long, F(f), 0, lo, hi
+#define INT(f, lo, hi) CLI_VALUE_NUMBER, set_int, F(f), 0, lo, hi
+#define SECONDS(f, lo, hi) CLI_VALUE_NUMBER, set_seconds, F(f), 0, lo, hi
+#define SIZE(f, lo, hi) CLI_VALUE_NUMBER, set_size, F(f), 0, lo, hi
+#define CUSTOM(kind, fn, f) kind, fn, F(f), 0, 0, 0
+
+#define KB 1024LL
+#define MB (1024LL * 1024)
+
+/*
+ * Every option, once: name (also its config file key), short name,
+ * argument, what it sets, the commands that take it on the command line,
+ * those that take it from a config file (NONE: the command line only), and
+ * its help. Options of every command come last, in the order --help lists
+ * them.
+ */
+const cli_option cli_option_table[] = {
+	{"table", 0, "SCHEMA.TABLE", LIST(tables, ntables), ON(SETUP), ON(SETUP),
+	 "a table to replicate (repeatable); identifiers are read\n"
+	 "the SQL way: 'public.\"Line Items\"'"},
+	{"schema", 0, "NAME", LIST(schemas, nschemas), ON(SETUP), ON(SETUP),
+	 "every table of a schema, including tables created later\n(repeatable)"},
+	{"exclude-table", 0, "SCHEMA.TABLE", LIST(exclude_tables, nexclude_tables), ON(SETUP),
+	 ON(SETUP),
+	 "leave a table of a --schema out (repeatable); it is\n"
+	 "not replicated now nor when it is created again later"},
+	{"target-schema", 0, "NAME", STRING(target_schema), ON(SETUP), ON(SETUP),
+	 "put every table of this pipeline into schema NAME on the\n"
+	 "target (default: the source's schema names)"},
+	{"map-schema", 0, "SRC=DST", LIST(map_schemas, nmap_schemas), ON(SETUP), ON(SETUP),
+	 "put the tables of source schema SRC into target schema DST\n"
+	 "(repeatable; before --target-schema)"},
+	{"policy", 0, "P", STRING(policy), ON(SETUP), ON(SETUP),
+	 "the default policy for a column type change that cannot\n"
+	 "widen: widen, follow, quarantine or stop (kept; see\n"
+	 "`tidemark policy`)"},
+	{"table-policy", 0, "SCHEMA.TABLE=P", LIST(table_policies, ntable_policies), ON(SETUP),
+	 ON(SETUP), "the same, for one table of this setup (repeatable)"},
+	{"until-caught-up", 0, NULL, FLAG(until_caught_up), ON(RUN), NONE,
+	 "exit 0 once everything the source had written when run\n"
+	 "started is applied and no snapshot is pending"},
+	{"chunk-rows", 0, "N", LONG(chunk_rows, 1, 10000000), ON(RUN), ON(RUN),
+	 "snapshot chunk size in rows (default 20000)"},
+	{"chunk-bytes", 0, "SIZE", SIZE(chunk_bytes, 16 * KB, 4096 * MB), ON(RUN), ON(RUN),
+	 "and in bytes, as read (default 32MB; kB, MB, GB)"},
+	{"snapshot-readers", 0, "N", INT(snapshot_readers, 1, 16), ON(RUN), ON(RUN),
+	 "parallel snapshot reader connections (default 1)"},
+	/* a run's own policies are for that run: a file's are setup's, stored */
+	{"policy", 0, "P", STRING(policy), ON(RUN), NONE,
+	 "for a column type change that cannot widen: widen,\n"
+	 "follow, quarantine or stop, for this run only (instead\n"
+	 "of the stored default: see `tidemark policy`)"},
+	{"table-policy", 0, "SCHEMA.TABLE=P", LIST(table_policies, ntable_policies), ON(RUN), NONE,
+	 "the same, for one table (repeatable; instead of\n"
+	 "the table's stored policy)"},
+	{"drop-columns", 0, NULL, FLAG(drop_columns), ON(RUN), ON(RUN),
+	 "drop on the target the columns dropped on the source\n"
+	 "(default: keep them, no longer filled)"},
+	{"drop-tables", 0, NULL, FLAG(drop_tables), ON(RUN), ON(RUN),
+	 "drop on the target the tables dropped on the source\n"
+	 "(default: keep them, no longer replicated)"},
+	{"progress-interval", 0, "S", SECONDS(progress_interval, 1, 3600), ON(RUN), ON(RUN),
+	 "seconds between progress lines (default 5)"},
+	{"metrics-listen", 0, "ADDR:PORT", CUSTOM(CLI_VALUE_TEXT, set_listen, metrics_listen), ON(RUN),
+	 ON(RUN),
+	 "serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+	 "(127.0.0.1:9187, :9187 for every interface, [::1]:9187)"},
+	{"all", 0, NULL, FLAG(all), ON(STATUS), NONE,
+	 "every pipeline of the target: its source, applied position\n"
+	 "and tables (from the target only; no --source needed)"},
+	{"all", 0, NULL, FLAG(all), ON(DDL_LOG), NONE, "the DDL of every pipeline of the target, each named"},
+	{"default", 0, "P", STRING(policy), ON(POLICY), NONE,
+	 "the default policy (initially widen)"},
+	{"table", 0, "SCHEMA.TABLE", LIST(tables, ntables), ON(SNAPSHOT), NONE,
+	 "a table to copy again (repeatable; or as an argument)"},
+	{"table", 0, "SCHEMA.TABLE", LIST(tables, ntables), ON(DDL_LOG), NONE,
+	 "only the DDL of this table"},
+	{"since", 0, "POSITION", STRING(since), ON(DDL_LOG), NONE,
+	 "only the DDL from this log position on"},
+	{"table", 0, "SCHEMA.TABLE", LIST(tables, ntables), ON(VERIFY), NONE,
+	 "a replicated table to compare (repeatable; default: all)"},
+	{"chunk-rows", 0, "N", LONG(chunk_rows, 1, 10000000), ON(VERIFY), NONE,
+	 "rows per compared page (default 10000)"},
+	{"json", 0, NULL, FLAG(json),
+	 ON(STATUS) | ON(SCHEMA) | ON(DDL_LOG) | ON(VERIFY) | ON(POLICY), NONE,
+	 "the output as one JSON document"},
+	{"drop-target-catalog", 0, NULL, FLAG(drop_target), ON(TEARDOWN), NONE,
+	 "also drop the tidemark schema on the target"},
+	/* every command */
+	{"source", 0, "CONNINFO", STRING(source), ALL, ALL,
+	 "source database (env TIDEMARK_SOURCE), a libpq connection\n"
+	 "string or postgresql:// URI"},
+	{"target", 0, "CONNINFO", STRING(target), ALL, ALL, "target database (env TIDEMARK_TARGET)"},
+	{"source-password-file", 0, "FILE", STRING(source_password_file), ALL, ALL,
+	 "the source's password: the first line of FILE (a systemd\n"
+	 "credential, say); never shown"},
+	{"target-password-file", 0, "FILE", STRING(target_password_file), ALL, ALL,
+	 "the target's password, the same way"},
+	{"slot", 0, "NAME", STRING(slot), ALL, ALL, "replication slot (default tidemark)"},
+	{"publication", 0, "NAME", STRING(publication), ALL, ALL, "publication (default tidemark)"},
+	{"config", 0, "FILE", STRING(config), ALL, NONE,
+	 "read options from FILE (env TIDEMARK_CONFIG); the command\n"
+	 "line overrides it"},
+	{"log-format", 0, "FORMAT", CUSTOM(CLI_VALUE_TEXT, set_log_format, log_json), ALL, ALL,
+	 "text (default) or json: one JSON object per log line"},
+	{"verbose", 'v', NULL, CUSTOM(CLI_VALUE_COUNT, set_verbose, verbose), ALL, ALL,
+	 "more log output (repeat for debug)"},
+	{"quiet", 'q', NULL, CUSTOM(CLI_VALUE_FLAG, set_quiet, verbose), ALL, ALL,
+	 "warnings and errors only"},
+	{"help", 'h', NULL, FLAG(help), ALL, NONE, "this help"},
+	{NULL, 0, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, NULL},
 };
-#define NOPTIONS (sizeof option_table / sizeof option_table[0])
 
-static const char *const common_help =
-	"Connection options (every command):\n"
-	"  --source CONNINFO      source database (env TIDEMARK_SOURCE), a libpq connection\n"
-	"                         string or postgresql:// URI\n"
-	"  --target CONNINFO      target database (env TIDEMARK_TARGET)\n"
-	"  --slot NAME            replication slot (default tidemark)\n"
-	"  --publication NAME     publication (default tidemark)\n"
-	"  -v, --verbose          more log output (repeat for debug)\n"
-	"  -q, --quiet            warnings and errors only\n"
-	"  -h, --help             this help\n";
+const cli_option *
+cli_option_find(const char *name, cli_command command, bool *exists)
+{
+	*exists = false;
+	for (const cli_option *opt = cli_option_table; opt->name != NULL; opt++)
+		if (strcmp(opt->name, name) == 0) {
+			*exists = true;
+			if (command < CLI_NCOMMANDS && (opt->commands & (1u << command)))
+				return opt;
+		}
+	return NULL;
+}
+
+/* ---- setters ----------------------------------------------------------------- */
+
+#define FIELD(o, opt, type) ((type *) (void *) ((char *) (o) + (opt)->field))
+
+static int
+set_string(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
+{
+	*FIELD(o, opt, const char *) = arg;
+	return TM_OK;
+}
+
+static int
+set_list(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
+{
+	const char ***arr = FIELD(o, opt, const char **);
+	int *count = (int *) (void *) ((char *) o + opt->count);
+	const char **p = realloc(*arr, sizeof(char *) * (size_t) (*count + 1));
+
+	if (p == NULL)
+		abort();
+	p[(*count)++] = arg;
+	*arr = p;
+	return TM_OK;
+}
+
+/* A boolean of a config file ("true"/"false"), or a flag given (NULL). */
+static bool
+flag_value(const char *arg)
+{
+	return arg == NULL || strcmp(arg, "true") == 0;
+}
+
+static int
+set_flag(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
+{
+	*FIELD(o, opt, bool) = flag_value(arg);
+	return TM_OK;
+}
+
+static int
+parse_number(const cli_option *opt, const char *arg, long long *out, char *err, size_t n)
+{
+	char *end;
+	long long v = strtoll(arg, &end, 10);
+
+	if (*arg == '\0' || *end != '\0' || v < opt->min || v > opt->max) {
+		snprintf(err, n, "must be a whole number from %lld to %lld, not \"%s\"", opt->min,
+		         opt->max, arg);
+		return TM_EXIT_USAGE;
+	}
+	*out = v;
+	return TM_OK;
+}
+
+/* set_long, set_int, set_seconds: a whole number in the entry's range,
+ * into a field of that type */
+#define NUMBER_SETTER(name, type)                                                         \
+	static int name(cli_options *o, const cli_option *opt, const char *arg, char *err,    \
+	                size_t n)                                                             \
+	{                                                                                     \
+		long long v;                                                                      \
+		int rc = parse_number(opt, arg, &v, err, n);                                      \
+                                                                                          \
+		if (rc == TM_OK)                                                                  \
+			*FIELD(o, opt, type) = (type) v;                                              \
+		return rc;                                                                        \
+	}
+NUMBER_SETTER(set_long, long)
+NUMBER_SETTER(set_int, int)
+NUMBER_SETTER(set_seconds, double)
+
+/* A size in bytes: a whole number with an optional kB, MB or GB (powers of
+ * 1024, as PostgreSQL's settings read them). */
+static int
+set_size(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
+{
+	static const struct {
+		const char *unit;
+		long long factor;
+	} units[] = {{"", 1}, {"B", 1}, {"kB", KB}, {"MB", MB}, {"GB", 1024 * MB}};
+	char *end;
+	long long v = strtoll(arg, &end, 10);
+
+	for (size_t i = 0; *arg != '\0' && end != arg && i < sizeof units / sizeof units[0]; i++)
+		if (strcmp(end, units[i].unit) == 0 && v >= 0 && v <= opt->max / units[i].factor &&
+		    v * units[i].factor >= opt->min) {
+			*FIELD(o, opt, long long) = v * units[i].factor;
+			return TM_OK;
+		}
+	snprintf(err, n, "must be a size from %lld kB to %lld MB (a whole number, with kB, MB or GB), "
+	         "not \"%s\"", opt->min / KB, opt->max / MB, arg);
+	return TM_EXIT_USAGE;
+}
+
+static int
+set_log_format(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
+{
+	if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0) {
+		snprintf(err, n, "takes text or json, not \"%s\"", arg);
+		return TM_EXIT_USAGE;
+	}
+	*FIELD(o, opt, bool) = strcmp(arg, "json") == 0;
+	return TM_OK;
+}
+
+/* -v counts; a config file says true, false or the count (0 to 2). */
+static int
+set_verbose(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
+{
+	static const cli_option count = {.min = 0, .max = 2};
+	int *v = FIELD(o, opt, int);
+	long long c;
+
+	if (arg == NULL) {
+		*v = *v < 0 ? 1 : *v + 1;
+		return TM_OK;
+	}
+	if (strcmp(arg, "true") == 0 || strcmp(arg, "false") == 0) {
+		*v = strcmp(arg, "true") == 0;
+		return TM_OK;
+	}
+	if (parse_number(&count, arg, &c, err, n) != TM_OK)
+		return TM_EXIT_USAGE;
+	*v = (int) c;
+	return TM_OK;
+}
+
+static int
+set_quiet(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
+{
+	if (flag_value(arg))
+		*FIELD(o, opt, int) = -1;
+	return TM_OK;
+}
+
+/* ADDRESS:PORT of the metrics endpoint (prom_parse_listen) */
+static int
+set_listen(cli_options *o, const cli_option *opt, const char *arg, char *err, size_t n)
+{
+	char host[256];
+	unsigned port;
+
+	if (prom_parse_listen(arg, host, sizeof host, &port) != 0) {
+		snprintf(err, n, "takes ADDRESS:PORT, such as 127.0.0.1:9187, :9187 (every interface) "
+		         "or [::1]:9187, not \"%s\"", arg);
+		return TM_EXIT_USAGE;
+	}
+	*FIELD(o, opt, const char *) = arg;
+	return TM_OK;
+}
+
+/* ---- help ------------------------------------------------------------------ */
 
 static const char *const command_help[CLI_NCOMMANDS] = {
 	[CLI_SETUP] =
@@ -71,31 +339,15 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"On the source: the DDL capture event trigger, the publication and the logical slot.\n"
 		"On the target: the tidemark catalog and each replicated table, created with the\n"
 		"source's columns, types and primary key. Existing rows are copied by `run`.\n"
-		"  --table SCHEMA.TABLE   a table to replicate (repeatable); identifiers are read\n"
-		"                         the SQL way: 'public.\"Line Items\"'\n"
-		"  --schema NAME          every table of a schema, including tables created later\n"
-		"  --exclude-table SCHEMA.TABLE  leave a table of a --schema out (repeatable); it is\n"
-		"                         not replicated now nor when it is created again later\n",
+		"A pipeline is named by its --slot: several (other source databases) can share one\n"
+		"target database, each with its own slot, publication and target schemas.\n",
 	[CLI_RUN] =
 		"Usage: tidemark run [OPTIONS]\n"
 		"Streams changes from the source into the target until stopped (SIGINT/SIGTERM\n"
 		"finish the current target transaction and exit 0); copies the existing rows of\n"
-		"new tables chunk by chunk meanwhile, without locks.\n"
-		"  --until-caught-up      exit 0 once everything the source had written when run\n"
-		"                         started is applied and no snapshot is pending\n"
-		"  --chunk-rows N         snapshot chunk size in rows (default 20000)\n"
-		"  --chunk-bytes SIZE     and in bytes, as read (default 32MB; kB, MB, GB)\n"
-		"  --snapshot-readers N   parallel snapshot reader connections (default 1)\n"
-		"  --policy P             for a column type change that cannot widen: widen (default),\n"
-		"                         follow, quarantine or stop\n"
-		"  --table-policy SCHEMA.TABLE=P  the same, for one table (repeatable)\n"
-		"  --drop-columns         drop on the target the columns dropped on the source\n"
-		"                         (default: keep them, no longer filled)\n"
-		"  --drop-tables          drop on the target the tables dropped on the source\n"
-		"                         (default: keep them, no longer replicated)\n"
-		"  --progress-interval S  seconds between progress lines (default 5)\n",
+		"new tables chunk by chunk meanwhile, without locks.\n",
 	[CLI_STATUS] =
-		"Usage: tidemark status [OPTIONS] [--json]\n"
+		"Usage: tidemark status [OPTIONS] [--json] [--all]\n"
 		"Shows the slot, the WAL it retains, the applied position, the lag and each\n"
 		"table's state (snapshot progress).\n",
 	[CLI_SNAPSHOT] =
@@ -113,16 +365,50 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 	[CLI_VERIFY] =
 		"Usage: tidemark verify [OPTIONS] [--table SCHEMA.TABLE]... [--json]\n"
 		"Compares source and target by key ranges without long transactions; prints each\n"
-		"differing key. Exits 0 when equal, 1 when not.\n"
-		"  --table SCHEMA.TABLE   a replicated table to compare (repeatable; default: all)\n"
-		"  --chunk-rows N         rows per compared page (default 10000)\n"
-		"  --json                 the report as one JSON document\n",
+		"differing key. Exits 0 when equal, 1 when not.\n",
 	[CLI_TEARDOWN] =
 		"Usage: tidemark teardown [OPTIONS] [--drop-target-catalog]\n"
 		"Drops the slot, the publication and the DDL capture objects on the source\n"
-		"(the replicated tables on the target are kept).\n"
-		"  --drop-target-catalog  also drop the tidemark schema on the target\n",
+		"(the replicated tables on the target are kept).\n",
+	[CLI_POLICY] =
+		"Usage: tidemark policy [OPTIONS] [SCHEMA.TABLE=P]... [--default P] [--json]\n"
+		"Sets, then lists, the stored policies for a column type change that cannot widen\n"
+		"(widen, follow, quarantine or stop): each table's and the default, used by every\n"
+		"`run` (a run's --policy / --table-policy override them for that run only).\n"
+		"SCHEMA.TABLE=P sets a replicated table's policy; P default: the table follows the\n"
+		"default again.\n",
 };
+
+#define HELP_COLUMN 25
+
+/* "  -v, --verbose", "  --slot NAME", padded to the help's column; the
+ * help's later lines indented to it. */
+static void
+print_option(const cli_option *opt)
+{
+	char head[96];
+	const char *help = opt->help;
+	int len = opt->short_name ? snprintf(head, sizeof head, "  -%c, --%s", opt->short_name, opt->name)
+	                          : snprintf(head, sizeof head, "  --%s", opt->name);
+
+	if (opt->metavar != NULL)
+		len += snprintf(head + len, sizeof head - (size_t) len, " %s", opt->metavar);
+	printf("%s%*s", head, len < HELP_COLUMN - 1 ? HELP_COLUMN - len : 2, "");
+	for (const char *nl; (nl = strchr(help, '\n')) != NULL; help = nl + 1)
+		printf("%.*s\n%*s", (int) (nl - help), help, HELP_COLUMN, "");
+	printf("%s\n", help);
+}
+
+/* The options of command (CLI_NCOMMANDS: those of every command). */
+static void
+print_options(cli_command command)
+{
+	unsigned bit = command < CLI_NCOMMANDS ? 1u << command : ALL;
+
+	for (const cli_option *opt = cli_option_table; opt->name != NULL; opt++)
+		if ((opt->commands & bit) && (opt->commands == ALL) == (command == CLI_NCOMMANDS))
+			print_option(opt);
+}
 
 const char *
 cli_command_name(cli_command command)
@@ -133,7 +419,7 @@ cli_command_name(cli_command command)
 void
 cli_print_help(cli_command command)
 {
-	if (command >= CLI_NCOMMANDS) {
+	if (command >= CLI_NCOMMANDS)
 		printf("tidemark: schema-evolution-aware PostgreSQL replication\n\n"
 		       "Usage: tidemark COMMAND [OPTIONS]\n\n"
 		       "Commands:\n"
@@ -144,111 +430,47 @@ cli_print_help(cli_command command)
 		       "  schema     a table's schema versions\n"
 		       "  ddl-log    the DDL audit log\n"
 		       "  verify     compare source and target\n"
-		       "  teardown   remove the slot, publication and capture objects\n\n"
-		       "`tidemark COMMAND --help` describes a command.\n\n%s",
-		       common_help);
-		return;
-	}
-	printf("%s\n%s", command_help[command], common_help);
+		       "  teardown   remove the slot, publication and capture objects\n"
+		       "  policy     the stored schema-change policies\n\n"
+		       "`tidemark COMMAND --help` describes a command; `tidemark --version` says which\n"
+		       "tidemark this is. A config file (--config) takes every option below and\n"
+		       "those of setup and run, as `key = value;` lines (see man tidemark).\n");
+	else
+		printf("%s", command_help[command]);
+	if (command < CLI_NCOMMANDS)
+		print_options(command);
+	printf("\nOptions of every command:\n");
+	print_options(CLI_NCOMMANDS);
+}
+
+/* ---- parsing ------------------------------------------------------------------- */
+
+bool
+cli_given_has(const cli_given *g, size_t field)
+{
+	for (int i = 0; i < g->n; i++)
+		if (g->fields[i] == field)
+			return true;
+	return false;
 }
 
 static void
-push(const char ***arr, int *n, const char *value)
+given_add(cli_given *g, size_t field)
 {
-	const char **p = realloc(*arr, sizeof(char *) * (size_t) (*n + 1));
+	if (!cli_given_has(g, field) && g->n < (int) (sizeof g->fields / sizeof g->fields[0]))
+		g->fields[g->n++] = field;
+}
 
-	if (p == NULL)
+char *
+cli_own(cli_options *o, char *s)
+{
+	char **p = realloc(o->owned, sizeof(char *) * (size_t) (o->nowned + 1));
+
+	if (p == NULL || s == NULL)
 		abort();
-	p[(*n)++] = value;
-	*arr = p;
-}
-
-static int
-parse_long(const char *name, const char *text, long min, long max, long *out)
-{
-	char *end;
-	long v = strtol(text, &end, 10);
-
-	if (*text == '\0' || *end != '\0' || v < min || v > max) {
-		fprintf(stderr, "tidemark: --%s must be a whole number from %ld to %ld, not \"%s\"\n",
-		        name, min, max, text);
-		return TM_EXIT_USAGE;
-	}
-	*out = v;
-	return TM_OK;
-}
-
-/* A size in bytes: a whole number with an optional kB, MB or GB (powers of
- * 1024, as PostgreSQL's settings read them). */
-static int
-parse_size(const char *name, const char *text, long long min, long long max, long long *out)
-{
-	static const struct {
-		const char *unit;
-		long long factor;
-	} units[] = {{"", 1}, {"B", 1}, {"kB", 1024}, {"MB", 1024 * 1024},
-	             {"GB", 1024LL * 1024 * 1024}};
-	char *end;
-	long long v = strtoll(text, &end, 10);
-
-	for (size_t i = 0; *text != '\0' && end != text && i < sizeof units / sizeof units[0]; i++)
-		if (strcmp(end, units[i].unit) == 0 && v >= 0 && v <= max / units[i].factor &&
-		    v * units[i].factor >= min) {
-			*out = v * units[i].factor;
-			return TM_OK;
-		}
-	fprintf(stderr, "tidemark: --%s must be a size from %lld kB to %lld MB (a whole number, with "
-	        "kB, MB or GB), not \"%s\"\n", name, min / 1024, max / (1024 * 1024), text);
-	return TM_EXIT_USAGE;
-}
-
-static int
-apply_option(cli_options *o, int c, const char *arg)
-{
-	long v;
-
-	switch (c) {
-	case OPT_SOURCE: o->source = arg; break;
-	case OPT_TARGET: o->target = arg; break;
-	case OPT_SLOT: o->slot = arg; break;
-	case OPT_PUBLICATION: o->publication = arg; break;
-	case OPT_TABLE: push(&o->tables, &o->ntables, arg); break;
-	case OPT_SCHEMA: push(&o->schemas, &o->nschemas, arg); break;
-	case OPT_UNTIL_CAUGHT_UP: o->until_caught_up = true; break;
-	case OPT_JSON: o->json = true; break;
-	case OPT_DROP_TARGET: o->drop_target = true; break;
-	case OPT_DROP_COLUMNS: o->drop_columns = true; break;
-	case OPT_DROP_TABLES: o->drop_tables = true; break;
-	case OPT_SINCE: o->since = arg; break;
-	case OPT_POLICY: o->policy = arg; break;
-	case OPT_TABLE_POLICY: push(&o->table_policies, &o->ntable_policies, arg); break;
-	case OPT_CHUNK_ROWS:
-		if (parse_long("chunk-rows", arg, 1, 10000000, &v) != TM_OK)
-			return TM_EXIT_USAGE;
-		o->chunk_rows = v;
-		break;
-	case OPT_CHUNK_BYTES:
-		if (parse_size("chunk-bytes", arg, 16 * 1024, 4096LL * 1024 * 1024, &o->chunk_bytes) !=
-		    TM_OK)
-			return TM_EXIT_USAGE;
-		break;
-	case OPT_EXCLUDE_TABLE: push(&o->exclude_tables, &o->nexclude_tables, arg); break;
-	case OPT_READERS:
-		if (parse_long("snapshot-readers", arg, 1, 16, &v) != TM_OK)
-			return TM_EXIT_USAGE;
-		o->snapshot_readers = (int) v;
-		break;
-	case OPT_PROGRESS:
-		if (parse_long("progress-interval", arg, 1, 3600, &v) != TM_OK)
-			return TM_EXIT_USAGE;
-		o->progress_interval = (double) v;
-		break;
-	case 'v': o->verbose = o->verbose < 0 ? 1 : o->verbose + 1; break;
-	case 'q': o->verbose = -1; break;
-	case 'h': o->help = true; break;
-	default: return TM_EXIT_USAGE;
-	}
-	return TM_OK;
+	p[o->nowned++] = s;
+	o->owned = p;
+	return s;
 }
 
 static int
@@ -273,54 +495,147 @@ set_defaults(cli_options *o)
 	o->progress_interval = 5;
 }
 
-static int
-parse_options(int argc, char **argv, cli_options *o)
-{
-	struct option longopts[NOPTIONS + 1];
-	unsigned bit = 1u << o->command;
+#define MAX_OPTIONS 64
 
-	for (size_t i = 0; i < NOPTIONS; i++)
-		longopts[i] = option_table[i].opt;
-	memset(&longopts[NOPTIONS], 0, sizeof longopts[0]);
-	optind = 1;
+/* getopt's table: each name once; val is the index of its first entry. */
+static void
+long_options(struct option *out, char *shorts, size_t shorts_size)
+{
+	int n = 0;
+	size_t ns = 0;
+
+	for (int i = 0; cli_option_table[i].name != NULL && n < MAX_OPTIONS; i++) {
+		const cli_option *opt = &cli_option_table[i];
+		bool seen = false;
+
+		for (int j = 0; j < n; j++)
+			seen = seen || strcmp(out[j].name, opt->name) == 0;
+		if (seen)
+			continue;
+		out[n++] = (struct option) {opt->name, opt->metavar ? required_argument : no_argument,
+		                            NULL, 1000 + i};
+		if (opt->short_name && ns + 2 < shorts_size)
+			shorts[ns++] = opt->short_name;
+	}
+	shorts[ns] = '\0';
+	memset(&out[n], 0, sizeof out[0]);
+}
+
+/* The table entry getopt's c stands for. */
+static const cli_option *
+entry_of(int c)
+{
+	if (c >= 1000)
+		return &cli_option_table[c - 1000];
+	for (const cli_option *opt = cli_option_table; opt->name != NULL; opt++)
+		if (opt->short_name == c)
+			return opt;
+	return NULL;
+}
+
+static int
+parse_options(int argc, char **argv, cli_options *o, cli_given *g)
+{
+	struct option longopts[MAX_OPTIONS + 1];
+	char shorts[16], err[256];
+
+	long_options(longopts, shorts, sizeof shorts);
+	optind = 0; /* GNU: start afresh (also for a second parse, in the tests) */
 	for (;;) {
-		int idx = -1;
-		int c = getopt_long(argc, argv, "vqh", longopts, &idx);
+		int c = getopt_long(argc, argv, shorts, longopts, NULL);
+		const cli_option *any, *opt;
+		bool exists;
 
 		if (c == -1)
 			break;
-		if (c == '?')
+		if (c == '?' || (any = entry_of(c)) == NULL)
 			return TM_EXIT_USAGE;
-		for (size_t i = 0; i < NOPTIONS; i++)
-			if (option_table[i].opt.val == c && !(option_table[i].commands & bit)) {
-				fprintf(stderr, "tidemark %s: --%s does not apply to this command\n",
-				        command_names[o->command], option_table[i].opt.name);
-				return TM_EXIT_USAGE;
-			}
-		if (apply_option(o, c, optarg) != TM_OK)
+		opt = cli_option_find(any->name, o->command, &exists);
+		if (opt == NULL) {
+			fprintf(stderr, "tidemark %s: --%s does not apply to this command\n",
+			        command_names[o->command], any->name);
 			return TM_EXIT_USAGE;
+		}
+		if (opt->set(o, opt, optarg, err, sizeof err) != TM_OK) {
+			fprintf(stderr, "tidemark: --%s %s\n", opt->name, err);
+			return TM_EXIT_USAGE;
+		}
+		given_add(g, opt->field);
 	}
 	return TM_OK;
 }
 
+/* snapshot's and schema's SCHEMA.TABLE arguments, policy's SCHEMA.TABLE=P */
 static int
-take_positionals(int argc, char **argv, cli_options *o)
+take_positionals(int argc, char **argv, cli_options *o, cli_given *g)
 {
+	static const cli_option tables = {.field = F(tables), .count = F(ntables)};
+	static const cli_option policies = {.field = F(table_policies), .count = F(ntable_policies)};
+	const cli_option *into = o->command == CLI_POLICY ? &policies : &tables;
+
 	for (int i = optind; i < argc; i++) {
-		if (o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA) {
+		if (o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA && o->command != CLI_POLICY) {
 			fprintf(stderr, "tidemark %s: unexpected argument \"%s\"\n",
 			        command_names[o->command], argv[i]);
 			return TM_EXIT_USAGE;
 		}
-		push(&o->tables, &o->ntables, argv[i]);
+		set_list(o, into, argv[i], NULL, 0);
+		given_add(g, into->field);
 	}
 	return TM_OK;
+}
+
+static bool
+given(const char *conninfo)
+{
+	return conninfo != NULL && conninfo[0] != '\0';
+}
+
+/*
+ * Where a command needs one side that was not given, while the other side
+ * (if it needs one) was: libpq's own environment serves for it (PGHOST,
+ * PGPORT, PGDATABASE, PGUSER, PGSERVICE, ~/.pgpass, ...), as for psql: an
+ * empty connection string. With both sides missing it would be a guess.
+ */
+static void
+libpq_environment(cli_options *o)
+{
+	bool source = o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA &&
+	              o->command != CLI_DDL_LOG;
+	bool target = o->command != CLI_TEARDOWN || o->drop_target;
+
+	if (source && !given(o->source) && (!target || given(o->target))) {
+		o->source = "";
+		o->source_from_env = true;
+	} else if (target && !given(o->target) && (!source || given(o->source))) {
+		o->target = "";
+		o->target_from_env = true;
+	}
+}
+
+/* The config file: --config, else TIDEMARK_CONFIG ("" for none). */
+static int
+read_config(cli_options *o, const cli_given *g)
+{
+	if (o->config == NULL)
+		o->config = getenv("TIDEMARK_CONFIG");
+	if (o->config == NULL || o->config[0] == '\0') {
+		o->config = NULL;
+		return TM_OK;
+	}
+	return cli_config_read(o->config, o, g);
 }
 
 int
 cli_parse(int argc, char **argv, cli_options *o)
 {
+	cli_given g = {.n = 0};
+
 	set_defaults(o);
+	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+		o->version = true;
+		return TM_OK;
+	}
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		o->help = true;
@@ -330,15 +645,20 @@ cli_parse(int argc, char **argv, cli_options *o)
 		fprintf(stderr, "tidemark: unknown command \"%s\" (see tidemark --help)\n", argv[1]);
 		return TM_EXIT_USAGE;
 	}
-	if (parse_options(argc - 1, argv + 1, o) != TM_OK ||
-	    take_positionals(argc - 1, argv + 1, o) != TM_OK) {
+	if (parse_options(argc - 1, argv + 1, o, &g) != TM_OK ||
+	    take_positionals(argc - 1, argv + 1, o, &g) != TM_OK) {
 		fprintf(stderr, "(see tidemark %s --help)\n", command_names[o->command]);
 		return TM_EXIT_USAGE;
 	}
+	if (o->help)
+		return TM_OK;
+	if (read_config(o, &g) != TM_OK)
+		return TM_EXIT_USAGE;
 	if (o->source == NULL)
 		o->source = getenv("TIDEMARK_SOURCE");
 	if (o->target == NULL)
 		o->target = getenv("TIDEMARK_TARGET");
+	libpq_environment(o);
 	return TM_OK;
 }
 
@@ -347,17 +667,35 @@ cli_require(const cli_options *o, bool source, bool target)
 {
 	const char *cmd = command_names[o->command];
 
-	if (source && (o->source == NULL || o->source[0] == '\0')) {
+	if (source && !given(o->source) && !o->source_from_env) {
 		fprintf(stderr, "tidemark %s: no source given: use --source CONNINFO or set "
-		        "TIDEMARK_SOURCE\n", cmd);
+		        "TIDEMARK_SOURCE (or give only --target: libpq's environment, PGHOST and the "
+		        "like, then chooses the source)\n", cmd);
 		return TM_EXIT_USAGE;
 	}
-	if (target && (o->target == NULL || o->target[0] == '\0')) {
+	if (target && !given(o->target) && !o->target_from_env) {
 		fprintf(stderr, "tidemark %s: no target given: use --target CONNINFO or set "
-		        "TIDEMARK_TARGET\n", cmd);
+		        "TIDEMARK_TARGET (or give only --source: libpq's environment, PGHOST and the "
+		        "like, then chooses the target)\n", cmd);
 		return TM_EXIT_USAGE;
 	}
+	if (source && o->source_from_env)
+		log_info("no --source: libpq's environment chooses the source (PGHOST, PGPORT, "
+		         "PGDATABASE, PGUSER, PGSERVICE, ~/.pgpass)");
+	if (target && o->target_from_env)
+		log_info("no --target: libpq's environment chooses the target (PGHOST, PGPORT, "
+		         "PGDATABASE, PGUSER, PGSERVICE, ~/.pgpass)");
 	return TM_OK;
+}
+
+static void
+free_secret(char **s)
+{
+	if (*s != NULL) {
+		explicit_bzero(*s, strlen(*s));
+		free(*s);
+		*s = NULL;
+	}
 }
 
 void
@@ -367,5 +705,13 @@ cli_options_free(cli_options *o)
 	free(o->schemas);
 	free(o->table_policies);
 	free(o->exclude_tables);
-	o->tables = o->schemas = o->table_policies = o->exclude_tables = NULL;
+	free(o->map_schemas);
+	o->tables = o->schemas = o->table_policies = o->exclude_tables = o->map_schemas = NULL;
+	free_secret(&o->source_password);
+	free_secret(&o->target_password);
+	for (int i = 0; i < o->nowned; i++)
+		free_secret(&o->owned[i]); /* a connection string of the file may hold a password */
+	free(o->owned);
+	o->owned = NULL;
+	o->nowned = 0;
 }

@@ -1,10 +1,11 @@
 /*
  * cmd_ddl_log.c: `tidemark ddl-log [--table SCHEMA.TABLE] [--since POSITION]
- * [--json]`: the DDL audit log.
+ * [--json] [--all]`: the DDL audit log of one pipeline, or of all.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "catalog.h"
 #include "commands.h"
 #include "ident.h"
 #include "log.h"
@@ -15,6 +16,8 @@
 static void
 print_entry(json_t *e)
 {
+	if (json_is_string(json_object_get(e, "pipeline")))
+		printf("pipeline %s  ", report_str(e, "pipeline"));
 	printf("%s  xid %lld  %s  %s  %s\n", report_str(e, "position"),
 	       (long long) json_integer_value(json_object_get(e, "xid")), report_str(e, "ddl_time"),
 	       report_str(e, "source_user"), report_str(e, "command_tag"));
@@ -31,17 +34,18 @@ print_entry(json_t *e)
 static int
 list(PGconn *conn, const cli_options *o, const char *table, const char *since)
 {
-	const char *p[] = {o->slot, table, since};
+	const char *p[] = {o->slot, table, since, o->all ? "t" : "f"};
 	PGresult *r;
 	json_t *rows;
 	int rc = pgconn_exec(conn, PGCONN_TARGET, "reading the DDL audit log",
-	                     "SELECT position::text, xid, commit_time::text, ddl_time::text,"
+	                     "SELECT CASE WHEN $4::bool THEN slot_name END AS pipeline,"
+	                     " position::text, xid, commit_time::text, ddl_time::text,"
 	                     " source_user, command_tag, statement, fingerprint, classification,"
 	                     " array_to_string(tables, ', ') AS tables, schema_version, target_action"
-	                     " FROM tidemark.ddl_log WHERE slot_name = $1"
+	                     " FROM tidemark.ddl_log WHERE ($4::bool OR slot_name = $1)"
 	                     " AND ($2::text IS NULL OR $2 = ANY (tables))"
 	                     " AND ($3::pg_lsn IS NULL OR position >= $3::pg_lsn)"
-	                     " ORDER BY position, ddl_id", 3, p, &r);
+	                     " ORDER BY slot_name, position, ddl_id", 4, p, &r);
 
 	if (rc != TM_OK)
 		return rc;
@@ -85,6 +89,8 @@ cmd_ddl_log(const cli_options *o)
 			abort();
 	}
 	rc = pgconn_open(o->target, PGCONN_TARGET, "ddl-log", false, &conn);
+	if (rc == TM_OK)
+		rc = catalog_check_registered_conn(conn, o->all ? NULL : o->slot);
 	if (rc == TM_OK)
 		rc = list(conn, o, table, o->since);
 	PQfinish(conn);

@@ -16,11 +16,15 @@
 #include "apply.h"
 #include "clock.h"
 #include "commands.h"
+#include "ddl_auth.h"
 #include "key_order.h"
 #include "log.h"
+#include "metrics.h"
 #include "migrate.h"
 #include "pgconn.h"
+#include "pipeline.h"
 #include "pgoutput.h"
+#include "policy.h"
 #include "schema_sync.h"
 #include "snapshot.h"
 #include "source.h"
@@ -37,6 +41,8 @@
 #define BACKOFF_MAX_MS 30000
 /* How long another process may hold the slot before run gives up. */
 #define SLOT_BUSY_LIMIT_S 60
+/* The metrics' positions and lag, refreshed this often. */
+#define METRICS_INTERVAL_S 0.2
 
 static volatile sig_atomic_t stop_requests;
 
@@ -68,7 +74,10 @@ typedef struct run_state {
 	apply *apply;               /* owned */
 	snapshot *snap;             /* owned */
 	schema_sync *schema;        /* owned */
-	ddl_policy policy;          /* --policy */
+	policy_settings policies;   /* --policy, --table-policy: this run's */
+	bool policies_logged;
+	uint64_t next_xid;          /* the source's next xid, read at next_xid_at: */
+	double next_xid_at;         /* the epoch of the stream's transactions */
 	tm_lsn stop_before;         /* the stop policy stopped at this transaction */
 	apply_hooks snap_hooks;
 	source *stream;             /* owned */
@@ -80,6 +89,11 @@ typedef struct run_state {
 	bool made_progress;
 	bool migrated;              /* the target catalog is at this binary's version */
 	bool warned;                /* tables of an earlier slot were named */
+	bool streamed;              /* a session of this run has streamed */
+	bool connect_failed;        /* this session failed to open a connection */
+	metrics *metrics;           /* owned; NULL without --metrics-listen */
+	double last_metrics;        /* when the positions were last set */
+	tm_lsn metrics_applied;     /* the applied position they were set to */
 } run_state;
 
 /* ---- new tables in replicated schemas ---- */
@@ -143,6 +157,25 @@ key_order_for(run_state *st, const int *ids, int nids)
 	return rc;
 }
 
+/* The 64-bit xid of the source transaction being applied: its Begin's 32
+ * bits, in the epoch of the source's next xid, read again when it is more
+ * than NEXT_XID_MAX_AGE_S old (far fewer than 2^31 xids go by meanwhile:
+ * ddl_auth_widen_xid). */
+#define NEXT_XID_MAX_AGE_S 10
+static int
+current_xid(run_state *st, uint64_t *out)
+{
+	double now = clock_now_s();
+	int rc = TM_OK;
+
+	if (st->next_xid == 0 || now - st->next_xid_at > NEXT_XID_MAX_AGE_S) {
+		rc = source_query_next_xid(st->control, &st->next_xid);
+		st->next_xid_at = now;
+	}
+	*out = ddl_auth_widen_xid(st->next_xid, apply_current_xid(st->apply));
+	return rc;
+}
+
 /* After a schema change or tables joining: the tables concerned are
  * looked at again (names, keys, statements, chunks in flight). */
 static int
@@ -173,8 +206,12 @@ static int
 on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 {
 	schema_sync_result res;
-	int rc;
+	uint64_t xid = 0;
+	int rc = current_xid(st, &xid);
 
+	if (rc != TM_OK)
+		return rc;
+	schema_sync_in_transaction(st->schema, xid, apply_current_commit_lsn(st->apply));
 	schema_sync_set_commit(st->schema, apply_current_commit_lsn(st->apply));
 	rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
 	return rc == TM_OK ? after_sync(st, &res) : rc;
@@ -232,6 +269,59 @@ on_message(void *ctx, const pgoutput_msg *m, pg_timestamp commit_time)
 
 /* ---- progress ---- */
 
+/* How far the target is behind the source: the bytes of WAL the source
+ * reported that are not applied, and while anything is left to apply (those
+ * bytes, a transaction under way, messages received and not yet read), the
+ * age of the last source transaction applied. */
+static void
+lag_of(const run_state *st, long long *bytes, double *seconds)
+{
+	const apply_stats *s = apply_get_stats(st->apply);
+	tm_lsn pos = apply_committed(st->apply);
+	bool behind;
+
+	*bytes = st->wal_end > pos ? (long long) (st->wal_end - pos) : 0;
+	behind = *bytes > 0 || apply_in_transaction(st->apply) ||
+	         (st->stream != NULL && source_has_pending(st->stream));
+	*seconds = 0;
+	if (behind && s->last_commit_time != 0) {
+		struct timespec wall;
+
+		clock_gettime(CLOCK_REALTIME, &wall);
+		*seconds = ((double) wall.tv_sec * 1e6 + wall.tv_nsec / 1e3 -
+		            (double) pgoutput_timestamp_to_unix_us(s->last_commit_time)) / 1e6;
+		if (*seconds < 0)
+			*seconds = 0;
+	}
+}
+
+/* The positions and the lag, for the metrics (a few times a second). */
+static void
+update_metrics(run_state *st, double now)
+{
+	tm_lsn applied;
+	long long lag_b;
+	double lag_s;
+
+	if (st->metrics == NULL)
+		return;
+	applied = apply_committed(st->apply);
+	/* a commit is shown at once: the loop may then wait for the source
+	 * longer than the interval */
+	if (applied == st->metrics_applied && now - st->last_metrics < METRICS_INTERVAL_S)
+		return;
+	st->last_metrics = now;
+	st->metrics_applied = applied;
+	lag_of(st, &lag_b, &lag_s);
+	metrics_set(st->metrics, METRICS_APPLIED_LSN, applied);
+	metrics_set(st->metrics, METRICS_FLUSHED_LSN, apply_position(st->apply));
+	/* the stream's messages carry their own start as the end: the source
+	 * has at least what is applied */
+	metrics_set(st->metrics, METRICS_SOURCE_LSN, st->wal_end > applied ? st->wal_end : applied);
+	metrics_set(st->metrics, METRICS_LAG_BYTES, (uint64_t) lag_b);
+	metrics_set(st->metrics, METRICS_LAG_US, (uint64_t) (lag_s * 1e6));
+}
+
 static void
 log_progress(run_state *st, bool force)
 {
@@ -241,19 +331,11 @@ log_progress(run_state *st, bool force)
 	char applied[LSN_TEXT_MAX];
 	tm_lsn pos = apply_committed(st->apply);
 	double lag_s = 0;
-	long long lag_b = st->wal_end > pos ? (long long) (st->wal_end - pos) : 0;
+	long long lag_b = 0;
 
 	if (!force && dt < st->opts->progress_interval)
 		return;
-	if (lag_b > 0 && s->last_commit_time != 0) {
-		struct timespec wall;
-
-		clock_gettime(CLOCK_REALTIME, &wall);
-		lag_s = ((double) wall.tv_sec * 1e6 + wall.tv_nsec / 1e3 -
-		         (double) pgoutput_timestamp_to_unix_us(s->last_commit_time)) / 1e6;
-		if (lag_s < 0)
-			lag_s = 0;
-	}
+	lag_of(st, &lag_b, &lag_s);
 	log_info("applied %s, lag %lld bytes %.1f s, %.0f tx/s, %.0f rows/s",
 	         lsn_format(pos, applied), lag_b, lag_s,
 	         dt > 0 ? (double) (s->txs - st->progress_txs) / dt : 0,
@@ -325,6 +407,7 @@ handle_xlogdata(run_state *st, const pgoutput_copydata *cd)
 
 	if (cd->wal_end > st->wal_end)
 		st->wal_end = cd->wal_end;
+	metrics_stage(st->metrics, METRICS_STREAM_BYTES, cd->len);
 	if (pgoutput_read_message(&st->reader, cd->data, cd->len, &st->scratch, &m, &err) != 0) {
 		log_error("source: cannot decode the message at %s: %s", lsn_format(cd->wal_start, pos),
 		          err.msg);
@@ -382,8 +465,11 @@ stream_loop(run_state *st)
 	while (rc == TM_OK && !session_done(st, &rc) && stop_requests < 2) {
 		const char *buf;
 		size_t len;
+		double busy = 0;
 
 		rc = source_read(st->stream, 500, &buf, &len);
+		if (st->metrics != NULL)
+			busy = clock_now_s(); /* from here on, the apply's work */
 		if (rc == TM_OK && len > 0)
 			rc = handle_copydata(st, buf, len);
 		if (rc == TM_OK && (len == 0 || stop_requests > 0 || !source_has_pending(st->stream)))
@@ -393,6 +479,12 @@ stream_loop(run_state *st)
 		if (rc == TM_OK)
 			rc = snapshot_poll(st->snap);
 		log_progress(st, false);
+		if (st->metrics != NULL) {
+			double now = clock_now_s();
+
+			metrics_add(st->metrics, METRICS_APPLY_BUSY_US, (uint64_t) ((now - busy) * 1e6));
+			update_metrics(st, now);
+		}
 	}
 	if (rc == TM_OK && stop_requests >= 2 && apply_in_transaction(st->apply))
 		log_warn("second stop signal: the open target transaction is rolled back; it is applied "
@@ -436,7 +528,7 @@ catalog_upgrade(run_state *st)
 	if (rc == TM_OK && version > 0 && version < migrate_latest(PGCONN_TARGET)) {
 		rc = pgconn_open(st->opts->target, PGCONN_TARGET, "setup", false, &plain);
 		if (rc == TM_OK)
-			rc = migrate_apply(plain, PGCONN_TARGET);
+			rc = migrate_apply(plain, PGCONN_TARGET, NULL);
 		PQfinish(plain);
 	}
 	st->migrated = rc == TM_OK;
@@ -493,24 +585,37 @@ session_open(run_state *st)
 	                      .chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes
 	                                                        : SNAPSHOT_CHUNK_BYTES_DEFAULT,
 	                      .readers = o->snapshot_readers,
-	                      .progress_interval = o->progress_interval};
-	schema_sync_config ssc = {o->slot, st->policy, o->ntable_policies, o->table_policies,
-	                          o->drop_columns, o->drop_tables,
-	                          {st, source_table_def, source_partitions, source_table_name},
-	                          type_boundary, st};
-	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}};
+	                      .progress_interval = o->progress_interval, .metrics = st->metrics};
+	schema_sync_config ssc = {.slot = o->slot, .drop_columns = o->drop_columns,
+	                          .drop_tables = o->drop_tables,
+	                          .source = {st, source_table_def, source_partitions,
+	                                     source_table_name},
+	                          .type_boundary = type_boundary, .boundary_ctx = st,
+	                          .metrics = st->metrics};
+	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}, st->metrics};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
 	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
 
+	st->connect_failed = rc != TM_OK;
+	/* PostgreSQL 15 or later, wal_level logical, the REPLICATION privilege */
+	if (rc == TM_OK && !st->streamed)
+		rc = source_query_check_server(st->control);
+	if (rc == TM_OK && (rc = sink_open(o->target, "apply", &st->sink)) != TM_OK)
+		st->connect_failed = true;
+	if (rc == TM_OK)
+		rc = catalog_check_registered(st->sink, o->slot);
+	if (rc == TM_OK)
+		rc = catalog_upgrade(st);
+	/* this source's pipeline, not another one's position and tables:
+	 * before anything is written to either side */
+	if (rc == TM_OK)
+		rc = pipeline_check((pipeline_target){st->sink, NULL}, o->slot, st->control, o->source,
+		                    true);
 	if (rc == TM_OK)
 		rc = source_query_check_via_root(st->control, o->publication);
 	if (rc == TM_OK)
 		rc = write_marker(st);
-	if (rc == TM_OK)
-		rc = sink_open(o->target, "apply", &st->sink);
-	if (rc == TM_OK)
-		rc = catalog_upgrade(st);
 	if (rc == TM_OK)
 		rc = catalog_at_start(st);
 	if (rc == TM_OK)
@@ -528,8 +633,12 @@ session_open(run_state *st)
 	cfg.hooks.on_registered = registered;
 	cfg.hooks.commit_ctx = st;
 	rc = apply_new(st->sink, &cfg, &st->apply);
+	/* this run's policies, said once: in force while its apply connection lives */
+	if (rc == TM_OK)
+		rc = policy_record_run(st->sink, o->slot, &st->policies, !st->policies_logged);
 	if (rc != TM_OK)
 		return rc;
+	st->policies_logged = true;
 	snapshot_attach(st->snap, st->apply);
 	if (st->marker[0] != '\0')
 		apply_set_marker(st->apply, st->marker);
@@ -537,8 +646,12 @@ session_open(run_state *st)
 		apply_stop_before(st->apply, st->stop_before);
 	so.start = apply_committed(st->apply);
 	rc = source_open(&so, &st->stream);
+	st->connect_failed = PGCONN_IS_RETRY(rc) && rc != PGCONN_RETRY_SLOT_BUSY;
+	st->streamed |= rc == TM_OK;
 	if (rc == TM_OK)
 		sink_set_tick(st->sink, keepalive_tick, st, KEEPALIVE_TICK_MS);
+	if (rc == TM_OK)
+		metrics_set(st->metrics, METRICS_UP, 1);
 	if (rc == TM_OK)
 		log_info("streaming from slot \"%s\" at %s", o->slot, lsn_format(so.start, pos));
 	return rc;
@@ -547,6 +660,8 @@ session_open(run_state *st)
 static void
 session_close(run_state *st)
 {
+	metrics_set(st->metrics, METRICS_UP, 0);
+	metrics_rollback(st->metrics); /* counts of a target transaction not committed */
 	if (st->sink != NULL)
 		sink_set_tick(st->sink, NULL, NULL, 0); /* the stream goes first */
 	source_close(st->stream);
@@ -605,15 +720,17 @@ cmd_run(const cli_options *o)
 	if (rc != TM_OK)
 		return rc;
 	memset(&st, 0, sizeof st);
-	st.policy = DDL_POLICY_WIDEN;
-	if (o->policy != NULL && ddl_policy_parse(o->policy, &st.policy) != 0) {
-		fprintf(stderr, "tidemark run: --policy takes widen, follow, quarantine or stop\n");
-		return TM_EXIT_USAGE;
-	}
-	if ((rc = pgconn_check_conninfo(o->source, "--source")) != TM_OK ||
-	    (rc = pgconn_check_conninfo(o->target, "--target")) != TM_OK)
+	rc = policy_settings_parse(o->policy, o->table_policies, o->ntable_policies,
+	                           "--table-policy", false, &st.policies);
+	if (rc != TM_OK) {
+		policy_settings_free(&st.policies);
 		return rc;
+	}
 	st.opts = o;
+	/* before streaming: a port in use is said at once */
+	if (o->metrics_listen != NULL &&
+	    (rc = metrics_start(o->metrics_listen, TIDEMARK_VERSION, &st.metrics)) != TM_OK)
+		return rc;
 	arena_init(&st.scratch, 64 * 1024);
 	install_signals();
 	for (;;) {
@@ -624,8 +741,16 @@ cmd_run(const cli_options *o)
 			log_info("applying the transactions before the stop");
 			continue;
 		}
+		metrics_error(st.metrics, rc);
 		if (!PGCONN_IS_RETRY(rc) || stop_requests > 0)
 			break;
+		if (st.connect_failed && !st.streamed) {
+			/* a wrong host or port, a server down: said at once */
+			log_error("run could not connect (above); it retries only connections lost once "
+			          "it streams. Fix: check the connection string and that the server runs, "
+			          "then start it again");
+			break;
+		}
 		if (rc != PGCONN_RETRY_SLOT_BUSY)
 			busy_since = 0;
 		else if (busy_since == 0)
@@ -638,9 +763,12 @@ cmd_run(const cli_options *o)
 		backoff_ms = st.made_progress ? 500 : (backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
 		                                                                       : backoff_ms * 2);
 		log_warn("resuming from the target's position in %.1f s", backoff_ms / 1000.0);
+		metrics_retry(st.metrics, rc);
 		backoff_sleep(backoff_ms);
 	}
 	arena_free(&st.scratch);
+	policy_settings_free(&st.policies);
+	metrics_free(st.metrics);
 	if (PGCONN_IS_RETRY(rc) && stop_requests > 0)
 		rc = TM_OK; /* stopped by a signal while retrying */
 	if (rc == TM_OK && o->until_caught_up && stop_requests == 0)

@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "commands.h"
 #include "ident.h"
 #include "log.h"
 #include "pgconn.h"
+#include "policy.h"
 #include "report.h"
 
 /* " collate X", " generated always as (...) stored", and on a line of its
@@ -60,12 +62,35 @@ key_order_json(PGresult *r)
 	                 "reason", PQgetisnull(r, 0, 6) ? json_null() : json_string(PQgetvalue(r, 0, 6)));
 }
 
+/* {"policy": P, "set_by": ...}: the schema-change policy in force for the
+ * table (policy.h); null on a catalog from before stored policies. */
+static int
+policy_json(PGconn *conn, const char *const *p, json_t **out)
+{
+	PGresult *r = NULL;
+	int rc = TM_OK;
+
+	*out = json_null();
+	if (!policy_catalog_has(conn))
+		return TM_OK;
+	rc = pgconn_exec(conn, PGCONN_TARGET, "reading the table's policy",
+	                 "SELECT f.policy, f.set_by FROM tidemark.tables t,"
+	                 " tidemark.policy_in_force(t.slot_name, t.table_id) f WHERE t.slot_name = $1"
+	                 " AND t.source_schema = $2 AND t.source_table = $3", 3, p, &r);
+	if (rc == TM_OK && PQntuples(r) == 1) {
+		json_decref(*out);
+		*out = report_row(r, 0);
+	}
+	PQclear(r);
+	return rc;
+}
+
 static int
 show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 {
 	const char *p[] = {o->slot, schema, name};
 	PGresult *r;
-	json_t *doc;
+	json_t *doc, *policy;
 	int rc = pgconn_exec(conn, PGCONN_TARGET, "reading schema versions",
 	                     "SELECT v.version, v.valid_from_lsn::text AS valid_from,"
 	                     " v.created_at::text AS recorded_at, v.columns,"
@@ -85,8 +110,12 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 		PQclear(r);
 		return TM_EXIT_CONFIG;
 	}
-	doc = json_pack("{s:s, s:s, s:o, s:o}", "table", name, "schema", schema, "key_order",
-	                key_order_json(r), "versions", report_rows(r));
+	if ((rc = policy_json(conn, p, &policy)) != TM_OK) {
+		PQclear(r);
+		return rc;
+	}
+	doc = json_pack("{s:s, s:s, s:o, s:o, s:o}", "table", name, "schema", schema, "key_order",
+	                key_order_json(r), "policy", policy, "versions", report_rows(r));
 	if (o->json)
 		report_print_json(doc);
 	else {
@@ -102,6 +131,9 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 			       : strcmp(PQgetvalue(r, 0, 5), "t") == 0 ? "the same as the source's"
 			                                              : "differs: ",
 			       PQgetisnull(r, 0, 6) ? "" : PQgetvalue(r, 0, 6));
+		if (json_is_object(policy))
+			printf("schema-change policy: %s (set by: %s)\n", report_str(policy, "policy"),
+			       report_str(policy, "set_by"));
 		json_array_foreach(json_object_get(doc, "versions"), i, v)
 			print_version(v);
 	}
@@ -129,6 +161,8 @@ cmd_schema(const cli_options *o)
 		return TM_EXIT_USAGE;
 	}
 	rc = pgconn_open(o->target, PGCONN_TARGET, "schema", false, &conn);
+	if (rc == TM_OK)
+		rc = catalog_check_registered_conn(conn, o->slot);
 	if (rc == TM_OK)
 		rc = show(conn, o, schema, name);
 	PQfinish(conn);

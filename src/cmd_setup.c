@@ -16,8 +16,19 @@
 #include "log.h"
 #include "migrate.h"
 #include "pgconn.h"
+#include "pipeline.h"
+#include "policy.h"
 #include "source_query.h"
+#include "strbuf.h"
 #include "xalloc.h"
+
+/* What a setup has changed so far, for the report of one that fails. */
+typedef struct setup_done {
+	int source_migrations;  /* source migrations applied (capture objects) */
+	int target_migrations;  /* target catalog migrations applied */
+	bool registered;        /* the replication's progress row, exclusions, schemas */
+	int tables;             /* tables registered (and created on the target) */
+} setup_done;
 
 typedef struct setup_tables {
 	tabledef **defs;      /* owned array of owned definitions */
@@ -246,15 +257,109 @@ collect_tables(PGconn *src, const cli_options *o, setup_tables *t)
 		free(names);
 	}
 	if (rc == TM_OK && bad > 0) {
-		log_error("setup stopped: %d table(s) cannot be replicated as they are (see above); "
-		          "nothing was changed", bad);
+		log_error("setup stopped: %d table(s) cannot be replicated as they are (see above)",
+		          bad);
 		rc = TM_EXIT_CONFIG;
 	}
 	return rc == TM_OK ? warn_foreign_partitions(src, o, t) : rc;
 }
 
+/* The pipeline this setup makes or extends: its source and mapping. */
+typedef struct setup_pipeline {
+	pipeline_source source;
+	schema_map map;       /* the recorded mapping with what this setup adds */
+} setup_pipeline;
+
+/* --target-schema and --map-schema. */
 static int
-prepare_source(PGconn *src)
+wanted_map(const cli_options *o, schema_map *want)
+{
+	tm_error err;
+
+	if (o->target_schema != NULL && schema_map_set_default(want, o->target_schema, &err) != 0) {
+		log_error("%s", err.msg);
+		return TM_EXIT_USAGE;
+	}
+	for (int i = 0; i < o->nmap_schemas; i++)
+		if (schema_map_parse_pair(want, o->map_schemas[i], &err) != 0) {
+			log_error("%s", err.msg);
+			return TM_EXIT_USAGE;
+		}
+	return TM_OK;
+}
+
+static void
+names_push(char ***names, int *n, const char *schema, const char *name)
+{
+	*names = xrealloc(*names, sizeof(char *) * (size_t) (2 * *n + 2));
+	(*names)[2 * *n] = xstrdup(schema);
+	(*names)[2 * *n + 1] = xstrdup(name);
+	(*n)++;
+}
+
+/* The tables this setup names, as schema, name pairs: known before their
+ * definitions are read (which needs the capture functions on the source),
+ * so that the pipeline's checks come before any change. */
+static int
+setup_names(PGconn *src, const cli_options *o, const setup_tables *t, char ***names, int *n)
+{
+	int rc = TM_OK;
+
+	for (int i = 0; i < o->ntables; i++) {
+		char *schema, *name;
+		tm_error err;
+
+		if (ident_parse_qualified(o->tables[i], "public", &schema, &name, &err) != 0) {
+			log_error("--table %s: %s", o->tables[i], err.msg);
+			return TM_EXIT_USAGE;
+		}
+		names_push(names, n, schema, name);
+		free(schema);
+		free(name);
+	}
+	for (int i = 0; rc == TM_OK && i < o->nschemas; i++) {
+		char **list = NULL;
+
+		rc = source_query_schema_tables(src, o->schemas[i], &list);
+		for (int j = 0; rc == TM_OK && list[j] != NULL; j++)
+			if (!is_excluded(t, o->schemas[i], list[j]))
+				names_push(names, n, o->schemas[i], list[j]);
+		for (int j = 0; list != NULL && list[j] != NULL; j++)
+			free(list[j]);
+		free(list);
+	}
+	return rc;
+}
+
+/* Which source this is, and whether this target lets it set up the
+ * pipeline asked: checked before anything changes on either side. */
+static int
+check_pipeline(const cli_options *o, PGconn *src, const setup_tables *t, setup_pipeline *sp)
+{
+	schema_map want = SCHEMA_MAP_INIT;
+	char **names = NULL;
+	int n = 0;
+	PGconn *target = NULL;
+	int rc = wanted_map(o, &want);
+
+	if (rc == TM_OK)
+		rc = pipeline_source_read(src, o->source, &sp->source);
+	if (rc == TM_OK)
+		rc = setup_names(src, o, t, &names, &n);
+	if (rc == TM_OK)
+		rc = pgconn_open(o->target, PGCONN_TARGET, "setup", false, &target);
+	if (rc == TM_OK)
+		rc = pipeline_check_setup(target, src, o->slot, &sp->source, &want, names, n, &sp->map);
+	for (int i = 0; i < 2 * n; i++)
+		free(names[i]);
+	free(names);
+	schema_map_clear(&want);
+	PQfinish(target);
+	return rc;
+}
+
+static int
+prepare_source(PGconn *src, setup_done *done)
 {
 	bool super = false;
 	int rc = source_query_check_server(src);
@@ -269,22 +374,30 @@ prepare_source(PGconn *src)
 			          "the REPLICATION privilege and SELECT on the tables");
 			return TM_EXIT_CONFIG;
 		}
-		rc = migrate_apply(src, PGCONN_SOURCE);
+		rc = migrate_apply(src, PGCONN_SOURCE, &done->source_migrations);
 	}
 	return rc;
 }
 
 /* The source's capture key, kept on the target: messages written from
- * valid_from on (after the key existed) must carry its signature. */
+ * valid_from on (after the key existed) must carry its signature, bound to
+ * their transaction. */
 static int
 keep_capture_key(sink *s, const cli_options *o, const char *key_hex, tm_lsn valid_from)
 {
+	int rc;
+
 	if (key_hex == NULL) {
 		log_warn("source: no capture key (tidemark.capture_key is empty); DDL capture messages "
 		         "are not authenticated");
 		return TM_OK;
 	}
-	return catalog_set_capture_key(s, o->slot, key_hex, valid_from);
+	rc = catalog_set_capture_key(s, o->slot, key_hex, valid_from);
+	/* the source's capture (all of migrations/source/, applied above) binds
+	 * its messages to their transaction from here on */
+	if (rc == TM_OK)
+		rc = catalog_set_capture_bound(s, o->slot, valid_from);
+	return rc;
 }
 
 /* Records an exclusion; a table already replicated cannot be left out. */
@@ -406,9 +519,28 @@ register_table(sink *s, const cli_options *o, const tabledef *def, tm_lsn at, bo
 	return rc;
 }
 
+/* --table-policy names tables of this setup: a table set up before gets its
+ * policy from `tidemark policy`. */
 static int
-prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const char *key_hex,
-               tm_lsn valid_from, bool slot_new)
+check_policies(const setup_tables *t, const policy_settings *ps)
+{
+	int rc = TM_OK;
+
+	for (int i = 0; i < ps->n; i++)
+		if (ps->items[i].name != NULL && !tables_has(t, ps->items[i].schema, ps->items[i].name)) {
+			log_error("--table-policy %s.%s: the table is not among the tables of this setup. "
+			          "Fix: name it with --table (or its --schema), or give a table set up "
+			          "before its policy with `tidemark policy`", ps->items[i].schema,
+			          ps->items[i].name);
+			rc = TM_EXIT_USAGE;
+		}
+	return rc;
+}
+
+static int
+prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
+               const setup_pipeline *sp, const char *key_hex, tm_lsn valid_from,
+               const policy_settings *ps, bool slot_new, setup_done *done)
 {
 	PGconn *plain;
 	sink *s = NULL;
@@ -417,7 +549,7 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 
 	if (rc != TM_OK)
 		return rc;
-	rc = migrate_apply(plain, PGCONN_TARGET);
+	rc = migrate_apply(plain, PGCONN_TARGET, &done->target_migrations);
 	PQfinish(plain);
 	if (rc == TM_OK)
 		rc = sink_open(o->target, "setup", &s);
@@ -425,6 +557,9 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 		rc = catalog_ensure_progress(s, o->slot);
 	if (rc == TM_OK && slot_new)
 		rc = catalog_new_slot_generation(s, o->slot);
+	if (rc == TM_OK)
+		rc = pipeline_save(s, o->slot, &sp->source, &sp->map);
+	done->registered = rc == TM_OK;
 	if (rc == TM_OK)
 		rc = keep_capture_key(s, o, key_hex, valid_from);
 	for (int i = 0; rc == TM_OK && i < t->nexcluded; i++)
@@ -451,6 +586,7 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 			log_info("target: replicating %s.%s (%d columns, key of %d)", t->defs[i]->schema,
 			         t->defs[i]->name, t->defs[i]->ncols, tabledef_nkeys(t->defs[i]));
 		added_count += rc == TM_OK && added;
+		done->tables += rc == TM_OK && added;
 		if (rc == TM_OK && added && tabledef_nkeys(t->defs[i]) > 0)
 			rc = record_key_order(src, s, o->slot, t->defs[i]);
 	}
@@ -459,14 +595,47 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t, const c
 	if (rc == TM_OK)
 		log_info("target: %d table(s) newly registered, %d in all from this setup",
 		         added_count, t->n);
+	/* setup --policy, --table-policy: kept in the catalog, for every run */
+	if (rc == TM_OK && ps->n > 0)
+		rc = policy_store(s, o->slot, ps);
 	sink_close(s);
 	return rc;
+}
+
+/* What a failed setup had done already: said exactly, so that nobody
+ * believes nothing changed (running setup again after the fix goes on
+ * from there: every step is idempotent). */
+static void
+report_partial(const setup_done *d)
+{
+	strbuf sb = STRBUF_INIT;
+
+	if (d->source_migrations > 0)
+		strbuf_appendf(&sb, "; on the source, %d of tidemark's migrations (its schema and the "
+		               "DDL capture event triggers, which write a message into the WAL for each "
+		               "DDL and change nothing else)", d->source_migrations);
+	if (d->target_migrations > 0)
+		strbuf_appendf(&sb, "; on the target, %d catalog migrations (schema tidemark)",
+		               d->target_migrations);
+	if (d->registered)
+		strbuf_append(&sb, "; the replication's row in tidemark.progress");
+	if (d->tables > 0)
+		strbuf_appendf(&sb, "; %d table(s) registered and created on the target", d->tables);
+	if (sb.len == 0)
+		log_error("setup changed nothing");
+	else
+		log_error("setup had already installed%s. Running setup again once fixed goes on from "
+		          "there; `tidemark teardown` removes it", strbuf_str(&sb) + 1);
+	strbuf_free(&sb);
 }
 
 int
 cmd_setup(const cli_options *o)
 {
 	setup_tables tables = {0};
+	setup_pipeline pipeline = {{NULL, NULL, NULL}, SCHEMA_MAP_INIT};
+	setup_done done = {0};
+	policy_settings policies = {0};
 	PGconn *src = NULL;
 	tm_lsn lsn = LSN_INVALID, slot_lsn = LSN_INVALID;
 	char *key_hex = NULL; /* owned: the source's capture key */
@@ -479,18 +648,22 @@ cmd_setup(const cli_options *o)
 		fprintf(stderr, "tidemark setup: name at least one --table or --schema\n");
 		return TM_EXIT_USAGE;
 	}
-	if ((rc = pgconn_check_conninfo(o->source, "--source")) != TM_OK ||
-	    (rc = pgconn_check_conninfo(o->target, "--target")) != TM_OK)
-		return rc;
-	rc = parse_exclusions(o, &tables);
+	rc = policy_settings_parse(o->policy, o->table_policies, o->ntable_policies,
+	                           "--table-policy", false, &policies);
+	if (rc == TM_OK)
+		rc = parse_exclusions(o, &tables);
 	if (rc == TM_OK)
 		rc = stored_exclusions(o, &tables);
 	if (rc == TM_OK)
 		rc = pgconn_open(o->source, PGCONN_SOURCE, "setup", false, &src);
 	if (rc == TM_OK)
-		rc = prepare_source(src);
+		rc = check_pipeline(o, src, &tables, &pipeline);
+	if (rc == TM_OK)
+		rc = prepare_source(src, &done);
 	if (rc == TM_OK)
 		rc = collect_tables(src, o, &tables);
+	if (rc == TM_OK)
+		rc = check_policies(&tables, &policies);
 	if (rc == TM_OK)
 		rc = source_query_capture_key(src, &key_hex);
 	if (rc == TM_OK)
@@ -498,7 +671,8 @@ cmd_setup(const cli_options *o)
 	if (rc == TM_OK)
 		rc = source_query_slot_exists(src, o->slot, &slot_exists);
 	if (rc == TM_OK)
-		rc = prepare_target(o, src, &tables, key_hex, lsn, !slot_exists);
+		rc = prepare_target(o, src, &tables, &pipeline, key_hex, lsn, &policies, !slot_exists,
+		                    &done);
 	if (rc == TM_OK)
 		rc = source_query_ensure_publication(src, o->publication, tables.defs, tables.n,
 		                                     o->schemas, o->nschemas);
@@ -513,7 +687,12 @@ cmd_setup(const cli_options *o)
 		       "publication \"%s\"; start streaming with `tidemark run`\n",
 		       tables.n, o->slot, o->publication);
 	}
+	if (rc != TM_OK && rc != TM_EXIT_USAGE)
+		report_partial(&done);
 	tables_free(&tables);
+	pipeline_source_clear(&pipeline.source);
+	schema_map_clear(&pipeline.map);
+	policy_settings_free(&policies);
 	free(key_hex);
 	PQfinish(src);
 	return rc;

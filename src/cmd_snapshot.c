@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "catalog.h"
 #include "commands.h"
 #include "ident.h"
 #include "log.h"
@@ -62,6 +63,8 @@ cmd_snapshot(const cli_options *o)
 		return TM_EXIT_USAGE;
 	}
 	rc = pgconn_open(o->target, PGCONN_TARGET, "snapshot", false, &conn);
+	if (rc == TM_OK)
+		rc = catalog_check_registered_conn(conn, o->slot);
 	for (int i = 0; rc == TM_OK && i < o->ntables; i++)
 		rc = request_one(conn, o, o->tables[i]);
 	PQfinish(conn);

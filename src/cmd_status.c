@@ -9,24 +9,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "commands.h"
 #include "log.h"
 #include "lsn.h"
 #include "report.h"
 #include "pgconn.h"
+#include "pipeline.h"
+#include "policy.h"
 #include "strbuf.h"
 
 static int
-source_part(const cli_options *o, json_t *out)
+source_part(const cli_options *o, PGconn *target, json_t *out)
 {
 	const char *p[] = {o->slot};
 	PGconn *conn;
-	PGresult *r;
+	PGresult *r = NULL;
 	int rc = pgconn_open(o->source, PGCONN_SOURCE, "status", false, &conn);
 
 	if (rc != TM_OK)
 		return rc;
-	rc = pgconn_exec(conn, PGCONN_SOURCE, "reading the slot",
+	/* another source's pipeline would look healthy: refused */
+	rc = pipeline_check((pipeline_target){NULL, target}, o->slot, conn, o->source, false);
+	if (rc == TM_OK)
+		rc = pgconn_exec(conn, PGCONN_SOURCE, "reading the slot",
 	                 "SELECT s.slot_name AS slot, s.active, s.active_pid, s.wal_status,"
 	                 " s.restart_lsn::text, s.confirmed_flush_lsn::text,"
 	                 " pg_current_wal_lsn()::text AS source_lsn,"
@@ -34,10 +40,15 @@ source_part(const cli_options *o, json_t *out)
 	                 "   AS retained_wal_bytes"
 	                 " FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1",
 	                 1, p, &r);
-	if (rc == TM_OK) {
+	if (rc == TM_OK && PQgetisnull(r, 0, 0)) {
+		log_error("source: replication slot \"%s\" does not exist there (a misspelt --slot, or "
+		          "dropped by someone else?). Fix: name the slot of this replication with --slot; "
+		          "if it was dropped, `tidemark setup` again creates it and `tidemark snapshot` "
+		          "copies the tables again (changes made meanwhile were not captured)", o->slot);
+		rc = TM_EXIT_CONFIG;
+	} else if (rc == TM_OK)
 		json_object_set_new(out, "source", report_row(r, 0));
-		PQclear(r);
-	}
+	PQclear(r);
 	PQfinish(conn);
 	return rc;
 }
@@ -59,15 +70,25 @@ rereads_column(PGconn *conn)
 	            : " 0 AS rows_to_read_again";
 }
 
+/* The schema-change policy in force per table, and what set it (policy.h):
+ * unknown on a catalog from before stored policies. */
+static const char *
+policy_columns(PGconn *conn)
+{
+	return policy_catalog_has(conn)
+	           ? ", (tidemark.policy_in_force(slot_name, t.table_id)).policy,"
+	             " (tidemark.policy_in_force(slot_name, t.table_id)).set_by AS policy_set_by"
+	           : ", NULL::text AS policy, NULL::text AS policy_set_by";
+}
+
 static int
-target_part(const cli_options *o, json_t *out)
+target_part(const cli_options *o, PGconn *conn, json_t *out)
 {
 	const char *p[] = {o->slot};
-	PGconn *conn;
 	PGresult *r;
 	json_t *tables = json_array();
 	strbuf sql = STRBUF_INIT;
-	int rc = pgconn_open(o->target, PGCONN_TARGET, "status", false, &conn);
+	int rc = catalog_check_registered_conn(conn, o->slot);
 
 	json_object_set_new(out, "tables", tables);
 	if (rc != TM_OK)
@@ -91,6 +112,7 @@ target_part(const cli_options *o, json_t *out)
 		              " CASE WHEN cardinality(key_columns) = 0 THEN 'one read' ELSE 'chunks' END"
 		              "   AS copy,");
 		strbuf_append(&sql, rereads_column(conn));
+		strbuf_append(&sql, policy_columns(conn));
 		strbuf_append(&sql, " FROM tidemark.tables t WHERE slot_name = $1 ORDER BY 1");
 		rc = pgconn_exec(conn, PGCONN_TARGET, "reading the tables", sql.data, 1, p, &r);
 	}
@@ -102,7 +124,6 @@ target_part(const cli_options *o, json_t *out)
 		json_decref(rows);
 		PQclear(r);
 	}
-	PQfinish(conn);
 	return rc;
 }
 
@@ -139,6 +160,9 @@ print_table(json_t *t)
 		printf("streaming, snapshot done (%lld rows copied)\n", rows);
 	else
 		printf("%s\n", state);
+	if (json_is_string(json_object_get(t, "policy")))
+		printf("  %-40s schema-change policy %s (set by: %s)\n", "", report_str(t, "policy"),
+		       report_str(t, "policy_set_by"));
 	if (num(t, "rows_to_read_again") > 0)
 		printf("  %-40s %lld row(s) to read again (moved by key changes while being copied)\n", "",
 		       num(t, "rows_to_read_again"));
@@ -184,16 +208,98 @@ add_lag(json_t *doc)
 	}
 }
 
+/* --all: every pipeline of the target, from the target alone. */
+static void
+print_pipeline(json_t *p)
+{
+	json_t *tschema = json_object_get(p, "target_schema");
+
+	printf("pipeline %s: ", report_str(p, "pipeline"));
+	if (json_is_string(json_object_get(p, "source_database")))
+		printf("database %s of server %s (%s)", report_str(p, "source_database"),
+		       report_str(p, "source_system_id"), report_str(p, "source_address"));
+	else
+		printf("source not recorded yet (set up before sources were recorded)");
+	if (json_is_string(tschema))
+		printf(", tables into schema %s", json_string_value(tschema));
+	if (json_is_object(json_object_get(p, "schema_map"))) {
+		const char *from;
+		json_t *to;
+
+		json_object_foreach(json_object_get(p, "schema_map"), from, to)
+			printf(", %s into %s", from, json_string_value(to));
+	}
+	printf("\n  applied up to %s (source commit time %s), %lld table(s), %lld being copied\n",
+	       report_str(p, "applied_lsn"), report_str(p, "source_commit_time"), num(p, "tables"),
+	       num(p, "tables_copying"));
+}
+
+static int
+pipelines_part(PGconn *conn, bool json)
+{
+	PGresult *r = NULL;
+	int rc = catalog_check_registered_conn(conn, NULL);
+
+	if (rc == TM_OK)
+		rc = pgconn_exec(conn, PGCONN_TARGET, "looking for tidemark.schema_map",
+		                 "SELECT to_regclass('tidemark.schema_map') IS NOT NULL", 0, NULL, &r);
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+		log_error("target: the catalog is from an older tidemark that did not record pipelines. "
+		          "Fix: `tidemark run` (or `setup`) brings it up to date; until then `status` "
+		          "without --all shows one pipeline");
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	r = NULL;
+	if (rc == TM_OK)
+		rc = pgconn_exec(
+			conn, PGCONN_TARGET, "reading the pipelines",
+			"SELECT p.slot_name AS pipeline, p.source_database, p.source_system_id,"
+			" p.source_address, p.target_schema,"
+			" (SELECT json_object_agg(m.source_schema, m.target_schema ORDER BY m.source_schema)"
+			"   FROM tidemark.schema_map m WHERE m.slot_name = p.slot_name) AS schema_map,"
+			" p.applied_lsn::text, p.source_commit_time::text, p.applied_at::text,"
+			" (SELECT count(*) FROM tidemark.tables t WHERE t.slot_name = p.slot_name"
+			"   AND t.state <> 'dropped') AS tables,"
+			" (SELECT count(*) FROM tidemark.tables t WHERE t.slot_name = p.slot_name"
+			"   AND t.state IN ('snapshot_pending', 'snapshotting')) AS tables_copying"
+			" FROM tidemark.progress p ORDER BY 1", 0, NULL, &r);
+	if (rc == TM_OK) {
+		json_t *rows = report_rows(r);
+		size_t i;
+		json_t *p;
+
+		if (json)
+			report_print_json(rows);
+		else
+			json_array_foreach(rows, i, p)
+				print_pipeline(p);
+		json_decref(rows);
+	}
+	PQclear(r);
+	return rc;
+}
+
 int
 cmd_status(const cli_options *o)
 {
 	json_t *doc = json_object();
-	int rc = cli_require(o, true, true);
+	PGconn *target = NULL;
+	int rc = cli_require(o, !o->all, true);
 
 	if (rc == TM_OK)
-		rc = source_part(o, doc);
+		rc = pgconn_open(o->target, PGCONN_TARGET, "status", false, &target);
+	if (rc == TM_OK && o->all) {
+		rc = pipelines_part(target, o->json);
+		PQfinish(target);
+		json_decref(doc);
+		return rc;
+	}
 	if (rc == TM_OK)
-		rc = target_part(o, doc);
+		rc = target_part(o, target, doc);
+	if (rc == TM_OK)
+		rc = source_part(o, target, doc);
+	PQfinish(target);
 	if (rc == TM_OK) {
 		add_lag(doc);
 		if (o->json)

@@ -17,6 +17,7 @@
 #include "ident.h"
 #include "log.h"
 #include "pgconn.h"
+#include "pipeline.h"
 #include "report.h"
 #include "verify.h"
 #include "xalloc.h"
@@ -54,26 +55,6 @@ open_side(const char *conninfo, pgconn_side side, PGconn **out)
 	return rc;
 }
 
-/* The target must hold tidemark's catalog and this slot's replication. */
-static int
-check_catalog(verify_run *run)
-{
-	PGresult *r;
-	tm_lsn applied;
-	int rc = pgconn_exec(run->target, PGCONN_TARGET, "looking for the tidemark catalog",
-	                     "SELECT to_regclass('tidemark.tables') IS NOT NULL", 0, NULL, &r);
-
-	if (rc != TM_OK)
-		return rc;
-	if (strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
-		log_error("target: there is no tidemark catalog in this database. Fix: run `tidemark "
-		          "setup` first (or give the target database that holds it)");
-		rc = TM_EXIT_CONFIG;
-	}
-	PQclear(r);
-	return rc == TM_OK ? catalog_read_progress(run->catalog, run->o->slot, &applied) : rc;
-}
-
 static int
 open_all(verify_run *run)
 {
@@ -84,7 +65,11 @@ open_all(verify_run *run)
 	if (rc == TM_OK)
 		rc = sink_open(run->o->target, "verify", &run->catalog);
 	if (rc == TM_OK)
-		rc = check_catalog(run);
+		rc = catalog_check_registered_conn(run->target, run->o->slot);
+	/* another source's tables would be "compared" with this one's */
+	if (rc == TM_OK)
+		rc = pipeline_check((pipeline_target){NULL, run->target}, run->o->slot, run->source,
+		                    run->o->source, false);
 	return rc;
 }
 

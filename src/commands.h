@@ -15,5 +15,6 @@ int cmd_schema(const cli_options *opts);
 int cmd_ddl_log(const cli_options *opts);
 int cmd_verify(const cli_options *opts);
 int cmd_teardown(const cli_options *opts);
+int cmd_policy(const cli_options *opts);
 
 #endif

@@ -1,6 +1,11 @@
 /*
  * log.h: log lines on stderr, one write(2) per line so that lines from the
- * snapshot reader thread and the apply loop never interleave.
+ * snapshot reader thread and the apply loop never interleave. A record is
+ * always one line (line breaks in a message, from libpq or the server,
+ * become spaces), with an ISO 8601 UTC time: text
+ *   2026-05-01T12:00:00.123Z tidemark error: source: ...
+ * or, for log shippers (--log-format json), one JSON object per line:
+ *   {"time": "2026-05-01T12:00:00.123Z", "level": "error", "message": "..."}
  *
  * Nothing that may hold a password is ever passed here: connection strings
  * are logged only through conninfo_describe().
@@ -17,7 +22,14 @@ typedef enum log_level {
 	LOG_ERROR = 3,
 } log_level;
 
+typedef enum log_format {
+	LOG_FORMAT_TEXT = 0,
+	LOG_FORMAT_JSON = 1,
+} log_format;
+
 void log_set_level(log_level level);
+/* Set once by main, before any thread starts. */
+void log_set_format(log_format format);
 log_level log_get_level(void);
 void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -15,7 +15,7 @@ typedef int (*command_fn)(const cli_options *opts);
 static const command_fn commands[CLI_NCOMMANDS] = {
 	[CLI_SETUP] = cmd_setup,       [CLI_RUN] = cmd_run,         [CLI_STATUS] = cmd_status,
 	[CLI_SNAPSHOT] = cmd_snapshot, [CLI_SCHEMA] = cmd_schema,   [CLI_DDL_LOG] = cmd_ddl_log,
-	[CLI_VERIFY] = cmd_verify,     [CLI_TEARDOWN] = cmd_teardown,
+	[CLI_VERIFY] = cmd_verify,     [CLI_TEARDOWN] = cmd_teardown, [CLI_POLICY] = cmd_policy,
 };
 
 const char *
@@ -39,13 +39,32 @@ main(int argc, char **argv)
 	cli_options opts;
 	int rc = cli_parse(argc, argv, &opts);
 
-	if (rc != TM_OK || opts.help) {
+	if (rc == TM_OK && opts.version) {
+		printf("tidemark %s (libpq %d)\n", TIDEMARK_VERSION, PQlibVersion());
+		return TM_OK;
+	}
+	/* a usage error has said what is wrong and where the help is */
+	if (opts.help) {
 		cli_print_help(opts.command);
 		cli_options_free(&opts);
 		return rc;
 	}
+	if (rc != TM_OK) {
+		cli_options_free(&opts);
+		return rc;
+	}
 	log_set_level(opts.verbose > 1 ? LOG_DEBUG : opts.verbose < 0 ? LOG_WARN : LOG_INFO);
-	rc = commands[opts.command](&opts);
+	log_set_format(opts.log_json ? LOG_FORMAT_JSON : LOG_FORMAT_TEXT);
+	rc = cli_load_secrets(&opts);
+	pgconn_set_password(PGCONN_SOURCE, opts.source_password);
+	pgconn_set_password(PGCONN_TARGET, opts.target_password);
+	/* a string libpq cannot read: exit 3 before any command, never shown */
+	if (rc == TM_OK && opts.source != NULL && opts.source[0] != '\0')
+		rc = pgconn_check_conninfo(opts.source, "--source");
+	if (rc == TM_OK && opts.target != NULL && opts.target[0] != '\0')
+		rc = pgconn_check_conninfo(opts.target, "--target");
+	if (rc == TM_OK)
+		rc = commands[opts.command](&opts);
 	cli_options_free(&opts);
 	rc = pgconn_exit_code(rc);
 	if (rc != TM_OK && rc != TM_EXIT_DIFFERENT && rc != TM_EXIT_USAGE)

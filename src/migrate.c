@@ -74,13 +74,15 @@ migrate_latest(pgconn_side side)
 }
 
 int
-migrate_apply(PGconn *conn, pgconn_side side)
+migrate_apply(PGconn *conn, pgconn_side side, int *napplied)
 {
 	const migrate_script *scripts =
 		side == PGCONN_SOURCE ? migrate_source_scripts : migrate_target_scripts;
 	const char *lock_params[] = {MIGRATE_LOCK_KEY};
 	int rc;
 
+	if (napplied != NULL)
+		*napplied = 0;
 	rc = pgconn_command(conn, side, "taking the migration lock",
 	                    "SELECT pg_advisory_lock(('x' || $1)::bit(64)::bigint)", 1, lock_params);
 	if (rc != TM_OK)
@@ -92,6 +94,8 @@ migrate_apply(PGconn *conn, pgconn_side side)
 		rc = script_applied(conn, side, s, &applied);
 		if (rc == TM_OK && !applied)
 			rc = script_run(conn, side, s);
+		if (rc == TM_OK && !applied && napplied != NULL)
+			(*napplied)++;
 	}
 	PQclear(PQexecParams(conn, "SELECT pg_advisory_unlock(('x' || $1)::bit(64)::bigint)", 1, NULL,
 	                     lock_params, NULL, NULL, 0));

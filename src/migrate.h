@@ -25,7 +25,8 @@ extern const migrate_script migrate_target_scripts[];
 int migrate_latest(pgconn_side side);
 
 /* Applies the scripts of `side` not yet recorded on conn, each in its own
- * transaction with its record, under an advisory lock. Returns a status. */
-int migrate_apply(PGconn *conn, pgconn_side side);
+ * transaction with its record, under an advisory lock. Returns a status;
+ * *napplied (may be NULL): how many scripts it applied. */
+int migrate_apply(PGconn *conn, pgconn_side side, int *napplied);
 
 #endif

@@ -12,6 +12,29 @@
 	"-c extra_float_digits=3 -c bytea_output=hex -c client_encoding=UTF8 "                \
 	"-c lc_monetary=C -c client_min_messages=warning -c standard_conforming_strings=on"
 
+/* Set once by main from the password files, read by every connection. */
+static const char *side_password[2];
+
+void
+pgconn_set_password(pgconn_side side, const char *password)
+{
+	side_password[side == PGCONN_SOURCE ? 0 : 1] = password;
+}
+
+bool
+pgconn_has_password(const char *conninfo)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+	bool has = false;
+
+	if (opts == NULL)
+		return false;
+	for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+		has = has || (strcmp(o->keyword, "password") == 0 && o->val != NULL && o->val[0] != '\0');
+	PQconninfoFree(opts);
+	return has;
+}
+
 const char *
 pgconn_side_name(pgconn_side side)
 {
@@ -88,6 +111,60 @@ session_options(const char *conninfo)
 	return strbuf_steal(&sb);
 }
 
+/* The user's application_name, if any, with tidemark's role after it, so
+ * that pg_stat_activity tells pipelines apart and still says what each
+ * connection of tidemark does. */
+static void
+application_name(const char *conninfo, const char *role, char *out, size_t size)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+	const char *user = opts ? conninfo_value(opts, "application_name") : NULL;
+
+	if (user == NULL)
+		user = getenv("PGAPPNAME");
+	if (user != NULL && user[0] != '\0')
+		snprintf(out, size, "%s (tidemark %s)", user, role);
+	else
+		snprintf(out, size, "tidemark %s", role);
+	if (opts != NULL)
+		PQconninfoFree(opts);
+}
+
+/* The server refused a replication connection to a role without the
+ * REPLICATION attribute (the message of PostgreSQL 15, and of 16 on). */
+static bool
+refused_replication(PGconn *conn)
+{
+	const char *m = conn ? PQerrorMessage(conn) : "";
+
+	return strstr(m, "must be superuser or replication role") != NULL ||
+	       strstr(m, "permission denied to start WAL sender") != NULL;
+}
+
+/* The length of libpq's message without its final line break. */
+static size_t
+message_length(PGconn *conn)
+{
+	const char *m = conn ? PQerrorMessage(conn) : "out of memory";
+	size_t n = strlen(m);
+
+	while (n > 0 && (m[n - 1] == '\n' || m[n - 1] == ' '))
+		n--;
+	return n;
+}
+
+/* The fix of a failed connection, for the log line ("" when none). */
+static const char *
+connect_fix(PGconn *conn, char *buf, size_t size)
+{
+	if (refused_replication(conn))
+		snprintf(buf, size, ". Fix: ALTER ROLE \"%s\" REPLICATION; (and a \"replication\" line "
+		         "for it in pg_hba.conf)", PQuser(conn) ? PQuser(conn) : "the role");
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
 int
 pgconn_open(const char *conninfo, pgconn_side side, const char *role, bool replication,
             PGconn **out)
@@ -95,16 +172,19 @@ pgconn_open(const char *conninfo, pgconn_side side, const char *role, bool repli
 	char appname[64];
 	char *options = session_options(conninfo);
 	/* later keywords override what the user's string says */
+	const char *password = side_password[side == PGCONN_SOURCE ? 0 : 1];
 	const char *keys[] = {"dbname", "application_name", "options", "connect_timeout",
 	                      "keepalives", "keepalives_idle", "keepalives_interval",
-	                      "keepalives_count", replication ? "replication" : NULL, NULL};
-	const char *vals[] = {conninfo, appname, options, "10", "1", "10", "5", "3", "database",
-	                      NULL};
-	char where[256];
+	                      "keepalives_count", "password" /* NULL: ignored */,
+	                      replication ? "replication" : NULL, NULL};
+	const char *vals[] = {conninfo, appname, options, "10", "1", "10", "5", "3", password,
+	                      "database", NULL};
+	char where[256], fix[256];
 	PGconn *conn;
 	int rc;
 
-	snprintf(appname, sizeof appname, "tidemark %s", role);
+	*out = NULL; /* also on failure: callers PQfinish it either way */
+	application_name(conninfo, role, appname, sizeof appname);
 	conn = PQconnectdbParams(keys, vals, 1);
 	free(options);
 	if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
@@ -116,11 +196,13 @@ pgconn_open(const char *conninfo, pgconn_side side, const char *role, bool repli
 	if (conn != NULL && (strstr(PQerrorMessage(conn), "authentication failed") != NULL ||
 	                     strstr(PQerrorMessage(conn), "does not exist") != NULL ||
 	                     strstr(PQerrorMessage(conn), "no pg_hba.conf entry") != NULL ||
-	                     strstr(PQerrorMessage(conn), "password") != NULL))
+	                     strstr(PQerrorMessage(conn), "password") != NULL ||
+	                     refused_replication(conn)))
 		rc = TM_EXIT_CONFIG;
-	log_error("%s: cannot connect (%s) as %s: %s", pgconn_side_name(side),
+	log_error("%s: cannot connect (%s) as %s: %.*s%s", pgconn_side_name(side),
 	          pgconn_describe(conninfo, where, sizeof where), role,
-	          conn ? PQerrorMessage(conn) : "out of memory");
+	          (int) message_length(conn), conn ? PQerrorMessage(conn) : "out of memory",
+	          connect_fix(conn, fix, sizeof fix));
 	PQfinish(conn);
 	return rc;
 }
@@ -188,30 +270,91 @@ static const struct {
 	                         "or a superuser for setup's event trigger). Fix: grant it"},
 };
 
-static void
-log_hint(pgconn_side side, const char *state)
+/* tidemark's own fix for a SQLSTATE on a side, or NULL. */
+static const char *
+hint_of(pgconn_side side, const char *state)
 {
 	for (size_t i = 0; state != NULL && i < sizeof hints / sizeof hints[0]; i++)
-		if (hints[i].side == side && strcmp(hints[i].state, state) == 0) {
-			log_error("%s: %s", pgconn_side_name(side), hints[i].hint);
-			return;
-		}
+		if (hints[i].side == side && strcmp(hints[i].state, state) == 0)
+			return hints[i].hint;
+	return NULL;
+}
+
+/* The server's error as one line: message, detail, hint, SQLSTATE (not the
+ * statement's text, which LINE and caret lines would quote). */
+static void
+append_server_error(strbuf *sb, const PGresult *res, const char *fallback)
+{
+	const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	const char *detail = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
+	const char *hint = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	strbuf_append(sb, primary ? primary : fallback);
+	if (detail != NULL)
+		strbuf_appendf(sb, " (%s)", detail);
+	if (hint != NULL)
+		strbuf_appendf(sb, " (hint: %s)", hint);
+	if (state != NULL)
+		strbuf_appendf(sb, " SQLSTATE %s", state);
+}
+
+/* GRANT SELECT for a table the role could not read, and for the tables
+ * created later in its schema. */
+static void
+grant_fix(PGconn *conn, const pgconn_subject *t, strbuf *fix)
+{
+	const char *role = conn && PQuser(conn) ? PQuser(conn) : "the role";
+
+	strbuf_appendf(fix, "role \"%s\" may not read ", role);
+	strbuf_append_qualified(fix, t->schema, t->table);
+	strbuf_append(fix, ". Fix: GRANT SELECT ON ");
+	strbuf_append_qualified(fix, t->schema, t->table);
+	strbuf_append(fix, " TO ");
+	strbuf_append_ident(fix, role);
+	strbuf_append(fix, "; and, for the tables created later in the schema: ALTER DEFAULT "
+	                   "PRIVILEGES FOR ROLE ");
+	if (t->owner != NULL)
+		strbuf_append_ident(fix, t->owner);
+	else
+		strbuf_append(fix, "the_role_that_creates_them");
+	strbuf_append(fix, " IN SCHEMA ");
+	strbuf_append_ident(fix, t->schema);
+	strbuf_append(fix, " GRANT SELECT ON TABLES TO ");
+	strbuf_append_ident(fix, role);
+	strbuf_appendc(fix, ';');
 }
 
 int
 pgconn_fail(PGconn *conn, pgconn_side side, const char *what, const PGresult *res)
 {
+	return pgconn_fail_on(conn, side, what, res, NULL);
+}
+
+int
+pgconn_fail_on(PGconn *conn, pgconn_side side, const char *what, const PGresult *res,
+               const pgconn_subject *subject)
+{
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	const char *msg = res ? PQresultErrorMessage(res) : NULL;
+	const char *fix = hint_of(side, state);
 	bool ok = conn != NULL && PQstatus(conn) == CONNECTION_OK;
+	strbuf line = STRBUF_INIT, grant = STRBUF_INIT;
 	int rc;
+
+	if (subject != NULL && side == PGCONN_SOURCE && state != NULL && strcmp(state, "42501") == 0) {
+		grant_fix(conn, subject, &grant);
+		fix = strbuf_str(&grant);
+	}
 
 	if (msg == NULL || msg[0] == '\0')
 		msg = conn ? PQerrorMessage(conn) : "no connection";
 	rc = pgconn_classify(side, state, ok);
-	log_error("%s: %s: %s%s%s", pgconn_side_name(side), what, msg, state ? " SQLSTATE " : "",
-	          state ? state : "");
-	log_hint(side, state);
+	append_server_error(&line, res, msg);
+	log_error("%s: %s: %s%s%s", pgconn_side_name(side), what, strbuf_str(&line),
+	          fix ? "; " : "", fix ? fix : "");
+	strbuf_free(&line);
+	strbuf_free(&grant);
 	return rc;
 }
 

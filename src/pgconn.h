@@ -43,9 +43,20 @@ typedef enum pgconn_side {
 const char *pgconn_side_name(pgconn_side side);
 
 /* Opens a connection. replication: adds replication=database. Returns a
- * status; *out is a new connection (caller owns, PQfinish) only on TM_OK. */
+ * status; *out is a new connection (caller owns, PQfinish) on TM_OK, NULL
+ * otherwise. The connection's application_name is "tidemark <role>", or
+ * the user's own (conninfo or PGAPPNAME) followed by "(tidemark <role>)". */
 int pgconn_open(const char *conninfo, pgconn_side side, const char *role, bool replication,
                 PGconn **out);
+
+/* The password of every later connection to side (libpq's password
+ * parameter, over the connection string's and ~/.pgpass), from a password
+ * file; NULL: none. Borrowed: it must outlive the connections (main's
+ * options). Set before any thread starts. */
+void pgconn_set_password(pgconn_side side, const char *password);
+
+/* True when the connection string holds a password. */
+bool pgconn_has_password(const char *conninfo);
 
 /* Checks a connection string's syntax without connecting. */
 int pgconn_check_conninfo(const char *conninfo, const char *option_name);
@@ -69,6 +80,19 @@ int pgconn_script(PGconn *conn, pgconn_side side, const char *what, const char *
 /* Classifies a failed result (or a broken connection when res is NULL) and
  * logs it. Used by modules that run their own libpq calls (pipeline, COPY). */
 int pgconn_fail(PGconn *conn, pgconn_side side, const char *what, const PGresult *res);
+
+/* The table a failed statement read, for a fix that names it. */
+typedef struct pgconn_subject {
+	const char *schema;
+	const char *table;
+	const char *owner;       /* the table's owner (may be NULL) */
+} pgconn_subject;
+
+/* pgconn_fail for a statement that reads one table: a missing privilege is
+ * reported with the GRANT that gives it, for this table and for those
+ * created later in its schema (ALTER DEFAULT PRIVILEGES). */
+int pgconn_fail_on(PGconn *conn, pgconn_side side, const char *what, const PGresult *res,
+                   const pgconn_subject *subject);
 
 /* Status for a SQLSTATE (NULL: connection-level failure). */
 int pgconn_classify(pgconn_side side, const char *sqlstate, bool connection_ok);

@@ -6,102 +6,31 @@
 #include <string.h>
 
 #include "catalog.h"
-#include "ddl_auth.h"
 #include "ddl_event.h"
 #include "ddl_parse.h"
 #include "dml_sql.h"
-#include "ident.h"
 #include "keyless.h"
 #include "log.h"
+#include "pipeline.h"
 #include "pgconn.h"
+#include "policy.h"
 #include "schema_sync_int.h"
 #include "target_ddl.h"
 #include "typesync.h"
 
 /* ---- configuration ---- */
 
-static int
-parse_table_policy(const char *text, table_policy *tp)
-{
-	const char *eq = strrchr(text, '=');
-	char *name;
-	tm_error err;
-	int rc;
-
-	if (eq == NULL || ddl_policy_parse(eq + 1, &tp->policy) != 0) {
-		log_error("--table-policy %s: expected SCHEMA.TABLE=widen|follow|quarantine|stop", text);
-		return TM_EXIT_USAGE;
-	}
-	name = strndup(text, (size_t) (eq - text));
-	rc = ident_parse_qualified(name, "public", &tp->schema, &tp->name, &err);
-	free(name);
-	if (rc != 0) {
-		log_error("--table-policy %s: %s", text, err.msg);
-		return TM_EXIT_USAGE;
-	}
-	return TM_OK;
-}
-
-/* The capture key kept by setup, if any. */
-static int
-load_key(schema_sync *ss)
-{
-	char *hex = NULL;
-	int rc = catalog_read_capture_key(ss->sink, ss->cfg.slot, &hex, &ss->signed_from);
-
-	ss->key_len = -1;
-	if (rc == TM_OK && hex != NULL &&
-	    (ss->key_len = ddl_auth_key_parse(hex, ss->key, sizeof ss->key)) < 0)
-		log_warn("target: the capture key kept in tidemark.capture_keys is not valid");
-	if (rc == TM_OK && ss->key_len < 0)
-		log_warn("DDL capture messages are not authenticated for this replication: run "
-		         "`tidemark setup` again (same options) to keep the source's capture key");
-	free(hex);
-	return rc;
-}
-
-/* The body of a DDL capture message that tidemark's capture wrote: signed
- * with the key, or unsigned but older than the key. NULL for anything else
- * (anyone may write a message with this prefix), with a warning. */
-static const char *
-authentic_body(const schema_sync *ss, const pgoutput_msg *m, size_t *len)
-{
-	const char *body;
-	ddl_auth_status st;
-	char at[LSN_TEXT_MAX];
-
-	st = ddl_auth_check(ss->key, ss->key_len < 0 ? 0 : (size_t) ss->key_len, m->u.message.content,
-	                    m->u.message.len, &body, len);
-	if (st == DDL_AUTH_SIGNED || ss->key_len < 0 ||
-	    (st == DDL_AUTH_UNSIGNED && m->u.message.lsn < ss->signed_from))
-		return body;
-	log_warn("a DDL capture message at %s is %s and is ignored: it was not written by "
-	         "tidemark's capture on the source (any role may write a message with the prefix "
-	         "tidemark.ddl). Look for who wrote it; the target is unchanged",
-	         lsn_format(m->u.message.lsn, at),
-	         st == DDL_AUTH_FORGED ? "signed with another key" : "not signed");
-	return NULL;
-}
-
 int
 schema_sync_new(const schema_sync_config *cfg, sink *s, schema_sync **out)
 {
 	schema_sync *ss = calloc(1, sizeof *ss);
-	int rc = TM_OK;
+	int rc;
 
 	if (ss == NULL)
 		abort();
 	ss->cfg = *cfg;
 	ss->sink = s;
-	ss->policies = calloc((size_t) cfg->ntable_policies + 1, sizeof(table_policy));
-	if (ss->policies == NULL)
-		abort();
-	for (int i = 0; rc == TM_OK && i < cfg->ntable_policies; i++) {
-		rc = parse_table_policy(cfg->table_policies[i], &ss->policies[i]);
-		ss->npolicies = i + (rc == TM_OK);
-	}
-	if (rc == TM_OK)
-		rc = load_key(ss);
+	rc = schema_sync_auth_load(ss);
 	if (rc != TM_OK) {
 		schema_sync_free(ss);
 		return rc;
@@ -115,23 +44,9 @@ schema_sync_free(schema_sync *ss)
 {
 	if (ss == NULL)
 		return;
-	for (int i = 0; i < ss->npolicies; i++) {
-		free(ss->policies[i].schema);
-		free(ss->policies[i].name);
-	}
-	free(ss->policies);
 	free(ss->statement);
 	schema_sync_join_reset(ss);
 	free(ss);
-}
-
-static ddl_policy
-policy_for(const schema_sync *ss, const char *schema, const char *name)
-{
-	for (int i = 0; i < ss->npolicies; i++)
-		if (strcmp(ss->policies[i].schema, schema) == 0 && strcmp(ss->policies[i].name, name) == 0)
-			return ss->policies[i].policy;
-	return ss->cfg.policy;
 }
 
 /* ---- reading the catalog and the target ---- */
@@ -361,6 +276,28 @@ run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, tablede
 	return TM_EXIT_TARGET;
 }
 
+/* SET SCHEMA: the target table moves to the target schema of the new
+ * source schema (the pipeline's mapping), if that is another one. */
+static int
+move_to_schema(schema_sync *ss, target_name *tn, const char *source_schema, strbuf *sql)
+{
+	char *tschema = NULL;
+	int rc = pipeline_target_schema(ss->sink, ss->cfg.slot, source_schema, &tschema);
+
+	if (rc == TM_OK && strcmp(tschema, tn->schema) != 0) {
+		target_ddl_create_schema(sql, tschema);
+		rc = exec(ss, "creating a target schema", sql);
+		if (rc == TM_OK) {
+			target_ddl_set_schema(sql, tn->schema, tn->table, tschema);
+			rc = exec(ss, "moving a target table", sql);
+		}
+		if (rc == TM_OK)
+			rename_to(&tn->schema, tschema);
+	}
+	free(tschema);
+	return rc;
+}
+
 static int
 run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const target_cols *tc,
                  tabledef *now, strbuf *sql)
@@ -371,12 +308,7 @@ run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const ta
 		rename_to(&tn->table, a->name);
 		return exec(ss, "renaming a target table", sql);
 	case DDL_ACT_SET_SCHEMA:
-		target_ddl_create_schema(sql, a->name);
-		if (exec(ss, "creating a target schema", sql) != TM_OK)
-			return TM_EXIT_TARGET;
-		target_ddl_set_schema(sql, tn->schema, tn->table, a->name);
-		rename_to(&tn->schema, a->name);
-		return exec(ss, "moving a target table", sql);
+		return move_to_schema(ss, tn, a->name, sql);
 	case DDL_ACT_SET_KEY:
 		target_ddl_set_key(sql, tn->schema, tn->table, tc->pk, a->nkeys, a->keys);
 		return exec(ss, "changing a target table's key", sql);
@@ -432,6 +364,7 @@ schema_sync_request_snapshot(schema_sync *ss, int table_id)
 	const char *p[] = {id};
 
 	snprintf(id, sizeof id, "%d", table_id);
+	metrics_stage_schema_change(ss->cfg.metrics, "copy_again");
 	return sink_command(ss->sink, "asking for the table to be copied again",
 	                    "UPDATE tidemark.tables SET state = 'snapshot_pending',"
 	                    " snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
@@ -599,6 +532,8 @@ run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_co
 			rc = run_table_action(ss, tn, a, tc, now->def, &sql);
 		if (rc == TM_OK)
 			schema_sync_note_list(&note->actions, a->why);
+		if (rc == TM_OK && a->kind != DDL_ACT_RESNAPSHOT) /* counted when asked for */
+			metrics_stage_ddl_action(ss->cfg.metrics, (int) a->kind);
 	}
 	strbuf_free(&sql);
 	return rc;
@@ -656,6 +591,8 @@ follow_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewri
 	int version = 0;
 	bool resnapshot = false;
 	target_name tn = {strdup(t->target_schema), strdup(t->target_table)};
+	ddl_policy policy = DDL_POLICY_WIDEN;
+	char *policy_by = NULL;
 	int rc = load_version(ss, t, &old, &version);
 
 	memset(&tc, 0, sizeof tc);
@@ -666,10 +603,11 @@ follow_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewri
 		keep_fallbacks(old, now->def);
 	if (rc == TM_OK)
 		rc = load_target(ss, t, &tc);
+	if (rc == TM_OK)
+		rc = policy_in_force(ss->sink, ss->cfg.slot, t->table_id, &policy, &policy_by);
 	if (rc == TM_OK) {
-		ddl_track_input in = {old, now, {tc.n, tc.names, tc.types},
-		                      policy_for(ss, t->source_schema, t->source_table),
-		                      rewritten, ss->cfg.drop_columns};
+		ddl_track_input in = {old, now, {tc.n, tc.names, tc.types}, policy, rewritten,
+		                      ss->cfg.drop_columns};
 
 		if (ddl_track_plan(&in, &plan, &err) != 0) {
 			*why = strdup(err.msg);
@@ -682,10 +620,12 @@ follow_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewri
 		}
 	}
 	if (rc == TM_OK && plan.stop) {
-		log_error("%s. To resume, choose another policy for this table (e.g. "
-		          "--table-policy '%s.%s=widen', or follow, or quarantine) and start "
+		log_error("%s (the stop policy, set by: %s). To resume, choose another policy for the "
+		          "table, kept: `tidemark policy '%s.%s=widen'` (or follow, or quarantine), or "
+		          "for one run: `tidemark run --table-policy '%s.%s=widen'`; then start "
 		          "tidemark run again: nothing after this point was applied",
-		          plan.stop_reason, t->source_schema, t->source_table);
+		          plan.stop_reason, policy_by, t->source_schema, t->source_table,
+		          t->source_schema, t->source_table);
 		rc = TM_EXIT_POLICY;
 	}
 	if (rc == TM_OK) {
@@ -701,6 +641,7 @@ follow_table(schema_sync *ss, catalog_table *t, ddl_event_table *now, bool rewri
 	ddl_plan_free(&plan);
 	target_cols_free(&tc);
 	tabledef_free(old);
+	free(policy_by);
 	free(tn.schema);
 	free(tn.table);
 	return rc;
@@ -835,6 +776,7 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 		                                    "by all their columns)" : "");
 		schema_sync_note_list(&note->actions, "created the table on the target; its rows are copied");
 		schema_sync_note_list(&note->classes, "create table");
+		metrics_stage_schema_change(ss->cfg.metrics, "create_table");
 		note->version = 1;
 		res->any_new_table = true;
 	}
@@ -917,6 +859,8 @@ on_types(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_resul
 	res->commit_after = true;
 	if (rc == TM_OK)
 		rc = typesync_follow(ss->sink, ss->cfg.slot, &e->types, &ts);
+	if (rc == TM_OK)
+		metrics_stage_schema_change(ss->cfg.metrics, "type");
 	for (int i = 0; rc == TM_OK && i < e->types.n; i++) {
 		strbuf name = STRBUF_INIT;
 
@@ -965,6 +909,7 @@ drop_target_table(schema_sync *ss, const ddl_event_dropped *d, const char *schem
 	strbuf sql = STRBUF_INIT;
 	int rc = TM_OK;
 
+	metrics_stage_schema_change(ss->cfg.metrics, "drop_table");
 	if (!ss->cfg.drop_tables) {
 		log_info("table %s was dropped on the source; the target keeps it, no longer "
 		         "replicated", d->identity);
@@ -1048,49 +993,9 @@ remember_statement(schema_sync *ss, ddl_event *e)
 		e->statement = strdup(ss->statement);
 }
 
-/* Statements that may carry a password or other secret: the audit log
- * records that they were there, not their text. */
-static const char *const secret_nodes[] = {
-	"CreateRoleStmt", "AlterRoleStmt", "CreateUserMappingStmt", "AlterUserMappingStmt",
-	"CreateForeignServerStmt", "AlterForeignServerStmt", "CreateSubscriptionStmt",
-	"AlterSubscriptionStmt", "CreateFdwStmt", "AlterFdwStmt", NULL,
-};
-
-static bool
-is_secret(const char *node)
-{
-	for (int i = 0; node != NULL && secret_nodes[i] != NULL; i++)
-		if (strcmp(node, secret_nodes[i]) == 0)
-			return true;
-	return false;
-}
-
-/* The statement text for the audit log: the client's text, but for any
- * statement that may hold a secret. */
-static void
-audit_text(const char *statement, const ddl_parse_result *pr, strbuf *out)
-{
-	bool secret = false;
-
-	for (size_t i = 0; i < pr->n_stmts; i++)
-		secret |= is_secret(pr->stmts[i].node);
-	if (!secret) {
-		strbuf_append(out, statement);
-		return;
-	}
-	for (size_t i = 0; i < pr->n_stmts; i++) {
-		if (out->len > 0)
-			strbuf_append(out, "; ");
-		if (is_secret(pr->stmts[i].node))
-			strbuf_appendf(out, "/* a %s, not recorded: it may hold a secret */",
-			               pr->stmts[i].node);
-		else
-			strbuf_append(out, pr->stmts[i].text);
-	}
-}
-
-/* The classification of the statement text itself, its fingerprint and
- * the text to record. */
+/* The classification of the statement text itself, its fingerprints and
+ * the text to record (ddl_parse_audit_text: never one that may hold a
+ * secret). */
 static void
 parse_statement(const ddl_event *e, strbuf *classes, strbuf *fingerprint, strbuf *text)
 {
@@ -1104,15 +1009,7 @@ parse_statement(const ddl_event *e, strbuf *classes, strbuf *fingerprint, strbuf
 		strbuf_append(text, "/* statement not recorded: it could not be parsed */");
 		return;
 	}
-	audit_text(e->statement, &pr, text);
-	for (size_t i = 0; i < pr.n_stmts; i++) {
-		if (pr.stmts[i].cls != DDL_PARSE_STMT_DDL && pr.stmts[i].cls != DDL_PARSE_STMT_OPAQUE &&
-		    pr.stmts[i].cls != DDL_PARSE_STMT_UNPARSABLE)
-			continue;
-		if (fingerprint->len > 0)
-			strbuf_appendc(fingerprint, ',');
-		strbuf_append(fingerprint, pr.stmts[i].fingerprint);
-	}
+	ddl_parse_audit_text(e->statement, &pr, text, fingerprint);
 	for (size_t i = 0; i < pr.n_changes; i++) {
 		strbuf_append(classes, classes->len ? ", " : "");
 		strbuf_append(classes, ddl_parse_kind_name(pr.changes[i].kind));
@@ -1181,11 +1078,15 @@ schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
 	int rc = TM_OK;
 
 	memset(res, 0, sizeof *res);
-	if ((body = authentic_body(ss, m, &body_len)) == NULL)
+	if ((body = schema_sync_auth_body(ss, m, &body_len)) == NULL)
 		return TM_OK;
 	if (ddl_event_parse(body, body_len, &e, &err) != 0) {
 		log_warn("a DDL capture message at %X/%X is not readable and is skipped: %s",
 		         (unsigned) (position >> 32), (unsigned) position, err.msg);
+		return TM_OK;
+	}
+	if (!schema_sync_auth_matches(ss, e, m)) {
+		ddl_event_free(e);
 		return TM_OK;
 	}
 	if (e->error != NULL)

@@ -33,10 +33,12 @@
 #define TIDEMARK_SCHEMA_SYNC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ddl_partition.h"
 #include "ddl_track.h"
 #include "lsn.h"
+#include "metrics.h"
 #include "pgoutput.h"
 #include "sink.h"
 
@@ -55,11 +57,11 @@ typedef struct schema_sync_source {
 	int (*table_name)(void *ctx, uint32_t relid, char **out);
 } schema_sync_source;
 
+/* The policy for a change that cannot widen is the one in force in the
+ * catalog for the table when the change comes (policy.h): stored, or given
+ * to this run (policy_record_run). */
 typedef struct schema_sync_config {
 	const char *slot;              /* borrowed */
-	ddl_policy policy;             /* default policy */
-	int ntable_policies;           /* per table: "schema.table=policy" */
-	const char *const *table_policies;
 	bool drop_columns;             /* drop source-dropped columns on the target */
 	bool drop_tables;              /* drop source-dropped tables on the target */
 	schema_sync_source source;
@@ -67,11 +69,18 @@ typedef struct schema_sync_config {
 	 * target (may be NULL): see apply_type_boundary. */
 	int (*type_boundary)(void *ctx);
 	void *boundary_ctx;
+	metrics *metrics;              /* borrowed; NULL: none. Each change done on the
+	                                * target is staged by its action */
 } schema_sync_config;
 
-/* Checks the per-table policies; *out new (schema_sync_free). */
+/* Loads the capture key; *out new (schema_sync_free). */
 int schema_sync_new(const schema_sync_config *cfg, sink *s, schema_sync **out);
 void schema_sync_free(schema_sync *ss);
+
+/* The source transaction the next messages arrive in: its 64-bit xid (the
+ * Begin's, widened: ddl_auth_widen_xid) and its commit position. A capture
+ * message written in another one is ignored (ddl_auth.h). */
+void schema_sync_in_transaction(schema_sync *ss, uint64_t xid, tm_lsn commit_lsn);
 
 /* The result of one message: tables whose definition changed (their rows
  * and statements must be looked at again). */

@@ -18,12 +18,6 @@
 #define MAX_REWRITES 64
 #define MAX_TRUNCATED 64
 
-typedef struct table_policy {
-	char *schema;   /* owned */
-	char *name;     /* owned */
-	ddl_policy policy;
-} table_policy;
-
 /* A table that joins replication at the commit of the source transaction
  * being applied (schema_sync_join.c): created (or moved, renamed) into a
  * replicated schema in it; its definition is the last one captured. */
@@ -50,8 +44,6 @@ typedef struct sync_keyless {
 struct schema_sync {
 	schema_sync_config cfg;
 	sink *sink;                       /* borrowed */
-	table_policy *policies;           /* owned */
-	int npolicies;
 	long long rewrite_xid;            /* the transaction the rewrites belong to */
 	int nrewrites;
 	uint32_t rewrites[MAX_REWRITES];  /* tables the source rewrote in it */
@@ -70,7 +62,24 @@ struct schema_sync {
 	sync_join *joins;                 /* owned: tables joining at its commit */
 	int nkeyless;
 	sync_keyless *keyless;            /* owned: tables whose key went in it */
+	bool bound_known;                 /* bound_from is known: */
+	tm_lsn bound_from;                /* messages from here on must be bound */
+	uint64_t cur_xid;                 /* the transaction messages arrive in */
+	tm_lsn cur_commit;                /* (schema_sync_in_transaction) */
+	ddl_auth_tx tx;                   /* the seqs accepted in it */
+	ddl_auth_msg msg;                 /* the message being followed, as signed */
 };
+
+/* ---- which capture messages are followed (schema_sync_auth.c) ---- */
+
+/* The capture key kept by setup, if any, and where bound messages start. */
+int schema_sync_auth_load(schema_sync *ss);
+/* The body of a DDL capture message that tidemark's capture wrote in the
+ * transaction it arrives in; NULL (with a warning naming its position) for
+ * anything else. */
+const char *schema_sync_auth_body(schema_sync *ss, const pgoutput_msg *m, size_t *len);
+/* Does the parsed message carry the xid and seq its signature covers? */
+bool schema_sync_auth_matches(const schema_sync *ss, const ddl_event *e, const pgoutput_msg *m);
 
 /* What one message's sync did, for the audit log. */
 typedef struct sync_note {

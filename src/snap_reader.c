@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "key_order.h"
 #include "keyless_sql.h"
@@ -53,6 +54,7 @@ struct snap_reader {
 	issued *issued;          /* owned list */
 	long seq;
 	PGconn *reread_conn;     /* owned: the calling thread's, for snap_reader_reread */
+	metrics *metrics;        /* borrowed; NULL: none */
 };
 
 typedef struct reader_thread {
@@ -72,6 +74,7 @@ typedef struct table_cursor {
 	long rows_limit;
 	bool loaded;
 	bool partitioned;        /* read with its partitions (no ONLY) */
+	char *owner;             /* owned: the table's owner, for a GRANT in an error */
 	snap_chunk_format format;
 	bool by_keys;            /* see snap_result.by_keys */
 	char order_note[CODEC_ORDER_REASON_MAX];
@@ -174,6 +177,7 @@ cursor_clear(table_cursor *c)
 	snap_keys_free(c->colnames, c->ncols);
 	snap_keys_free(c->coltypes, c->ncols);
 	free(c->key_idx);
+	free(c->owner);
 	snap_job_clear(&c->job);
 	memset(c, 0, sizeof *c);
 	c->stage = stage;
@@ -238,7 +242,8 @@ load_scope(PGconn *conn, table_cursor *c)
 	const char *p[] = {c->job.schema, c->job.name};
 	PGresult *r;
 	int rc = pgconn_exec(conn, SRC, "reading the kind of a table to copy",
-	                     "SELECT c.relkind = 'p', s.rows, s.bytes / nullif(s.rows, 0)"
+	                     "SELECT c.relkind = 'p', s.rows, s.bytes / nullif(s.rows, 0),"
+	                     " pg_get_userbyid(c.relowner)"
 	                     " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,"
 	                     " LATERAL (SELECT sum(greatest(l.reltuples, 0))::bigint AS rows,"
 	                     "   sum(pg_total_relation_size(l.oid))::bigint AS bytes"
@@ -249,6 +254,8 @@ load_scope(PGconn *conn, table_cursor *c)
 	if (rc != TM_OK)
 		return rc;
 	c->partitioned = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	free(c->owner);
+	c->owner = PQntuples(r) == 1 ? xstrdup(PQgetvalue(r, 0, 3)) : NULL;
 	if (c->partitioned && !PQgetisnull(r, 0, 1)) {
 		c->estimate = atoll(PQgetvalue(r, 0, 1));
 		limit_rows(c, PQgetisnull(r, 0, 2) ? 0 : atoll(PQgetvalue(r, 0, 2)));
@@ -453,16 +460,18 @@ cancel_copy(PGconn *conn)
  * statement would have returned, so the chunk ends at the last of them.
  */
 static int
-copy_rows(PGconn *conn, const char *sql, snap_chunk *chunk, long long max_bytes, bool *cut)
+copy_rows(PGconn *conn, const table_cursor *c, const char *sql, snap_chunk *chunk,
+          long long max_bytes, bool *cut)
 {
 	PGresult *r = PQexec(conn, sql);
+	pgconn_subject subject = {c->job.schema, c->job.name, c->owner};
 	char *buf;
 	int n;
 	tm_error err;
 
 	*cut = false;
 	if (PQresultStatus(r) != PGRES_COPY_OUT) {
-		int rc = pgconn_fail(conn, SRC, "reading a snapshot chunk", r);
+		int rc = pgconn_fail_on(conn, SRC, "reading a snapshot chunk", r, &subject);
 
 		PQclear(r);
 		return rc;
@@ -486,7 +495,7 @@ copy_rows(PGconn *conn, const char *sql, snap_chunk *chunk, long long max_bytes,
 	}
 	r = PQgetResult(conn);
 	n = PQresultStatus(r) == PGRES_COMMAND_OK || *cut
-		? TM_OK : pgconn_fail(conn, SRC, "reading a snapshot chunk", r);
+		? TM_OK : pgconn_fail_on(conn, SRC, "reading a snapshot chunk", r, &subject);
 	PQclear(r);
 	while ((r = PQgetResult(conn)) != NULL)
 		PQclear(r);
@@ -509,14 +518,15 @@ whole_sql(const table_cursor *c, strbuf *sql)
 
 /* The source's COPY data, as it comes, into the staging COPY. */
 static int
-forward_rows(PGconn *conn, keyless_stage *stage, const char *sql)
+forward_rows(PGconn *conn, const table_cursor *c, keyless_stage *stage, const char *sql)
 {
 	PGresult *r = PQexec(conn, sql);
+	pgconn_subject subject = {c->job.schema, c->job.name, c->owner};
 	char *buf;
 	int n, rc = TM_OK;
 
 	if (PQresultStatus(r) != PGRES_COPY_OUT) {
-		rc = pgconn_fail(conn, SRC, "reading a table without a key", r);
+		rc = pgconn_fail_on(conn, SRC, "reading a table without a key", r, &subject);
 		PQclear(r);
 		return rc;
 	}
@@ -528,7 +538,7 @@ forward_rows(PGconn *conn, keyless_stage *stage, const char *sql)
 	}
 	while ((r = PQgetResult(conn)) != NULL) {
 		if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TM_OK)
-			rc = pgconn_fail(conn, SRC, "reading a table without a key", r);
+			rc = pgconn_fail_on(conn, SRC, "reading a table without a key", r, &subject);
 		PQclear(r);
 	}
 	if (n == -2 && rc == TM_OK)
@@ -551,7 +561,7 @@ read_whole(PGconn *conn, table_cursor *c, snap_result *res)
 	/* the target has not followed the source's definition yet: not staged,
 	 * read again at the high watermark (by then it has) */
 	if (rc == TM_OK && !lags)
-		rc = forward_rows(conn, stage, sql.data);
+		rc = forward_rows(conn, c, stage, sql.data);
 	if (rc == TM_OK && !lags)
 		rc = keyless_stage_commit(stage, &res->rows_staged);
 	else if (rc != TM_OK)
@@ -592,7 +602,7 @@ read_chunk(PGconn *conn, table_cursor *c, snap_result *res)
 		chunk_sql(conn, c, &sql);
 		/* a reread reads every key asked for: a request answered only in
 		 * part would be forgotten whole (snapshot.c reads at most 100) */
-		rc = copy_rows(conn, sql.data, res->chunk,
+		rc = copy_rows(conn, c, sql.data, res->chunk,
 		               c->job.reread_keys != NULL ? LLONG_MAX : c->job.chunk_bytes, &res->cut);
 	}
 	if (rc == TM_OK)
@@ -890,10 +900,14 @@ reader_main(void *arg)
 		bool final = false;
 
 		pthread_mutex_unlock(&r->mu);
+		double busy = clock_now_s();
+
 		if (conn == NULL)
 			rc = open_conn(r, &conn);
 		if (rc == TM_OK)
 			rc = one_chunk(r, conn, &c, is, &final);
+		metrics_add(r->metrics, METRICS_READER_BUSY_US,
+		            (uint64_t) ((clock_now_s() - busy) * 1e6));
 		pthread_mutex_lock(&r->mu);
 		s = slot_of(r, c.job.table_id);
 		if (rc != TM_OK)
@@ -917,7 +931,7 @@ reader_main(void *arg)
 
 int
 snap_reader_start(const char *conninfo, const char *target, int nthreads, const char *session,
-                  snap_reader **out)
+                  metrics *m, snap_reader **out)
 {
 	snap_reader *r = calloc(1, sizeof *r);
 
@@ -929,6 +943,7 @@ snap_reader_start(const char *conninfo, const char *target, int nthreads, const 
 	r->target = xstrdup(target);
 	snprintf(r->session, sizeof r->session, "%s", session);
 	r->nthreads = nthreads;
+	r->metrics = m;
 	r->threads = calloc((size_t) nthreads, sizeof(pthread_t));
 	r->outstanding = calloc((size_t) nthreads, sizeof(int));
 	if (r->threads == NULL || r->outstanding == NULL)

@@ -38,6 +38,7 @@
 
 #include "codec.h"
 #include "lsn.h"
+#include "metrics.h"
 #include "snap_visible.h"
 #include "snap_window.h"
 
@@ -107,9 +108,10 @@ typedef struct snap_reader snap_reader;
 
 /* Starts nthreads readers; the conninfos are copied (target: where tables
  * without a key are staged). session: unique text that makes this
- * process's watermark ids its own. */
+ * process's watermark ids its own. m (borrowed, may be NULL): where
+ * the readers count their busy time. */
 int snap_reader_start(const char *conninfo, const char *target, int nthreads,
-                      const char *session, snap_reader **out);
+                      const char *session, metrics *m, snap_reader **out);
 /* Stops and joins the threads, frees everything not taken. */
 void snap_reader_stop(snap_reader *r);
 

@@ -210,7 +210,10 @@ load_checks(snapshot *s, snap_table *t, const snap_job *job)
 	checks_clear(t);
 	snprintf(id, sizeof id, "%d", t->table_id);
 	if (sink_query(s->sink, "reading the source types in force",
-	               "SELECT c->>'name', c->>'type' FROM tidemark.schema_versions v,"
+	               /* the type the target column is to have: the source's, or
+	                * its counterpart (a type in the pipeline's target schema) */
+	               "SELECT c->>'name', coalesce(c->>'target_type', c->>'type')"
+	               " FROM tidemark.schema_versions v,"
 	               " jsonb_array_elements(v.columns) c WHERE v.table_id = $1::int"
 	               " AND v.version = (SELECT max(version) FROM tidemark.schema_versions"
 	               "   WHERE table_id = $1::int)", 1, p, &r) != TM_OK)
@@ -714,7 +717,8 @@ snapshot_new(const snapshot_config *cfg, sink *sk, snapshot **out)
 	s->cfg = *cfg;
 	s->sink = sk;
 	session_id(session, sizeof session);
-	rc = snap_reader_start(cfg->source, cfg->target, cfg->readers, session, &s->reader);
+	rc = snap_reader_start(cfg->source, cfg->target, cfg->readers, session, cfg->metrics,
+	                       &s->reader);
 	if (rc != TM_OK) {
 		free(s->ring);
 		free(s);
@@ -746,6 +750,16 @@ snapshot_attach(snapshot *s, apply *a)
 	s->apply = a;
 }
 
+static uint64_t
+pending_tables(const snapshot *s)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < s->ntables; i++)
+		n += !s->tables[i]->done;
+	return n;
+}
+
 int
 snapshot_poll(snapshot *s)
 {
@@ -758,6 +772,7 @@ snapshot_poll(snapshot *s)
 		rc = scan_catalog(s);
 		s->last_poll = clock_now_s();
 		s->polled = rc == TM_OK;
+		metrics_set(s->cfg.metrics, METRICS_TABLES_PENDING, pending_tables(s));
 	}
 	/* not inside a target transaction: its requests are committed, and a
 	 * read that waits on the source holds nothing open on the target */
@@ -956,6 +971,7 @@ chunk_done(snapshot *s, snap_table *t, const snap_result *res, long rows, bool f
 {
 	t->rows += rows;
 	t->chunks++;
+	metrics_stage_chunk(s->cfg.metrics, t->schema, t->name, (uint64_t) rows);
 	if (res->estimate > 0)
 		t->estimate = res->estimate;
 	if (res->last_key != NULL) {
@@ -1032,6 +1048,7 @@ quarantine_row(snapshot *s, const snap_table *t, const snap_chunk *c, const char
 	snprintf(table, sizeof table, "%s.%s", t->schema, t->name);
 	rc = catalog_quarantine(s->sink, s->cfg.slot, t->table_id, table, t->low_lsn, "snapshot", kt,
 	                        rt, why);
+	metrics_stage(s->cfg.metrics, METRICS_QUARANTINED, 1);
 	free(kt);
 	free(rt);
 	json_decref(key);
@@ -1222,6 +1239,7 @@ keyless_done(snapshot *s, snap_table *t, const snap_keyless_loaded *out)
 	t->rows = out->rows;
 	t->chunks = 1;
 	t->done = true;
+	metrics_stage_chunk(s->cfg.metrics, t->schema, t->name, (uint64_t) out->rows);
 	snap_reader_forget(s->reader, t->table_id);
 	log_status_line(NULL);
 	log_info("snapshot of %s.%s done: %lld rows in one read, %.0f rows/s; %ld changes kept "

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 
 #include "apply.h"
+#include "metrics.h"
 #include "sink.h"
 
 typedef struct snapshot snapshot;
@@ -49,6 +50,7 @@ typedef struct snapshot_config {
 	long long chunk_bytes;
 	int readers;
 	double progress_interval;
+	metrics *metrics;       /* borrowed; NULL: none */
 } snapshot_config;
 
 /* The sink is borrowed (the apply thread's target connection). */

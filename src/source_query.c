@@ -509,6 +509,20 @@ source_query_current_lsn(PGconn *conn, tm_lsn *out)
 }
 
 int
+source_query_next_xid(PGconn *conn, uint64_t *out)
+{
+	PGresult *r;
+	int rc = query(conn, "reading the next transaction id",
+	               "SELECT pg_snapshot_xmax(pg_current_snapshot())::text", 0, NULL, &r);
+
+	if (rc == TM_OK) {
+		*out = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+		PQclear(r);
+	}
+	return rc;
+}
+
+int
 source_query_emit(PGconn *conn, const char *prefix, const char *content, tm_lsn *lsn)
 {
 	const char *params[] = {prefix, content};

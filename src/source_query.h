@@ -90,6 +90,10 @@ int source_query_current_lsn(PGconn *conn, tm_lsn *out);
  * NULL when the source has none). */
 int source_query_capture_key(PGconn *conn, char **hex);
 
+/* The source's next transaction id, 64-bit with its epoch (the xmax of a
+ * snapshot taken now; no transaction id is used up). */
+int source_query_next_xid(PGconn *conn, uint64_t *out);
+
 /* A transactional logical message in its own transaction; *lsn: its LSN. */
 int source_query_emit(PGconn *conn, const char *prefix, const char *content, tm_lsn *lsn);
 

@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "pgconn.h"
+#include "pipeline.h"
 #include "target_ddl.h"
 #include "type_ddl.h"
 #include "xalloc.h"
@@ -673,12 +674,19 @@ ts_sync_type(ts *x, const srctype *t)
 		ts_set(x, t->oid, NULL, NULL, reason);
 		rc = TM_OK;
 	} else if ((rc = mapping_load(x, t->oid, &m)) == TM_OK) {
-		if (m.name != NULL) {
+		/* the type as it is to be on the target: in the pipeline's schema */
+		srctype there = *t;
+		char *tschema = NULL;
+
+		rc = pipeline_target_schema(x->sink, x->slot, t->schema, &tschema);
+		there.schema = tschema;
+		if (rc == TM_OK && m.name != NULL) {
 			/* how the target's type differs, found when it was made */
 			ts_set(x, t->oid, m.schema, m.name, m.reason);
-			rc = follow(x, t, &m);
-		} else
-			rc = create_or_adopt(x, t);
+			rc = follow(x, &there, &m);
+		} else if (rc == TM_OK)
+			rc = create_or_adopt(x, &there);
+		free(tschema);
 		mapping_clear(&m);
 	}
 	if (rc == TM_OK)

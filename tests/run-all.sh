@@ -14,6 +14,11 @@
 #    tests/fuzz/ for FUZZ_SECONDS (default 8) on its seeds: any crash, leak,
 #    timeout or sanitizer report fails the step (skipped, not failed, when
 #    clang's libFuzzer runtime is missing).
+# 6. Builds the newer PostgreSQL whose source lies beside the project
+#    (tests/tools/newer_pg.sh: ../shared/pg/, or $TIDEMARK_PG_SOURCE) into
+#    build/pg-newer/ once, and runs the integration tests labelled "newer"
+#    of build/ with source and target servers of that version (skipped,
+#    not failed, when no such source is there).
 #
 # --quick: build/ and its tests only. CTEST-ARGS go to every ctest run,
 # e.g. -- -R harness. JOBS sets the parallelism (default: the core count).
@@ -137,6 +142,34 @@ fuzz_step() {
 	step fuzz "$ROOT/tests/fuzz/fuzz.sh" -t "${FUZZ_SECONDS:-8}" -j "$JOBS" --fresh
 }
 
+# The integration tests where major versions differ, against the newer
+# PostgreSQL (see tests/tools/newer_pg.sh).
+newer_step() {
+	local tarball bin start
+	tarball=$("$ROOT/tests/tools/newer_pg.sh" --find)
+	if [ -z "$tarball" ]; then
+		section "newer postgres"
+		echo "newer postgres: no newer PostgreSQL source beside the project: skipped"
+		record newer-pg PASS 0 "skipped: no source"
+		return 0
+	fi
+	section "newer postgres: building $(basename "$tarball") (once; kept in build/pg-newer)"
+	start=$SECONDS
+	if ! bin=$("$ROOT/tests/tools/newer_pg.sh" "$tarball" "$ROOT/build/pg-newer"); then
+		record newer-pg FAIL $((SECONDS - start)) "the build failed"
+		return 1
+	fi
+	echo "servers from $bin: $("$bin/postgres" --version)"
+	record newer-pg PASS $((SECONDS - start))
+	step test-newer run_ctest_newer "$bin"
+}
+
+# run_ctest_newer BIN: the tests labelled newer, servers from BIN.
+run_ctest_newer() {
+	PGBIN=$1 ctest --test-dir "$ROOT/build" --output-on-failure --parallel "$JOBS" \
+		-L '^newer$' "${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"}"
+}
+
 versions() {
 	echo "gcc:      $(gcc -dumpfullversion 2>/dev/null || echo none)"
 	echo "clang:    $(clang -dumpversion 2>/dev/null || echo none)"
@@ -187,6 +220,11 @@ main() {
 			step valgrind run_valgrind
 		fi
 		fuzz_step
+		if [[ " ${FAILED[*]} " == *" build "* ]]; then
+			record test-newer FAIL 0 "not run: the build failed"
+		else
+			newer_step
+		fi
 	fi
 	summary
 	[ ${#FAILED[@]} -eq 0 ]

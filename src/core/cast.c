@@ -175,12 +175,14 @@ same_known(const cast_type *a, const cast_type *b)
 		a->prec == b->prec && a->scale == b->scale && strcmp(a->t->fields, b->t->fields) == 0;
 }
 
-/* Unknown types are the same only when spelled the same. */
+/* Unknown types are the same only when named the same. Quotes change
+ * nothing of a qualified name ("app_b"."mood" is app_b.mood); unqualified,
+ * "integer" is not the keyword type integer. */
 static bool
 same_unknown(const sqltype *a, const sqltype *b, bool with_mods)
 {
 	if (strcmp(a->schema, b->schema) != 0 || strcmp(a->name, b->name) != 0 ||
-		a->quoted != b->quoted || a->schema_quoted != b->schema_quoted)
+		(a->schema[0] == '\0' && a->quoted != b->quoted))
 		return false;
 	if (!with_mods)
 		return true;

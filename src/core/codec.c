@@ -144,7 +144,9 @@ const char *const CODEC_ORDER_SQL =
 	" SELECT typ.attname, CASE"
 	"    WHEN typ.typnamespace = 'pg_catalog'::regnamespace"
 	"    THEN concat_ws(' ', 'builtin', typ.name, coll.text)"
-	"    WHEN typ.typtype = 'e' THEN concat_ws(' ', 'enum', typ.name,"
+	/* an enum orders by its labels alone: its name may differ (a pipeline's
+	 * --target-schema) */
+	"    WHEN typ.typtype = 'e' THEN concat_ws(' ', 'enum',"
 	"      (SELECT string_agg(quote_literal(e.enumlabel), ',' ORDER BY e.enumsortorder)"
 	"         FROM pg_enum e WHERE e.enumtypid = typ.base))"
 	"    WHEN typ.extname IS NOT NULL AND typ.typtype = 'b'"

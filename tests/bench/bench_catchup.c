@@ -5,10 +5,18 @@
  * streams through.
  *
  *   cmake --build build --target bench_catchup && build/tests/bench_catchup [TRANSACTIONS]
+ *
+ * The cost of the metrics: rounds of the same backlog caught up alternately
+ * without and with `--metrics-listen` (scraped each second meanwhile), and
+ * the median time of each:
+ *
+ *   build/tests/bench_catchup --metrics [TRANSACTIONS [ROUNDS]]
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "benchlib.h"
 
@@ -42,17 +50,17 @@ prepare(void)
 	PQfinish(s);
 }
 
+/* metrics: a --metrics-listen address, or NULL */
 static int
-tidemark(const char *cmd, const char *extra, double *secs, long *peak_kb)
+tidemark(const char *cmd, const char *metrics, double *secs, long *peak_kb)
 {
 	const char *argv[] = {cmd, "--source", src_db, "--target", tm_db, "--table", "accounts",
 	                      "--table", "marker", "--table", "big", NULL, NULL};
 	const char *run_argv[] = {"run", "--source", src_db, "--target", tm_db, "--until-caught-up",
-	                          "--quiet", NULL};
+	                          "--quiet", metrics ? "--metrics-listen" : NULL, metrics, NULL};
 	double s;
 	long kb;
 
-	(void) extra;
 	return bench_run_measured(strcmp(cmd, "setup") == 0 ? argv : run_argv, 3600,
 	                          secs ? secs : &s, peak_kb ? peak_kb : &kb);
 }
@@ -135,12 +143,88 @@ big_transaction(int rows)
 	       "%.1f MB (goal: under 64 MB)\n", rows, secs, rows / secs, kb / 1024.0);
 }
 
+/* ---- the cost of the metrics ---- */
+
+static volatile int scraping;
+
+/* A scrape each second, as a Prometheus server would (more often than most). */
+static void *
+scraper(void *arg)
+{
+	int port = *(int *) arg;
+
+	while (scraping) {
+		(void) pgtest_http_get(port, "GET", "/metrics", 5, NULL, NULL);
+		usleep(1000 * 1000);
+	}
+	return NULL;
+}
+
+static int
+compare_doubles(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, (size_t) n, sizeof *v, compare_doubles);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int
+metrics_overhead(int n, int rounds)
+{
+	double off[64], on[64];
+	int noff = 0, non = 0, port = pgtest_free_port();
+	char addr[32];
+	long kb;
+
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+	prepare();
+	if (tidemark("setup", NULL, NULL, NULL) != 0 || tidemark("run", NULL, NULL, NULL) != 0)
+		return 1;
+	for (int round = 1; round <= rounds && round <= 64; round++) {
+		bool with = round % 2 == 0;
+		pthread_t t;
+		double secs;
+
+		backlog(n, round);
+		scraping = with;
+		if (with)
+			pthread_create(&t, NULL, scraper, &port);
+		if (tidemark("run", with ? addr : NULL, &secs, &kb) != 0)
+			return 1;
+		scraping = 0;
+		if (with)
+			pthread_join(t, NULL);
+		if (with)
+			on[non++] = secs;
+		else
+			off[noff++] = secs;
+		printf("round %d: %d two-row transactions, %s metrics: %.2f s (%.0f tx/s)\n", round, n,
+		       with ? "with" : "without", secs, n / secs);
+	}
+	printf("median catch-up: without metrics %.2f s, with metrics %.2f s (%+.1f%%)\n",
+	       median(off, noff), median(on, non),
+	       100.0 * (median(on, non) - median(off, noff)) / median(off, noff));
+	pgtest_cluster_stop(src);
+	pgtest_cluster_stop(dst);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 40000;
 	double tm_s[2], pg_s[2];
 	long kb;
+
+	if (argc > 1 && strcmp(argv[1], "--metrics") == 0)
+		return metrics_overhead(argc > 2 ? atoi(argv[2]) : 40000, argc > 3 ? atoi(argv[3]) : 8);
 
 	prepare();
 	if (tidemark("setup", NULL, NULL, NULL) != 0 || tidemark("run", NULL, NULL, NULL) != 0)

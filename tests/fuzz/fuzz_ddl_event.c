@@ -5,7 +5,9 @@
  *
  * Input: the message's content, JSON, signed or not (ddl/ddl_auth.h: the
  * signature is checked with a fixed key, and the body is what is parsed;
- * a body signed again with that key checks as signed). Each table of a parsed message is
+ * a body signed again with that key checks as signed, in the old form and
+ * in the bound one, with the xid and seq it was signed with, and another
+ * xid does not check). Each table of a parsed message is
  * planned, under every policy, rewritten or not, dropping columns or not:
  *   - against two fixed old definitions, each with three targets (its own
  *     columns; those plus columns kept from earlier drops; its columns all
@@ -401,6 +403,30 @@ plan_tables(const ddl_event *e)
 	tabledef_free(fixed[1]);
 }
 
+/* The bound form's round trip: signed and bound to the xid and seq it
+ * was signed with, the same body; another xid does not check. */
+static void
+check_bound(const uint8_t *key, size_t key_len, const char *body, size_t body_len)
+{
+	char header[DDL_AUTH_HEADER_MAX + 1];
+	size_t n = ddl_auth_bound_header(key, key_len, 4294967302ULL, 7, body, body_len, header);
+	char *content = malloc(n + body_len + 1);
+	ddl_auth_msg m;
+
+	if (content == NULL)
+		abort();
+	memcpy(content, header, n);
+	memcpy(content + n, body, body_len);
+	FUZZ_REQUIRE(ddl_auth_verify(key, key_len, content, n + body_len, &m) == DDL_AUTH_SIGNED &&
+	             m.bound && m.xid == 4294967302ULL && m.seq == 7 && m.body_len == body_len &&
+	             memcmp(m.body, body, body_len) == 0,
+	             "a body signed in the bound form checks as signed, with its xid and seq");
+	content[3] = content[3] == '4' ? '5' : '4';
+	FUZZ_REQUIRE(ddl_auth_verify(key, key_len, content, n + body_len, &m) == DDL_AUTH_FORGED,
+	             "another xid does not check");
+	free(content);
+}
+
 /* The body within content, and the signature's round trip on it. */
 static void
 check_signature(const char *content, size_t len, const char **body, size_t *body_len)
@@ -422,6 +448,7 @@ check_signature(const char *content, size_t len, const char **body, size_t *body
 	                            &l2) == DDL_AUTH_SIGNED && l2 == *body_len,
 	             "a body signed with the key checks as signed");
 	free(again);
+	check_bound(key, sizeof key, *body, *body_len);
 }
 
 int

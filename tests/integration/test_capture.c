@@ -617,8 +617,9 @@ test_create_and_drop_table(void **state)
 	capture_end(cap);
 }
 
-/* DDL inside a DO block and a function: the statement is the outer text,
- * the catalog still tells what happened. */
+/* DDL inside a DO block and a function: the statement is the outer text
+ * by its kind only (a DO block or a call may hold a secret: 008), the
+ * catalog still tells what happened. */
 static void
 test_do_block_and_function(void **state)
 {
@@ -638,20 +639,20 @@ test_do_block_and_function(void **state)
 
 	m = msg_at(cap, 0);
 	assert_envelope(m, "ddl");
-	assert_string_equal(str(m, "statement"), block);
+	assert_string_equal(str(m, "statement"), "/* DO: left out by the capture */");
 	assert_string_equal(str(m, "command_tag"), "ALTER TABLE");
 	assert_non_null(table_column(msg_table(m, "acc"), "via_do"));
 
 	m = msg_at(cap, 1);
 	assert_envelope(m, "ddl");
-	assert_string_equal(str(m, "statement"), "SELECT add_col()");
+	assert_string_equal(str(m, "statement"), "/* SELECT: left out by the capture */");
 	assert_string_equal(str(table_column(msg_table(m, "acc"), "via_fn"), "type"), "text");
 	assert_int_equal(num(table_column(msg_table(m, "acc"), "via_fn"), "attnum"), 3);
 	capture_end(cap);
 }
 
 /* One string of DML and DDL: the message sits between the row changes, in
- * one transaction. */
+ * one transaction; its statement holds the DDL, the DML by its kind. */
 static void
 test_multi_statement_order(void **state)
 {
@@ -670,7 +671,9 @@ test_multi_statement_order(void **state)
 		if (json_is_object(v)) {
 			message_at = (long) i;
 			assert_envelope(v, "ddl");
-			assert_string_equal(str(v, "statement"), sql);
+			assert_string_equal(str(v, "statement"),
+			                    "/* INSERT: left out by the capture */; ALTER TABLE mix ADD "
+			                    "COLUMN w int; /* UPDATE: left out by the capture */");
 			assert_non_null(table_column(msg_table(v, "mix"), "w"));
 		} else if (strncmp(json_string_value(v), "BEGIN", 5) == 0) {
 			begins++;

@@ -243,6 +243,9 @@ test_copy_race_kill_stream_and_copy_again(void **state)
 	race(slock);
 	if (!pgtest_proc_wait_output(run, "snapshot of kl.events done", 60))
 		fail_msg("the copy did not end:\n%s", pgtest_proc_output(run));
+	/* the line is written in the transaction of the load: its commit follows */
+	if (!pgtest_wait_value(e->t, "SELECT state = 'streaming' FROM tidemark.tables", "t", 60))
+		fail_msg("the copy was not committed:\n%s", pgtest_proc_output(run));
 	assert_int_equal(pending_rows(e), 0);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class WHERE relname LIKE"
 	                                         " 'keyless %%'"), 0);

@@ -143,7 +143,9 @@ test_ddl_in_script_and_do_block(void **state)
 	tm_assert_equal(e, "t", "id");
 	assert_int_equal(tm_run(e, 60, &out, "ddl-log", "--table", "public.t", NULL), 0);
 	assert_non_null(strstr(out, "ALTER_COLUMN_TYPE"));
-	assert_non_null(strstr(out, "DO $$BEGIN"));
+	/* the DO block by its kind: its text may hold a secret */
+	assert_non_null(strstr(out, "/* DO: left out by the capture */"));
+	assert_null(strstr(out, "DO $$BEGIN"));
 	free(out);
 	tm_env_free(e);
 }
@@ -614,6 +616,11 @@ test_catalog_upgrade(void **state)
 	                  "  tidemark.collation_definition(oid), tidemark.column_match(oid, oid);"
 	                  "ALTER TABLE tidemark.tables DROP COLUMN key_order_same,"
 	                  "  DROP COLUMN key_order_reason;"
+	                  "DROP TABLE tidemark.schema_map; DROP FUNCTION tidemark.map_schema(text, text);"
+	                  "DROP INDEX tidemark.tables_target_idx;"
+	                  "ALTER TABLE tidemark.progress DROP COLUMN source_system_id,"
+	                  "  DROP COLUMN source_database, DROP COLUMN source_address,"
+	                  "  DROP COLUMN target_schema, DROP COLUMN created_at;"
 	                  "DELETE FROM tidemark.migrations WHERE version >= 3");
 	run = tm_start_run(e, NULL);
 	assert_true(pgtest_proc_wait_output(run, "not authenticated for this replication", 60));
@@ -622,6 +629,9 @@ test_catalog_upgrade(void **state)
 	tm_assert_equal(e, "u", "id");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.migrations"
 	                                         " WHERE version >= 3"), later);
+	/* the pipeline's source, not recorded by the older catalog: recorded now */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.progress"
+	                                         " WHERE source_database = 'src_upgrade'"), 1);
 	/* the key order of a table registered before it was recorded: worked out */
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"
 	                                         " WHERE key_order_same"), 1);

@@ -359,10 +359,15 @@ test_key_in_index_order(void **state)
 {
 	tm_env *e = tm_env_new("keyorder");
 	char *keys, *pk;
+	long scans_before;
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE t (a int, b int, v text, PRIMARY KEY (b, a) INCLUDE (v));"
 	                  "INSERT INTO t SELECT g %% 100, g / 100, 'v' || g FROM generate_series(1, 20000) g");
+	/* building the index scanned the table: counted once its statistics are out */
+	pgtest_exec(e->s, "SELECT pg_stat_force_next_flush()");
+	scans_before = pgtest_query_long(e->s, "SELECT seq_scan FROM pg_stat_user_tables"
+	                                       " WHERE relname = 't'");
 	tm_setup_table(e, "t");
 	keys = pgtest_query_value(e->t, "SELECT key_columns::text FROM tidemark.tables");
 	assert_string_equal(keys, "{b,a}");
@@ -371,11 +376,12 @@ test_key_in_index_order(void **state)
 	assert_string_equal(pk, "PRIMARY KEY (b, a)");
 	assert_int_equal(tm_run(e, 120, NULL, "run", "--until-caught-up", "--chunk-rows", "2000",
 	                        NULL), 0);
-	tm_assert_equal(e, "t", "b, a");
+	/* the copy's scans, before the comparison below reads the table too */
 	assert_true(pgtest_wait_value(e->s, "SELECT idx_scan >= 10 FROM pg_stat_user_tables"
 	                                    " WHERE relname = 't'", "t", 30));
 	assert_int_equal(pgtest_query_long(e->s, "SELECT seq_scan FROM pg_stat_user_tables"
-	                                         " WHERE relname = 't'"), 0);
+	                                         " WHERE relname = 't'"), scans_before);
+	tm_assert_equal(e, "t", "b, a");
 	free(keys);
 	free(pk);
 	tm_env_free(e);

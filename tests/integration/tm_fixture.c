@@ -256,20 +256,27 @@ tm_rows_free(char **rows, int n)
 }
 
 void
-tm_assert_multiset_equal(tm_env *e, const char *table, const char *cols)
+tm_assert_rows_equal(PGconn *s, const char *stable, PGconn *t, const char *ttable, const char *cols)
 {
-	int ns, nt;
-	char **src = tm_sorted_rows(e->s, table, cols, &ns);
-	char **dst = tm_sorted_rows(e->t, table, cols, &nt);
+	int ns = 0, nt = 0;
+	char **src = tm_sorted_rows(s, stable, cols, &ns);
+	char **dst = tm_sorted_rows(t, ttable, cols, &nt);
 
 	for (int i = 0; i < ns || i < nt; i++) {
 		const char *a = i < ns ? src[i] : "(no more rows)";
 		const char *b = i < nt ? dst[i] : "(no more rows)";
 
 		if (strcmp(a, b) != 0)
-			fail_msg("%s differs (%d rows on the source, %d on the target); first difference,"
-			         " sorted:\n  source: %.300s\n  target: %.300s", table, ns, nt, a, b);
+			fail_msg("%s differs from %s (%d rows on the source, %d on the target); first "
+			         "difference, sorted:\n  source: %.300s\n  target: %.300s", ttable, stable,
+			         ns, nt, a, b);
 	}
 	tm_rows_free(src, ns);
 	tm_rows_free(dst, nt);
+}
+
+void
+tm_assert_multiset_equal(tm_env *e, const char *table, const char *cols)
+{
+	tm_assert_rows_equal(e->s, table, e->t, table, cols);
 }

@@ -53,5 +53,9 @@ void tm_rows_free(char **rows, int n);
 /* The same rows, as often, on both sides (a table without a key is a
  * multiset); fails with the first difference. */
 void tm_assert_multiset_equal(tm_env *e, const char *table, const char *cols);
+/* The same, for a source table and the target table it is replicated into
+ * under another name (a pipeline's --target-schema). */
+void tm_assert_rows_equal(PGconn *s, const char *source_table, PGconn *t, const char *target_table,
+                          const char *cols);
 
 #endif

@@ -171,6 +171,20 @@ unsigned pgtest_workload_iterations(const pgtest_workload *w);
  * when not NULL, the number of failed commands and reconnections. */
 unsigned pgtest_workload_stop(pgtest_workload *w, unsigned *errors);
 
+/* ---- HTTP on loopback ------------------------------------------------------ */
+
+/* One HTTP/1.0 request (method "GET" or "HEAD") to http://127.0.0.1:port
+ * path over a plain socket: the response's status code, 0 when there was
+ * no connection or no whole response within timeout_s. *headers (the
+ * status line and headers) and *body are the caller's; either may be NULL. */
+int pgtest_http_get(int port, const char *method, const char *path, double timeout_s,
+                    char **headers, char **body);
+/* Listens on a free port of 127.0.0.1 (set in *port): the socket, which
+ * the caller closes. Fails the test. */
+int pgtest_tcp_listen(int *port);
+/* A port of 127.0.0.1 that was free a moment ago. */
+int pgtest_free_port(void);
+
 /* ---- the functions behind the macros ------------------------------------- */
 
 char *pgtest_write_file_at(const char *file, int line, const char *name, const char *fmt, ...)

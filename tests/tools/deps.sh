@@ -1,9 +1,14 @@
-# tests/tools/deps.sh: the packages tidemark builds, tests and demos with,
-# and installing those that are missing. Sourced by tests/run-all.sh and
+# tests/tools/deps.sh: the packages tidemark builds, tests and demos with
+# (bison, flex, libicu-dev and zlib1g-dev build the newer PostgreSQL the
+# suite also runs against: tests/tools/newer_pg.sh; libconfig-dev reads the
+# config file; man-db renders the man page in test_service, which also runs
+# systemd-analyze where systemd is installed), and installing those
+# that are missing. Sourced by tests/run-all.sh and
 # tests/demo.sh; defines install_dependencies (returns non-zero on failure).
 
 PACKAGES=(cmake gcc make pkg-config libc6-dev libpq-dev libpg-query-dev libjansson-dev
-	libcmocka-dev postgresql-15 valgrind clang libclang-rt-14-dev)
+	libmicrohttpd-dev libcmocka-dev libconfig-dev postgresql-15 valgrind clang libclang-rt-14-dev
+	bison flex libicu-dev zlib1g-dev man-db)
 
 missing_packages() {
 	local p

@@ -1,0 +1,388 @@
+/*
+ * pipeline.c: a pipeline's source and mapping, recorded and checked (see
+ * pipeline.h).
+ */
+#include "pipeline.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcode.h"
+#include "log.h"
+#include "pgconn.h"
+#include "xalloc.h"
+
+static int
+tq(pipeline_target t, const char *what, const char *sql, int n, const char *const *p,
+   PGresult **r)
+{
+	if (t.sink != NULL)
+		return sink_query(t.sink, what, sql, n, p, r);
+	return pgconn_exec(t.conn, PGCONN_TARGET, what, sql, n, p, r);
+}
+
+static char *
+value_or_null(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : xstrdup(PQgetvalue(r, row, col));
+}
+
+/* ---- the source ---- */
+
+int
+pipeline_source_read(PGconn *src, const char *conninfo, pipeline_source *out)
+{
+	char where[512];
+	PGresult *r = NULL;
+	int rc = pgconn_exec(src, PGCONN_SOURCE, "reading which server and database this is",
+	                     "SELECT system_identifier::text, current_database()"
+	                     " FROM pg_control_system()", 0, NULL, &r);
+
+	memset(out, 0, sizeof *out);
+	if (rc == TM_OK) {
+		out->system_id = xstrdup(PQgetvalue(r, 0, 0));
+		out->database = xstrdup(PQgetvalue(r, 0, 1));
+		out->address = xstrdup(pgconn_describe(conninfo, where, sizeof where));
+	}
+	PQclear(r);
+	return rc;
+}
+
+void
+pipeline_source_clear(pipeline_source *p)
+{
+	free(p->system_id);
+	free(p->database);
+	free(p->address);
+	memset(p, 0, sizeof *p);
+}
+
+/* ---- the target's record ---- */
+
+static int
+load_map(pipeline_target t, const char *slot, pipeline_info *out)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	tm_error err;
+	int rc = tq(t, "reading the pipeline's schema mapping",
+	            "SELECT source_schema, target_schema FROM tidemark.schema_map"
+	            " WHERE slot_name = $1 ORDER BY source_schema", 1, p, &r);
+
+	for (int i = 0; rc == TM_OK && i < PQntuples(r); i++)
+		if (schema_map_add(&out->map, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), &err) != 0) {
+			log_error("target: tidemark.schema_map of pipeline \"%s\": %s", slot, err.msg);
+			rc = TM_EXIT_TARGET;
+		}
+	PQclear(r);
+	return rc;
+}
+
+int
+pipeline_load(pipeline_target t, const char *slot, pipeline_info *out)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	bool catalog, pipelines;
+	int rc = tq(t, "looking for tidemark's catalog",
+	            "SELECT to_regclass('tidemark.progress') IS NOT NULL,"
+	            " to_regclass('tidemark.schema_map') IS NOT NULL", 0, NULL, &r);
+
+	memset(out, 0, sizeof *out);
+	if (rc != TM_OK)
+		return rc;
+	catalog = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	pipelines = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+	PQclear(r);
+	r = NULL;
+	if (!catalog)
+		return TM_OK;
+	rc = tq(t, "reading the pipeline",
+	        pipelines ? "SELECT source_system_id, source_database, source_address, target_schema"
+	                    " FROM tidemark.progress WHERE slot_name = $1"
+	                  : "SELECT NULL, NULL, NULL, NULL FROM tidemark.progress WHERE slot_name = $1",
+	        1, p, &r);
+	if (rc == TM_OK && PQntuples(r) == 1) {
+		out->exists = true;
+		out->recorded = !PQgetisnull(r, 0, 0);
+		out->source.system_id = value_or_null(r, 0, 0);
+		out->source.database = value_or_null(r, 0, 1);
+		out->source.address = value_or_null(r, 0, 2);
+		out->map.target_schema = value_or_null(r, 0, 3);
+	}
+	PQclear(r);
+	if (rc == TM_OK && out->exists && pipelines)
+		rc = load_map(t, slot, out);
+	return rc;
+}
+
+void
+pipeline_info_clear(pipeline_info *p)
+{
+	pipeline_source_clear(&p->source);
+	schema_map_clear(&p->map);
+	memset(p, 0, sizeof *p);
+}
+
+int
+pipeline_check_source(const char *slot, const pipeline_info *p, const pipeline_source *src)
+{
+	if (!p->exists || !p->recorded ||
+	    (strcmp(p->source.system_id, src->system_id) == 0 &&
+	     strcmp(p->source.database, src->database) == 0))
+		return TM_OK;
+	log_error("target: pipeline \"%s\" here replicates database \"%s\" of the PostgreSQL server "
+	          "with system identifier %s (set up from %s), but this --source is database \"%s\" "
+	          "of server %s (%s); nothing was changed. Fix: point --source at that database, or "
+	          "give this source a pipeline of its own beside it: `tidemark setup --slot NAME "
+	          "--publication NAME --target-schema NAME ...` (NAME for instance the database's "
+	          "name; its tables then go to that target schema)", slot, p->source.database,
+	          p->source.system_id, p->source.address ? p->source.address : "an unknown address",
+	          src->database, src->system_id, src->address);
+	return TM_EXIT_CONFIG;
+}
+
+static int
+record_source(pipeline_target t, const char *slot, const pipeline_source *ps)
+{
+	const char *p[] = {slot, ps->system_id, ps->database, ps->address};
+	PGresult *r = NULL;
+	int rc = tq(t, "recording the pipeline's source",
+	            "UPDATE tidemark.progress SET source_system_id = $2, source_database = $3,"
+	            " source_address = $4 WHERE slot_name = $1 AND source_system_id IS NULL"
+	            " RETURNING slot_name", 4, p, &r);
+
+	if (rc == TM_OK && PQntuples(r) == 1)
+		log_info("target: pipeline \"%s\" is now recorded as replicating database \"%s\" of "
+		         "server %s (%s): other sources are refused", slot, ps->database,
+		         ps->system_id, ps->address);
+	PQclear(r);
+	return rc;
+}
+
+int
+pipeline_check(pipeline_target t, const char *slot, PGconn *src, const char *src_conninfo,
+               bool record)
+{
+	pipeline_source ps;
+	pipeline_info info;
+	int rc = pipeline_source_read(src, src_conninfo, &ps);
+
+	if (rc == TM_OK)
+		rc = pipeline_load(t, slot, &info);
+	else
+		memset(&info, 0, sizeof info);
+	if (rc == TM_OK)
+		rc = pipeline_check_source(slot, &info, &ps);
+	if (rc == TM_OK && record && info.exists && !info.recorded)
+		rc = record_source(t, slot, &ps);
+	pipeline_info_clear(&info);
+	pipeline_source_clear(&ps);
+	return rc;
+}
+
+/* ---- setup's checks ---- */
+
+/* A mapping may grow; it never moves a table already replicated. */
+static int
+check_moves(PGconn *target, const char *slot, const schema_map *merged)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(target, PGCONN_TARGET, "reading the pipeline's tables",
+	                     "SELECT source_schema, source_table, target_schema, target_table"
+	                     " FROM tidemark.tables WHERE slot_name = $1 AND state <> 'dropped'"
+	                     " ORDER BY 1, 2", 1, p, &r);
+
+	for (int i = 0; rc == TM_OK && i < PQntuples(r); i++) {
+		const char *want = schema_map_target(merged, PQgetvalue(r, i, 0));
+
+		if (strcmp(want, PQgetvalue(r, i, 2)) == 0)
+			continue;
+		log_error("setup: %s.%s is replicated into %s.%s already, and the mapping asked would "
+		          "put it into schema %s: a mapping cannot move the tables a pipeline "
+		          "replicates; nothing was changed. Fix: leave --target-schema / --map-schema "
+		          "out for the schemas it has, or start another pipeline (another --slot) with "
+		          "the new mapping", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+		          PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), want);
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* Two tables of this setup with one target name. */
+static int
+check_own_claims(const schema_map *m, char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++) {
+			const char *ti = schema_map_target(m, names[2 * i]);
+
+			if (strcmp(names[2 * i + 1], names[2 * j + 1]) != 0 ||
+			    strcmp(ti, schema_map_target(m, names[2 * j])) != 0)
+				continue;
+			log_error("setup: %s.%s and %s.%s would both be %s.%s on the target; nothing was "
+			          "changed. Fix: --map-schema one of their schemas to a schema of its own",
+			          names[2 * i], names[2 * i + 1], names[2 * j], names[2 * j + 1], ti,
+			          names[2 * i + 1]);
+			return TM_EXIT_CONFIG;
+		}
+	return TM_OK;
+}
+
+/* A target name already taken by another table of the catalog (of another
+ * pipeline, or another source table of this one). */
+static int
+check_claims(PGconn *target, const char *slot, const schema_map *m, char *const *names, int n)
+{
+	json_t *want = json_array();
+	char *want_text;
+	const char *p[2] = {slot, NULL};
+	PGresult *r = NULL;
+	int rc;
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(want, json_pack("{s:s, s:s, s:s}", "ss", names[2 * i], "ts",
+		                                      schema_map_target(m, names[2 * i]), "tn",
+		                                      names[2 * i + 1]));
+	want_text = json_dumps(want, JSON_COMPACT);
+	p[1] = want_text;
+	rc = pgconn_exec(target, PGCONN_TARGET, "looking for tables of other pipelines",
+	                 "SELECT w.ss, w.tn, w.ts, t.slot_name, t.source_schema, t.source_table"
+	                 " FROM jsonb_to_recordset($2::jsonb) AS w(ss text, ts text, tn text)"
+	                 " JOIN tidemark.tables t ON t.target_schema = w.ts AND t.target_table = w.tn"
+	                 "  AND t.state <> 'dropped'"
+	                 " WHERE NOT (t.slot_name = $1 AND t.source_schema = w.ss"
+	                 "  AND t.source_table = w.tn) ORDER BY 1, 2", 2, p, &r);
+	for (int i = 0; rc == TM_OK && i < PQntuples(r); i++)
+		log_error("setup: %s.%s would be %s.%s on the target, which pipeline \"%s\" fills from "
+		          "its %s.%s; nothing was changed. Fix: give this pipeline a target schema of "
+		          "its own (--target-schema NAME, or --map-schema %s=NAME)",
+		          PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+		          PQgetvalue(r, i, 1), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4),
+		          PQgetvalue(r, i, 5), PQgetvalue(r, i, 0));
+	if (rc == TM_OK && PQntuples(r) > 0)
+		rc = TM_EXIT_CONFIG;
+	PQclear(r);
+	free(want_text);
+	json_decref(want);
+	return rc;
+}
+
+/* The slot, if the source server has it: this database's, and this
+ * target's (two targets cannot stream from one slot). */
+static int
+check_slot(PGconn *src, const char *slot, bool registered)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(src, PGCONN_SOURCE, "looking up the replication slot",
+	                     "SELECT database, database = current_database(), active"
+	                     " FROM pg_replication_slots WHERE slot_name = $1", 1, p, &r);
+
+	if (rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") != 0) {
+		log_error("source: replication slot \"%s\" belongs to database \"%s\" of this server, "
+		          "another pipeline's; nothing was changed. Fix: give this pipeline its own "
+		          "slot and publication (--slot NAME --publication NAME)", slot,
+		          PQgetisnull(r, 0, 0) ? "(none: a physical slot)" : PQgetvalue(r, 0, 0));
+		rc = TM_EXIT_CONFIG;
+	} else if (rc == TM_OK && PQntuples(r) == 1 && !registered) {
+		log_error("source: replication slot \"%s\" exists already (%s), but this target has no "
+		          "pipeline of that name: another target may stream from it, and two cannot "
+		          "share a slot; nothing was changed. Fix: choose another --slot; if the slot "
+		          "is left over and nothing uses it, drop it on the source: SELECT "
+		          "pg_drop_replication_slot('%s')", slot,
+		          strcmp(PQgetvalue(r, 0, 2), "t") == 0 ? "in use now" : "not in use now", slot);
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int
+has_tables(PGconn *target, bool *has)
+{
+	PGresult *r = NULL;
+	int rc = pgconn_exec(target, PGCONN_TARGET, "looking for tidemark's catalog",
+	                     "SELECT to_regclass('tidemark.tables') IS NOT NULL", 0, NULL, &r);
+
+	*has = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return rc;
+}
+
+int
+pipeline_check_setup(PGconn *target, PGconn *src, const char *slot,
+                     const pipeline_source *ps, const schema_map *want, char *const *names,
+                     int n, schema_map *merged)
+{
+	pipeline_info info;
+	tm_error err;
+	bool tables = false;
+	int rc = pipeline_load((pipeline_target){NULL, target}, slot, &info);
+
+	memset(merged, 0, sizeof *merged);
+	if (rc == TM_OK)
+		rc = pipeline_check_source(slot, &info, ps);
+	if (rc == TM_OK) {
+		*merged = info.map;
+		memset(&info.map, 0, sizeof info.map);
+		if (schema_map_merge(merged, want, &err) != 0) {
+			log_error("setup: %s; nothing was changed. Fix: leave the option out (the recorded "
+			          "mapping stays), or start another pipeline (another --slot) for another "
+			          "mapping", err.msg);
+			rc = TM_EXIT_CONFIG;
+		}
+	}
+	if (rc == TM_OK)
+		rc = check_own_claims(merged, names, n);
+	if (rc == TM_OK && info.exists)
+		rc = check_moves(target, slot, merged);
+	if (rc == TM_OK)
+		rc = has_tables(target, &tables);
+	if (rc == TM_OK && tables) /* other pipelines' tables count too */
+		rc = check_claims(target, slot, merged, names, n);
+	if (rc == TM_OK)
+		rc = check_slot(src, slot, info.exists);
+	pipeline_info_clear(&info);
+	return rc;
+}
+
+/* ---- recording ---- */
+
+int
+pipeline_save(sink *s, const char *slot, const pipeline_source *ps, const schema_map *map)
+{
+	const char *p[] = {slot, map->target_schema};
+	int rc = record_source((pipeline_target){s, NULL}, slot, ps);
+
+	if (rc == TM_OK)
+		rc = sink_command(s, "recording the pipeline's target schema",
+		                  "UPDATE tidemark.progress SET target_schema = $2 WHERE slot_name = $1"
+		                  " AND target_schema IS DISTINCT FROM $2", 2, p);
+	for (int i = 0; rc == TM_OK && i < map->n; i++) {
+		const char *mp[] = {slot, map->from[i], map->to[i]};
+
+		rc = sink_command(s, "recording the pipeline's schema mapping",
+		                  "INSERT INTO tidemark.schema_map (slot_name, source_schema, target_schema)"
+		                  " VALUES ($1, $2, $3) ON CONFLICT (slot_name, source_schema) DO NOTHING",
+		                  3, mp);
+	}
+	return rc;
+}
+
+int
+pipeline_target_schema(sink *s, const char *slot, const char *source_schema, char **out)
+{
+	const char *p[] = {slot, source_schema};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "finding the target schema", "SELECT tidemark.map_schema($1, $2)", 2,
+	                    p, &r);
+
+	*out = rc == TM_OK ? xstrdup(PQgetvalue(r, 0, 0)) : NULL;
+	PQclear(r);
+	return rc;
+}

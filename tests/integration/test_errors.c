@@ -1,0 +1,318 @@
+/*
+ * Errors that say what to do: each mistake an operator makes (a role
+ * without REPLICATION, a wrong port, run before setup, a misspelt slot, a
+ * connection string libpq cannot read, a table the role may not read)
+ * ends with the right exit code and a message that names the fix, every
+ * log record on one line, and never a password, a crash or an endless
+ * retry. Also the conventions: --version, --log-format json, the user's
+ * application_name kept, libpq's environment for a side not given.
+ */
+#include <jansson.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "tm_fixture.h"
+
+/* Runs tidemark with argv (NULL-terminated); its exit code, output in *out. */
+static int
+run_argv(const char *const *argv, char **out)
+{
+	*out = NULL;
+	return pgtest_run_tidemark(argv, 60, out);
+}
+
+static void
+assert_has(const char *out, const char *needle)
+{
+	if (strstr(out, needle) == NULL)
+		fail_msg("the output lacks \"%s\":\n%s", needle, out);
+}
+
+/* Every line is one log record: "<ISO 8601 UTC time> tidemark <level>: ". */
+static void
+assert_log_lines(const char *out)
+{
+	for (const char *line = out; *line != '\0';) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t) (nl - line) : strlen(line);
+		int y, mo, d, h, mi, s, ms;
+		char level[16];
+
+		if (len > 0 && (sscanf(line, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ tidemark %15[a-z]:", &y, &mo, &d,
+		                       &h, &mi, &s, &ms, level) != 8))
+			fail_msg("not a one-line log record: %.*s", (int) len, line);
+		line += len + (nl != NULL);
+	}
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* A role without REPLICATION: run ends at once (exit 3), naming the role
+ * and the ALTER ROLE; a wrong port: exit 4 within the connect timeout,
+ * not endless retries. */
+static void
+test_first_connection_fails_fast(void **state)
+{
+	tm_env *e = tm_env_new("errconn");
+	char src[512], bad[512], *out;
+	const char *argv[] = {"run", "--source", src, "--target", e->dst, "--slot", e->slot, NULL};
+	double t0;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY); CREATE ROLE norepl LOGIN;"
+	                  "GRANT SELECT ON t TO norepl");
+	tm_setup_table(e, "t");
+	snprintf(src, sizeof src, "%s user=norepl", e->src);
+	assert_int_equal(run_argv(argv, &out), 3);
+	assert_has(out, "role \"norepl\" may not use replication");
+	assert_has(out, "ALTER ROLE \"norepl\" REPLICATION");
+	assert_log_lines(out);
+	free(out);
+	snprintf(bad, sizeof bad, "host=127.0.0.1 port=1 dbname=x user=postgres");
+	snprintf(src, sizeof src, "%s", bad);
+	t0 = now_s();
+	assert_int_equal(run_argv(argv, &out), 4);
+	assert_true(now_s() - t0 < 15);
+	assert_has(out, "run could not connect");
+	assert_log_lines(out);
+	free(out);
+	pgtest_exec(e->s, "DROP OWNED BY norepl; DROP ROLE norepl");
+	tm_env_free(e);
+}
+
+/* Commands on a target with no catalog, or for a slot not registered
+ * there, or a slot the source lacks: exit 3 with the fix. */
+static void
+test_before_setup_and_unknown_slot(void **state)
+{
+	tm_env *e = tm_env_new("errsetup");
+	const char *cmds[][3] = {{"run", NULL, NULL}, {"status", NULL, NULL},
+	                         {"schema", "public.t", NULL}, {"ddl-log", NULL, NULL},
+	                         {"verify", NULL, NULL}, {"snapshot", "public.t", NULL}};
+	char *out;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY)");
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		assert_int_equal(tm_run(e, 60, &out, cmds[i][0], cmds[i][1], NULL), 3);
+		assert_has(out, "holds no tidemark catalog");
+		assert_has(out, "run `tidemark setup` first");
+		assert_log_lines(out);
+		free(out);
+	}
+	/* nothing was created by trying */
+	assert_null(pgtest_query_value(e->t, "SELECT to_regnamespace('tidemark')"));
+	tm_setup_table(e, "t");
+	{
+		const char *argv[] = {"status", "--source", e->src, "--target", e->dst, "--slot",
+		                      "no_such_slot", NULL};
+
+		assert_int_equal(run_argv(argv, &out), 3);
+		assert_has(out, "no replication \"no_such_slot\" is registered here");
+		assert_has(out, e->slot);
+		free(out);
+	}
+	pgtest_exec(e->s, "SELECT pg_drop_replication_slot('%s')", e->slot);
+	assert_int_equal(tm_run(e, 60, &out, "status", NULL), 3);
+	assert_has(out, "does not exist there");
+	free(out);
+	tm_env_free(e);
+}
+
+/* A connection string libpq cannot read: exit 3 for every command, not
+ * shown (it may hold a password); a server that cannot be reached: no
+ * crash (teardown crashed on it). */
+static void
+test_bad_connection_strings(void **state)
+{
+	const char *bad = "host=127.0.0.1 password=s3cr3t-word 'broken";
+	const char *cmds[] = {"status", "verify", "teardown", "run", "ddl-log", "schema"};
+	char *out;
+
+	(void) state;
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		const char *argv[] = {cmds[i], "--source", bad, "--target", bad, "public.t", NULL};
+
+		if (strcmp(cmds[i], "schema") != 0)
+			argv[5] = NULL;
+		assert_int_equal(run_argv(argv, &out), 3);
+		if (strstr(out, "s3cr3t") != NULL)
+			fail_msg("%s shows the password:\n%s", cmds[i], out);
+		assert_has(out, "is not valid");
+		free(out);
+	}
+	{
+		const char *argv[] = {"teardown", "--source", "host=127.0.0.1 port=1 password=s3cr3t",
+		                      "--target", "host=127.0.0.1 port=1", "--drop-target-catalog", NULL};
+
+		assert_int_equal(run_argv(argv, &out), 4);
+		assert_null(strstr(out, "s3cr3t"));
+		assert_log_lines(out);
+		free(out);
+	}
+}
+
+/* A failed setup says what it had installed already (the source's capture
+ * objects), not "nothing was changed". */
+static void
+test_failed_setup_says_what_it_did(void **state)
+{
+	tm_env *e = tm_env_new("errpartial");
+	char *out;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE nokey (a int, b text)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "nokey", NULL), 3);
+	assert_has(out, "setup had already installed");
+	assert_has(out, "on the source");
+	assert_null(strstr(out, "nothing was changed"));
+	free(out);
+	/* again, with everything installed: nothing new */
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "nokey", NULL), 3);
+	assert_has(out, "setup changed nothing");
+	free(out);
+	tm_env_free(e);
+}
+
+/* A table created in a replicated schema by a role tidemark's cannot
+ * read: run stops naming the table, the GRANT and the default privileges. */
+static void
+test_unreadable_table_named(void **state)
+{
+	tm_env *e = tm_env_new("errgrant");
+	char src[512], owner[512], *out;
+	const char *argv[] = {"run", "--source", src, "--target", e->dst, "--slot", e->slot,
+	                      "--publication", e->slot, "--until-caught-up", NULL};
+	PGconn *app;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE ROLE rep LOGIN REPLICATION; CREATE ROLE app LOGIN;"
+	                  "CREATE SCHEMA shop AUTHORIZATION app; GRANT USAGE ON SCHEMA shop TO rep;"
+	                  "CREATE TABLE shop.a (id int PRIMARY KEY); ALTER TABLE shop.a OWNER TO app;"
+	                  "GRANT SELECT ON shop.a TO rep");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "shop", NULL), 0);
+	free(out);
+	snprintf(owner, sizeof owner, "%s user=app", e->src);
+	app = pgtest_connect_str(owner);
+	/* its rows in a later transaction: the table is copied (the rows of
+	 * the transaction that created it would come from the stream) */
+	pgtest_exec(app, "CREATE TABLE shop.\"Secret Stuff\" (id int PRIMARY KEY)");
+	pgtest_exec(app, "INSERT INTO shop.\"Secret Stuff\" VALUES (1)");
+	PQfinish(app);
+	snprintf(src, sizeof src, "%s user=rep", e->src);
+	assert_int_equal(run_argv(argv, &out), 3);
+	assert_has(out, "GRANT SELECT ON \"shop\".\"Secret Stuff\" TO \"rep\"");
+	assert_has(out, "ALTER DEFAULT PRIVILEGES FOR ROLE \"app\" IN SCHEMA \"shop\" GRANT SELECT ON "
+	                "TABLES TO \"rep\"");
+	assert_log_lines(out);
+	free(out);
+	pgtest_exec(e->s, "GRANT SELECT ON shop.\"Secret Stuff\" TO rep");
+	assert_int_equal(run_argv(argv, &out), 0);
+	free(out);
+	tm_assert_equal(e, "shop.\"Secret Stuff\"", "id");
+	pgtest_exec(e->s, "DROP OWNED BY rep, app; DROP ROLE rep, app");
+	tm_env_free(e);
+}
+
+/* --version; --log-format json: every line a JSON object with time, level
+ * and message; the user's application_name kept with tidemark's role. */
+static void
+test_conventions(void **state)
+{
+	tm_env *e = tm_env_new("errconv");
+	const char *version[] = {"--version", NULL};
+	char src[512], *out;
+	pgtest_proc *run;
+
+	(void) state;
+	assert_int_equal(run_argv(version, &out), 0);
+	assert_true(strncmp(out, "tidemark ", 9) == 0);
+	free(out);
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY)");
+	tm_setup_table(e, "t");
+	assert_int_equal(tm_run(e, 60, &out, "status", "--slot", "nope", "--log-format", "json",
+	                        NULL), 3);
+	for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+		json_error_t jerr;
+		json_t *o = json_loads(line, 0, &jerr);
+
+		if (o == NULL || !json_is_string(json_object_get(o, "time")) ||
+		    !json_is_string(json_object_get(o, "level")) ||
+		    !json_is_string(json_object_get(o, "message")))
+			fail_msg("not a JSON log record: %s", line);
+		json_decref(o);
+	}
+	free(out);
+	snprintf(src, sizeof src, "%s application_name=warehouse_feed", e->src);
+	{
+		const char *argv[] = {"run", "--source", src, "--target", e->dst, "--slot", e->slot,
+		                      "--publication", e->slot, NULL};
+
+		run = pgtest_spawn(argv, NULL);
+	}
+	assert_true(pgtest_wait_value(e->s, "SELECT count(*) > 0 FROM pg_stat_activity WHERE"
+	                                    " application_name = 'warehouse_feed (tidemark stream)'",
+	                              "t", 60));
+	tm_stop_and_catch_up(e, run, 60);
+	tm_env_free(e);
+}
+
+/* A side not given, when the other is: libpq's environment serves. */
+static void
+test_libpq_environment(void **state)
+{
+	tm_env *e = tm_env_new("errenv");
+	char host[64], port[16], db[64], *out = NULL;
+	const char *argv[] = {"status", "--target", e->dst, "--slot", e->slot, NULL};
+	const char *env[6];
+	pgtest_proc *p;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY)");
+	tm_setup_table(e, "t");
+	snprintf(host, sizeof host, "PGHOST=127.0.0.1");
+	snprintf(port, sizeof port, "PGPORT=%d", e->src_cluster->port);
+	snprintf(db, sizeof db, "PGDATABASE=src_errenv");
+	env[0] = host, env[1] = port, env[2] = db, env[3] = "PGUSER=postgres";
+	env[4] = "TIDEMARK_SOURCE", env[5] = NULL;
+	p = pgtest_spawn(argv, env);
+	assert_int_equal(pgtest_proc_wait(p, 60), 0);
+	out = strdup(pgtest_proc_output(p));
+	pgtest_proc_free(p);
+	assert_has(out, "libpq's environment chooses the source");
+	assert_has(out, "applied up to");
+	free(out);
+	tm_env_free(e);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_first_connection_fails_fast),
+		cmocka_unit_test(test_before_setup_and_unknown_slot),
+		cmocka_unit_test(test_bad_connection_strings),
+		cmocka_unit_test(test_failed_setup_says_what_it_did),
+		cmocka_unit_test(test_unreadable_table_named),
+		cmocka_unit_test(test_conventions),
+		cmocka_unit_test(test_libpq_environment),
+	};
+
+	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
+}
