@@ -729,8 +729,10 @@ cmd_run(const cli_options *o)
 	st.opts = o;
 	/* before streaming: a port in use is said at once */
 	if (o->metrics_listen != NULL &&
-	    (rc = metrics_start(o->metrics_listen, TIDEMARK_VERSION, &st.metrics)) != TM_OK)
+	    (rc = metrics_start(o->metrics_listen, TIDEMARK_VERSION, &st.metrics)) != TM_OK) {
+		policy_settings_free(&st.policies);
 		return rc;
+	}
 	arena_init(&st.scratch, 64 * 1024);
 	install_signals();
 	for (;;) {
