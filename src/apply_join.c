@@ -38,7 +38,7 @@ typedef struct kept_change {
 } kept_change;
 
 struct apply_kept {
-	int n;
+	int n, cap;
 	kept_change *changes;    /* owned */
 	long long bytes;
 	bool inserts_only;       /* no update or delete among them */
@@ -83,7 +83,7 @@ kept_clear(apply_kept *k)
 	}
 	free(k->changes);
 	k->changes = NULL;
-	k->n = 0;
+	k->n = k->cap = 0;
 }
 
 void
@@ -135,7 +135,11 @@ apply_keep(apply *a, apply_rel *r, const pgoutput_msg *m)
 		give_up(a, r, "more than the 16 MB kept per transaction");
 		return;
 	}
-	r->kept->changes = xrealloc(r->kept->changes, sizeof *c * (size_t) (r->kept->n + 1));
+	if (r->kept->n == r->kept->cap) {
+		/* doubled: a transaction's thousands of rows are not copied each time */
+		r->kept->cap = r->kept->cap > 0 ? 2 * r->kept->cap : 64;
+		r->kept->changes = xrealloc(r->kept->changes, sizeof *c * (size_t) r->kept->cap);
+	}
 	c = &r->kept->changes[r->kept->n++];
 	memset(c, 0, sizeof *c);
 	c->m = *m;
