@@ -741,6 +741,7 @@ plan_added(planner *pl)
 	for (int i = 0; i < now->ncols; i++) {
 		const tabledef_column *n = &now->cols[i];
 		ddl_action *a;
+		bool computed;
 
 		if (by_attnum(old, n->attnum) != NULL)
 			continue;
@@ -756,11 +757,15 @@ plan_added(planner *pl)
 		if (pl->in->now->cols[i].has_missing)
 			a->value = xstrdup(pl->in->now->cols[i].missing);
 		set_why(a, "add column %s of type %s", n->name, n->target_type);
-		if (n->not_null && (a->value != NULL || !pl->in->now->cols[i].has_default))
+		/* existing rows got computed values: a volatile default, or an
+		 * identity (NOT NULL, and no default in the catalog's sense) */
+		computed = pl->in->rewritten && !pl->in->now->cols[i].has_missing &&
+		           (pl->in->now->cols[i].has_default || n->not_null);
+		/* not while the target's rows wait for the copy's values */
+		if (n->not_null && !computed && (a->value != NULL || !pl->in->now->cols[i].has_default))
 			set_why(add_action(pl, DDL_ACT_SET_NOT_NULL, n->name, NULL),
 			        "column %s is NOT NULL%s", n->name, NULL);
-		if (pl->in->rewritten && !pl->in->now->cols[i].has_missing &&
-		    pl->in->now->cols[i].has_default)
+		if (computed)
 			set_why(add_action(pl, DDL_ACT_RESNAPSHOT, n->name, NULL),
 			        "existing rows got a computed default for %s%s; the table is copied again",
 			        n->name, NULL);

@@ -19,81 +19,12 @@
 #include "pgconn.h"
 #include "strbuf.h"
 
-/* Commits remembered until the target's WAL flush passes them. */
-#define APPLY_PENDING 64
-
-typedef struct apply_partial {
-	bool *present;      /* owned: columns set by this statement */
-	bool key_changed;
-	sink_stmt *stmt;    /* borrowed from the sink */
-} apply_partial;
-
-/* A source relation as the stream last described it. */
-typedef struct apply_rel {
-	uint32_t relid;
-	char *nspname;          /* owned */
-	char *relname;          /* owned */
-	int ncols;
-	char **colnames;        /* owned */
-	int nkeys;
-	int *key_idx;           /* owned: key columns, indexes into colnames */
-	char **key_types;       /* owned: each key column's type on the target, as
-	                         * "schema"."name" (NULL: not known), for the key's
-	                         * parameters: a composite or a domain over an enum
-	                         * is not found from an untyped one */
-	catalog_table *table;   /* borrowed from apply.tables; NULL: not replicated */
-	bool unmatched;         /* no registered table yet: looked at again at the first
-	                         * change (a partition never has one, see attach_table) */
-	sqltype *src_types;     /* owned, per column: the source type (by the schema version) */
-	sqltype *check;         /* owned, per column: the target type to check values
-	                         * against, when the source's no longer fits it */
-	bool *checked;          /* owned, per column: check[i] applies */
-	int nchecked;
-	sink_stmt *upsert;      /* borrowed; built on first use */
-	sink_stmt *delete;
-	int npartials;
-	apply_partial *partials; /* owned */
-} apply_rel;
-
-struct apply {
-	apply_config cfg;
-	sink *sink;                 /* borrowed */
-	catalog_table **tables;     /* owned array of owned tables */
-	int ntables;
-	apply_rel **rels;           /* owned */
-	int nrels;
-	tm_lsn applied;             /* committed on the target (visible) */
-	tm_lsn durable;             /* committed and flushed to the target's disk */
-	int npending;               /* commits not yet known to be flushed: */
-	tm_lsn pending_target[APPLY_PENDING];  /* target WAL end of each */
-	tm_lsn pending_source[APPLY_PENDING];  /* source position it applied */
-	bool in_source_tx;
-	uint32_t xid;               /* of the source transaction being applied */
-	tm_lsn final_lsn;           /* its commit record's position */
-	tm_lsn stop_before;         /* stop at the transaction committed here (0: never) */
-	pg_timestamp commit_time;   /* of the source transaction being applied */
-	bool skipping;              /* this source tx is already applied */
-	bool tx_wrote;              /* this source tx has sent something to the target */
-	bool commit_after_tx;       /* the group ends with this source tx (apply_type_boundary) */
-	bool group_open;
-	int group_txs;
-	long group_changes;
-	tm_lsn group_end;           /* end of the last complete source tx in the group */
-	pg_timestamp group_commit_time;
-	struct timespec group_started;
-	char *marker;               /* owned; NULL when not waiting for one */
-	bool marker_in_group;
-	bool marker_reached;
-	apply_stats stats;
-	apply_stats pending;        /* counted in the open group, not yet committed */
-	keyless *keyless;           /* owned: tables without a key */
-};
+#include "apply_int.h"
 
 /* ---- tables ---- */
 
-/* Takes ownership of *t's contents into a new table of the list. */
-static catalog_table *
-adopt_table(apply *a, const catalog_table *t)
+catalog_table *
+apply_adopt_table(apply *a, const catalog_table *t)
 {
 	catalog_table *copy = malloc(sizeof *copy);
 
@@ -107,11 +38,15 @@ adopt_table(apply *a, const catalog_table *t)
 	return copy;
 }
 
+/* A table registered under the name whose source oid is not known (a
+ * catalog from before oids were recorded); a table with another oid under
+ * the name is another table. */
 static catalog_table *
 find_table(apply *a, const char *schema, const char *name)
 {
 	for (int i = 0; i < a->ntables; i++)
-		if (strcmp(a->tables[i]->source_schema, schema) == 0 &&
+		if (a->tables[i]->source_relid == 0 &&
+		    strcmp(a->tables[i]->source_schema, schema) == 0 &&
 		    strcmp(a->tables[i]->source_table, name) == 0 &&
 		    strcmp(a->tables[i]->state, "dropped") != 0)
 			return a->tables[i];
@@ -125,6 +60,14 @@ find_table_id(apply *a, int table_id)
 		if (a->tables[i]->table_id == table_id)
 			return a->tables[i];
 	return NULL;
+}
+
+/* Did the source transaction being applied commit before the table
+ * joined replication? Then none of its changes apply to it. */
+static bool
+before_join(const apply *a, const catalog_table *t)
+{
+	return a->in_source_tx && a->final_lsn < t->registered_lsn;
 }
 
 /*
@@ -158,10 +101,10 @@ apply_reload_tables(apply *a)
 			*old = arr[i];
 			arr[stale++] = replaced;
 		} else
-			adopt_table(a, &arr[i]);
+			apply_adopt_table(a, &arr[i]);
 	}
 	catalog_tables_free(arr, stale);
-	return TM_OK;
+	return apply_join_reloaded(a);
 }
 
 /* ---- durability ---- */
@@ -242,7 +185,7 @@ apply_new(sink *s, const apply_config *cfg, apply **out)
 		return rc;
 	}
 	for (int i = 0; i < n; i++)
-		adopt_table(a, &arr[i]);
+		apply_adopt_table(a, &arr[i]);
 	free(arr);
 	a->keyless = keyless_new(s);
 	*out = a;
@@ -264,12 +207,11 @@ rel_forget_statements(apply *a, apply_rel *r)
 	r->upsert = r->delete = NULL;
 }
 
+/* Forgets what was worked out from the relation's table (its key among
+ * the columns, the checks, the statements); keeps the stream's columns. */
 static void
-rel_clear(apply *a, apply_rel *r)
+rel_forget_table(apply *a, apply_rel *r)
 {
-	for (int i = 0; i < r->ncols; i++)
-		free(r->colnames[i]);
-	free(r->colnames);
 	free(r->key_idx);
 	for (int k = 0; r->key_types != NULL && k < r->nkeys; k++)
 		free(r->key_types[k]);
@@ -282,11 +224,26 @@ rel_clear(apply *a, apply_rel *r)
 	r->checked = NULL;
 	r->nchecked = 0;
 	rel_forget_statements(a, r);
+	r->key_idx = NULL;
+	r->nkeys = 0;
+	r->keys_ok = false;
+}
+
+static void
+rel_clear(apply *a, apply_rel *r)
+{
+	rel_forget_table(a, r);
+	for (int i = 0; i < r->ncols; i++)
+		free(r->colnames[i]);
+	free(r->colnames);
+	free(r->coltypes);
+	free(r->colkeys);
+	r->coltypes = NULL;
+	r->colkeys = NULL;
 	free(r->nspname);
 	free(r->relname);
 	r->colnames = NULL;
-	r->key_idx = NULL;
-	r->ncols = r->nkeys = 0;
+	r->ncols = 0;
 }
 
 void
@@ -295,6 +252,7 @@ apply_free(apply *a)
 	if (a == NULL)
 		return;
 	for (int i = 0; i < a->nrels; i++) {
+		apply_keep_free(a, a->rels[i]);
 		rel_clear(a, a->rels[i]);
 		free(a->rels[i]);
 	}
@@ -333,31 +291,26 @@ new_rel(apply *a, uint32_t relid)
 	return r;
 }
 
-/* Finds the catalog's key columns among the stream's columns. */
-static int
+/* Finds the catalog's key columns among the stream's columns
+ * (r->keys_ok tells whether each is there). */
+static void
 resolve_keys(apply_rel *r)
 {
 	const catalog_table *t = r->table;
 
-	r->key_idx = calloc((size_t) t->nkeys + 1, sizeof(int));
-	if (r->key_idx == NULL)
-		abort();
+	free(r->key_idx);
+	r->key_idx = xcalloc((size_t) t->nkeys + 1, sizeof(int));
 	r->nkeys = t->nkeys;
-	for (int k = 0; k < t->nkeys; k++) {
+	r->keys_ok = true;
+	for (int k = 0; k < t->nkeys && r->keys_ok; k++) {
 		int found = -1;
 
 		for (int i = 0; i < r->ncols && found < 0; i++)
 			if (strcmp(r->colnames[i], t->key_columns[k]) == 0)
 				found = i;
-		if (found < 0) {
-			log_error("source table %s.%s: key column \"%s\" is not among the columns the "
-			          "stream sends; the target cannot match rows", r->nspname, r->relname,
-			          t->key_columns[k]);
-			return TM_EXIT_TARGET;
-		}
-		r->key_idx[k] = found;
+		r->keys_ok = found >= 0;
+		r->key_idx[k] = found >= 0 ? found : 0;
 	}
-	return TM_OK;
 }
 
 /* ---- values that no longer fit the target's type (quarantine) ---- */
@@ -446,10 +399,12 @@ load_checks(apply *a, apply_rel *r)
 	r->checked = calloc((size_t) r->ncols + 1, sizeof(bool));
 	if (r->src_types == NULL || r->check == NULL || r->checked == NULL)
 		abort();
-	if (rc == TM_OK) {
+	/* rows of a transaction from before the table joined follow another
+	 * definition, and are not applied */
+	if (rc == TM_OK && !before_join(a, r->table))
 		cross_check(r, src);
+	if (rc == TM_OK && r->keys_ok)
 		load_key_types(r, tgt);
-	}
 	for (int i = 0; rc == TM_OK && i < r->ncols; i++) {
 		const char *st = type_of(src, r->colnames[i]), *tt = type_of(tgt, r->colnames[i]);
 
@@ -527,44 +482,8 @@ quarantined(apply *a, const apply_rel *r, const char *change, const pgoutput_tup
 	return false;
 }
 
-/* A table first seen in the stream: registered when its schema is
- * replicated as a whole. *explained: the callback said why it is not. */
-static int
-register_new_table(apply *a, const apply_rel *r, catalog_table **out, bool *explained)
-{
-	tabledef *def = NULL;
-	bool replicated = false, excluded = false, added = false, values_added = false;
-	int rc = catalog_load_table(a->sink, a->cfg.slot, r->nspname, r->relname, out);
-
-	*explained = false;
-	if (rc != TM_OK || *out != NULL)
-		return rc;
-	rc = catalog_schema_covers(a->sink, a->cfg.slot, r->nspname, r->relname, &replicated,
-	                           &excluded);
-	if (rc == TM_OK && excluded) {
-		log_info("changes of %s.%s are skipped: the table is excluded (setup --exclude-table)",
-		         r->nspname, r->relname);
-		*explained = true;
-	}
-	if (rc != TM_OK || !replicated || a->cfg.resolve == NULL)
-		return rc;
-	rc = a->cfg.resolve(a->cfg.resolve_ctx, r->nspname, r->relname, &def);
-	*explained = rc == TM_OK && def == NULL;
-	if (rc == TM_OK && def != NULL)
-		rc = catalog_add_table(a->sink, a->cfg.slot, def, a->group_end, &added, &values_added);
-	/* values added to an enum: later source transactions may use them */
-	a->commit_after_tx |= values_added;
-	if (rc == TM_OK && def != NULL) {
-		log_info("new table %s.%s in replicated schema: created on the target, to be copied",
-		         r->nspname, r->relname);
-		rc = catalog_load_table(a->sink, a->cfg.slot, r->nspname, r->relname, out);
-	}
-	tabledef_free(def);
-	return rc;
-}
-
-static catalog_table *
-find_table_relid(apply *a, uint32_t relid)
+catalog_table *
+apply_table_relid(apply *a, uint32_t relid)
 {
 	for (int i = 0; i < a->ntables; i++)
 		if (a->tables[i]->source_relid == relid && strcmp(a->tables[i]->state, "dropped") != 0)
@@ -572,56 +491,28 @@ find_table_relid(apply *a, uint32_t relid)
 	return NULL;
 }
 
-static int
-use_table(apply *a, apply_rel *r, catalog_table *t)
+int
+apply_use_table(apply *a, apply_rel *r, catalog_table *t)
 {
-	int rc;
-
+	rel_forget_table(a, r);
 	r->table = t;
 	r->unmatched = false;
-	rc = resolve_keys(r);
-	return rc == TM_OK ? load_checks(a, r) : rc;
-}
-
-/*
- * A relation the catalog does not know, at its first change: registered
- * if its schema is replicated, else skipped with a warning. Waiting for a
- * change matters for partitions: with publish_via_partition_root, pgoutput
- * describes a leaf partition next to its root, but sends its changes as the
- * root's, so a partition never gets here.
- */
-static int
-attach_unmatched(apply *a, apply_rel *r)
-{
-	catalog_table *loaded = NULL;
-	bool explained = false;
-	int rc = register_new_table(a, r, &loaded, &explained);
-
-	r->unmatched = false;
-	if (rc == TM_OK && loaded != NULL) {
-		catalog_table *t = adopt_table(a, loaded);
-
-		free(loaded);
-		return use_table(a, r, t);
-	}
-	if (rc == TM_OK && !explained)
-		log_warn("changes of %s.%s arrive but the table is not registered for replication; "
-		         "they are skipped. Fix: tidemark setup --table '%s.%s'", r->nspname, r->relname,
-		         r->nspname, r->relname);
-	return rc;
+	resolve_keys(r);
+	return load_checks(a, r);
 }
 
 /* At a Relation message: the registered table it is, if any. */
 static int
 attach_table(apply *a, apply_rel *r)
 {
-	catalog_table *t = find_table_relid(a, r->relid);
+	catalog_table *t = apply_table_relid(a, r->relid);
 
 	if (t == NULL)
 		t = find_table(a, r->nspname, r->relname);
 	r->table = NULL;
 	r->unmatched = t == NULL;
-	return t != NULL ? use_table(a, r, t) : TM_OK;
+	r->changed_in_tx = false;
+	return t != NULL ? apply_use_table(a, r, t) : TM_OK;
 }
 
 static int
@@ -631,15 +522,22 @@ apply_relation(apply *a, const pgoutput_msg *m)
 
 	if (r == NULL)
 		r = new_rel(a, m->u.relation.relid);
+	apply_keep_described(a, r, m);
 	rel_clear(a, r);
 	r->nspname = xstrdup(m->u.relation.nspname);
 	r->relname = xstrdup(m->u.relation.relname);
 	r->ncols = m->u.relation.ncols;
-	r->colnames = calloc((size_t) r->ncols + 1, sizeof(char *));
-	if (r->colnames == NULL)
-		abort();
-	for (int i = 0; i < r->ncols; i++)
+	r->described_before = false;
+	r->described_in = a->final_lsn;
+	r->colnames = xcalloc((size_t) r->ncols + 1, sizeof(char *));
+	r->coltypes = xcalloc((size_t) r->ncols + 1, sizeof(uint32_t));
+	r->colkeys = xcalloc((size_t) r->ncols + 1, sizeof(bool));
+	r->replident = m->u.relation.replident;
+	for (int i = 0; i < r->ncols; i++) {
 		r->colnames[i] = xstrdup(m->u.relation.cols[i].name);
+		r->coltypes[i] = m->u.relation.cols[i].type_oid;
+		r->colkeys[i] = m->u.relation.cols[i].is_key;
+	}
 	return attach_table(a, r);
 }
 
@@ -852,9 +750,10 @@ observe_partial(apply *a, const apply_rel *r, const pgoutput_tuple *t, arena *sc
 /* ---- changes ---- */
 
 /* The relation of a change (NULL, logged, when the stream never described
- * it; *rc tells a failure to register it). */
+ * it). One without a registered table is looked at again at the commit
+ * (apply_join_at_commit). */
 static apply_rel *
-change_rel(apply *a, uint32_t relid, int *rc)
+change_rel(apply *a, uint32_t relid, const pgoutput_msg *m, int *rc)
 {
 	apply_rel *r = find_rel(a, relid);
 
@@ -862,9 +761,29 @@ change_rel(apply *a, uint32_t relid, int *rc)
 	if (r == NULL) {
 		log_error("a change refers to relation %u, which the stream never described", relid);
 		*rc = TM_EXIT_SOURCE;
-	} else if (r->unmatched && !a->skipping)
-		*rc = attach_unmatched(a, r);
-	return *rc == TM_OK ? r : NULL;
+	} else if (r->unmatched && !a->skipping) {
+		r->changed_in_tx = true;
+		apply_keep(a, r, m);
+	}
+	return r;
+}
+
+/* Is a change of r applied? Not when its table is not replicated, or the
+ * transaction was applied already or committed before the table joined;
+ * when the stream's columns lack the table's key, the table is set aside
+ * (and the change is not applied: its copy starts again). */
+static bool
+applies(apply *a, apply_rel *r, int *rc)
+{
+	*rc = TM_OK;
+	if (r->table == NULL || a->skipping || (before_join(a, r->table) && !a->replaying))
+		return false;
+	if (!r->keys_ok)
+		*rc = apply_use_table(a, r, r->table);
+	if (*rc == TM_OK && !r->keys_ok)
+		*rc = apply_set_aside(a, r);
+	return *rc == TM_OK && r->table != NULL && r->keys_ok &&
+	       (a->replaying || !before_join(a, r->table));
 }
 
 static void
@@ -961,12 +880,10 @@ static int
 apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 {
 	int rc;
-	apply_rel *r = change_rel(a, m->u.insert.relid, &rc);
+	apply_rel *r = change_rel(a, m->u.insert.relid, m, &rc);
 
-	if (r == NULL)
+	if (r == NULL || !applies(a, r, &rc))
 		return rc;
-	if (r->table == NULL || a->skipping)
-		return TM_OK;
 	if ((rc = check_tuple(r, &m->u.insert.newtup)) != TM_OK)
 		return rc;
 	if (quarantined(a, r, "insert", &m->u.insert.newtup, &rc))
@@ -1024,12 +941,10 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 	const pgoutput_tuple *oldt = &m->u.update.oldtup;
 	bool moved;
 	int rc;
-	apply_rel *r = change_rel(a, m->u.update.relid, &rc);
+	apply_rel *r = change_rel(a, m->u.update.relid, m, &rc);
 
-	if (r == NULL)
+	if (r == NULL || !applies(a, r, &rc))
 		return rc;
-	if (r->table == NULL || a->skipping)
-		return TM_OK;
 	if ((rc = check_tuple(r, newt)) != TM_OK ||
 	    (m->u.update.old_kind != 0 && (rc = check_tuple(r, oldt)) != TM_OK))
 		return rc;
@@ -1056,12 +971,10 @@ static int
 apply_delete(apply *a, const pgoutput_msg *m, arena *scratch)
 {
 	int rc;
-	apply_rel *r = change_rel(a, m->u.delete.relid, &rc);
+	apply_rel *r = change_rel(a, m->u.delete.relid, m, &rc);
 
-	if (r == NULL)
+	if (r == NULL || !applies(a, r, &rc))
 		return rc;
-	if (r->table == NULL || a->skipping)
-		return TM_OK;
 	if ((rc = check_tuple(r, &m->u.delete.oldtup)) != TM_OK)
 		return rc;
 	if (is_keyless(r))
@@ -1084,11 +997,12 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 	if (a->skipping)
 		return TM_OK;
 	for (uint32_t i = 0; i < m->u.truncate.nrelids; i++) {
-		apply_rel *r = change_rel(a, m->u.truncate.relids[i], &rc);
+		apply_rel *r = change_rel(a, m->u.truncate.relids[i], m, &rc);
+		bool applied = r != NULL && applies(a, r, &rc);
 
-		if (r == NULL)
+		if (rc != TM_OK)
 			return rc;
-		if (r->table == NULL)
+		if (!applied)
 			continue;
 		if (is_keyless(r) && keyless_mode_of(a, r) != KEYLESS_APPLY) {
 			if (keyless_mode_of(a, r) == KEYLESS_RECORD &&
@@ -1187,11 +1101,21 @@ group_full(const apply *a)
 static int
 apply_commit(apply *a, const pgoutput_msg *m)
 {
-	a->in_source_tx = false;
+	int rc = TM_OK;
+
 	if (a->skipping) {
+		a->in_source_tx = false;
 		a->skipping = false;
 		return TM_OK;
 	}
+	/* tables that join at this commit, in its target transaction */
+	if (a->cfg.hooks.before_commit != NULL)
+		rc = a->cfg.hooks.before_commit(a->cfg.hooks.commit_ctx, m->u.commit.end_lsn);
+	if (rc == TM_OK)
+		rc = apply_join_at_commit(a, m->u.commit.end_lsn);
+	a->in_source_tx = false;
+	if (rc != TM_OK)
+		return rc;
 	if (a->cfg.hooks.on_commit != NULL)
 		a->cfg.hooks.on_commit(a->cfg.hooks.ctx, a->xid, m->u.commit.commit_lsn);
 	a->group_txs++;
@@ -1359,8 +1283,12 @@ apply_forget_statements(apply *a, int table_id)
 {
 	keyless_forget(a->keyless, table_id);
 	for (int i = 0; i < a->nrels; i++)
-		if (a->rels[i]->table != NULL && a->rels[i]->table->table_id == table_id)
+		if (a->rels[i]->table != NULL && a->rels[i]->table->table_id == table_id) {
 			rel_forget_statements(a, a->rels[i]);
+			/* its key may be another: looked for again at the next change */
+			a->rels[i]->keys_ok = false;
+			a->rels[i]->described_before = true;
+		}
 }
 
 bool
@@ -1369,7 +1297,9 @@ apply_stream_columns(const apply *a, int table_id, int *ncols, const char *const
 	for (int i = 0; i < a->nrels; i++) {
 		const apply_rel *r = a->rels[i];
 
-		if (r->table != NULL && r->table->table_id == table_id) {
+		/* a description from before the table joined is of another definition */
+		if (r->table != NULL && r->table->table_id == table_id && !r->described_before &&
+		    r->described_in >= r->table->registered_lsn) {
 			*ncols = r->ncols;
 			*names = (const char *const *) r->colnames;
 			return true;

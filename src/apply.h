@@ -17,6 +17,17 @@
  * the row to be read again from the source (snapshot.h). A table without a
  * key is changed one row at a time by its whole old row (keyless.h), or
  * its changes are skipped or kept while it is copied (hooks.keyless_mode).
+ *
+ * A table's history starts at its registration position (catalog_table.
+ * registered_lsn): the changes of a source transaction that committed
+ * before it are not applied (the table's copy, which follows, has them). A
+ * relation with changes and no registered table is registered, if at all,
+ * at the commit of the transaction (hooks.before_commit); its changes of
+ * the transaction are kept meanwhile (up to APPLY_KEEP_BYTES), and applied
+ * at the commit instead of a copy when the table was created in it. When the
+ * stream's columns of a registered table lack its key (a schema change
+ * that was not captured), the table is set aside: registered again from
+ * the source's definition now and copied again; the others go on.
  */
 #ifndef TIDEMARK_APPLY_H
 #define TIDEMARK_APPLY_H
@@ -34,11 +45,22 @@
 
 typedef struct apply apply;
 
-/* A table that is not registered yet but belongs to a replicated schema,
- * met in the stream at its first change: the callback builds its
- * definition (types resolved on the source). *out new, or NULL to skip
- * the table. */
-typedef int (*apply_resolve_fn)(void *ctx, const char *schema, const char *name, tabledef **out);
+/* What the capture messages of the source transaction being applied said
+ * about a relation that has no registered table (hooks.described). */
+typedef enum apply_described {
+	APPLY_NOT_DESCRIBED,   /* nothing: registered, if at all, from the source's definition */
+	APPLY_DESCRIBED,       /* a table not registered yet (joining is decided at the commit) */
+	APPLY_CREATED,         /* that, and created in the transaction and not rewritten: its
+	                        * changes of the transaction are all its rows */
+} apply_described;
+
+/* A table's definition as the source has it now, with the position its
+ * history starts at (source_query_table_def_at): for a table of a
+ * replicated schema that no capture message made known, and for a table
+ * set aside because the stream's rows do not fit its definition. *out
+ * new, or NULL to skip the table. */
+typedef int (*apply_resolve_fn)(void *ctx, const char *schema, const char *name, tabledef **out,
+                                tm_lsn *at);
 
 /*
  * Observers of the stream, for the snapshot's chunk windows. Key values
@@ -66,6 +88,21 @@ typedef struct apply_hooks {
 	 * catalog's (snapshot_pending, ..., streaming) as the apply knew it.
 	 * NULL: apply every change. */
 	keyless_mode (*keyless_mode)(void *ctx, int table_id, const char *state);
+	/* The source transaction being applied commits (end_lsn: the end of
+	 * its commit record), before anything else is done about it, inside
+	 * its target transaction: tables join replication (schema_sync_commit).
+	 * Relations with changes in it and no registered table are then
+	 * looked at again: one whose table joined gets it (and, created in
+	 * the transaction, its changes of it applied instead of a copy); one
+	 * that no capture message described is registered now from the
+	 * source's definition. */
+	int (*before_commit)(void *ctx, tm_lsn end_lsn);
+	apply_described (*described)(void *ctx, uint32_t relid);
+	/* A table was registered by the apply (from the source's definition),
+	 * or registered again (set aside: catalog_restart_table): its copy
+	 * starts (again). */
+	void (*on_registered)(void *ctx, int table_id);
+	void *commit_ctx;          /* before_commit's, described's and on_registered's ctx */
 } apply_hooks;
 
 typedef struct apply_config {
@@ -154,7 +191,9 @@ keyless *apply_keyless(apply *a);
 void apply_forget_statements(apply *a, int table_id);
 
 /* The columns the stream last described for a table (borrowed names), or
- * false when the stream has not described it in this session. */
+ * false when the stream has not described it in this session, or not since
+ * a captured change of its definition (the stream describes a relation
+ * again only before its next row), or not since the table joined. */
 bool apply_stream_columns(const apply *a, int table_id, int *ncols, const char *const **names);
 
 #endif

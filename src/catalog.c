@@ -25,6 +25,34 @@ catalog_ensure_progress(sink *s, const char *slot)
 }
 
 int
+catalog_new_slot_generation(sink *s, const char *slot)
+{
+	const char *p[] = {slot};
+
+	return sink_command(s, "recording a new slot",
+	                    "UPDATE tidemark.progress SET slot_generation = slot_generation + 1"
+	                    " WHERE slot_name = $1", 1, p);
+}
+
+int
+catalog_warn_interrupted(sink *s, const char *slot)
+{
+	catalog_table *all = NULL;
+	int n = 0;
+	int rc = catalog_load_tables(s, slot, &all, &n);
+
+	for (int i = 0; rc == TM_OK && i < n; i++)
+		if (all[i].interrupted)
+			log_warn("target: %s.%s was registered for an earlier slot of this replication "
+			         "(before teardown, or before the slot was dropped): its changes are not "
+			         "captured and it is not copied. Fix: tidemark setup naming it (--table "
+			         "'%s.%s'); it is then copied again", all[i].source_schema,
+			         all[i].source_table, all[i].source_schema, all[i].source_table);
+	catalog_tables_free(all, n);
+	return rc;
+}
+
+int
 catalog_read_progress(sink *s, const char *slot, tm_lsn *applied)
 {
 	const char *p[] = {slot};
@@ -138,9 +166,11 @@ insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_fr
 	rc = sink_query(
 		s, "registering a table",
 		"WITH t AS (INSERT INTO tidemark.tables (slot_name, source_schema, source_table,"
-		"   target_schema, target_table, key_columns, source_relid)"
+		"   target_schema, target_table, key_columns, source_relid, registered_lsn,"
+		"   slot_generation)"
 		"  SELECT $1, $2, $3, tidemark.map_schema($1, $2), $3,"
-		"   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $7::oid"
+		"   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $7::oid, $6::pg_lsn,"
+		"   (SELECT slot_generation FROM tidemark.progress WHERE slot_name = $1)"
 		"  ON CONFLICT (slot_name, source_schema, source_table) DO NOTHING RETURNING table_id)"
 		" INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
 		" SELECT table_id, 1, $6::pg_lsn, $5::jsonb FROM t RETURNING table_id",
@@ -177,27 +207,40 @@ catalog_target_has(sink *s, const char *schema, const char *name, bool *has)
 	return rc;
 }
 
+/* Renames target table tschema.ttable (when it exists: *kept) to the
+ * first free "ttable (label)", "ttable (label 2)", ... (aside). */
+static int
+rename_aside(sink *s, const char *tschema, const char *ttable, const char *label,
+             char aside[IDENT_NAME_BYTES + 1], bool *kept)
+{
+	strbuf sql = STRBUF_INIT;
+	bool taken = true;
+	int rc = catalog_target_has(s, tschema, ttable, kept);
+
+	for (int n = 1; rc == TM_OK && taken; n++) {
+		ident_aside_label(ttable, label, n, aside);
+		rc = catalog_target_has(s, tschema, aside, &taken);
+	}
+	if (rc == TM_OK && *kept) {
+		target_ddl_rename_table(&sql, tschema, ttable, aside);
+		rc = sink_command(s, "moving a target table aside", sql.data, 0, NULL);
+	}
+	strbuf_free(&sql);
+	return rc;
+}
+
 /* Moves a dropped table's kept target table and catalog row aside, under
  * "name (dropped)" (or "(dropped 2)", ...). */
 static int
 move_aside(sink *s, const char *id, const char *tschema, const char *ttable, const char *sname)
 {
 	char aside[IDENT_NAME_BYTES + 1], src_aside[IDENT_NAME_BYTES + 1];
-	strbuf sql = STRBUF_INIT;
-	bool kept = false, taken = true;
-	int rc = catalog_target_has(s, tschema, ttable, &kept);
+	bool kept = false;
+	int rc = rename_aside(s, tschema, ttable, "dropped", aside, &kept);
 
-	for (int n = 1; rc == TM_OK && taken; n++) {
-		ident_aside_name(ttable, n, aside);
-		rc = catalog_target_has(s, tschema, aside, &taken);
-	}
-	if (rc == TM_OK && kept) {
-		target_ddl_rename_table(&sql, tschema, ttable, aside);
-		rc = sink_command(s, "moving a dropped table aside", sql.data, 0, NULL);
-		if (rc == TM_OK)
-			log_info("target: %s.%s, dropped on the source and kept here, is now \"%s\": a new "
-			         "table of its name is replicated", tschema, ttable, aside);
-	}
+	if (rc == TM_OK && kept)
+		log_info("target: %s.%s, dropped on the source and kept here, is now \"%s\": a new "
+		         "table of its name is replicated", tschema, ttable, aside);
 	ident_aside_name(sname, 1, src_aside);
 	if (rc == TM_OK) {
 		const char *p[] = {id, aside, src_aside};
@@ -207,7 +250,6 @@ move_aside(sink *s, const char *id, const char *tschema, const char *ttable, con
 		                  "UPDATE tidemark.tables SET target_table = $2,"
 		                  " source_table = $3 || ' ' || table_id WHERE table_id = $1::int", 3, p);
 	}
-	strbuf_free(&sql);
 	return rc;
 }
 
@@ -282,6 +324,128 @@ catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_f
 	typesync_result_free(&ts);
 	tabledef_free(t);
 	free(tschema);
+	return rc;
+}
+
+/* The table's row: registered again from valid_from with def's key and
+ * oid, to be copied from the start; its new version from valid_from. */
+static int
+record_restart(sink *s, const catalog_table *t, const tabledef *def, tm_lsn valid_from)
+{
+	char *keys = tabledef_keys_json(def);
+	json_t *cols = tabledef_columns_to_json(def);
+	char *cols_text = json_dumps(cols, JSON_COMPACT);
+	char id[16], relid[16], lsn[LSN_TEXT_MAX];
+	const char *p[] = {id, def->schema, def->name, keys, relid, lsn_format(valid_from, lsn),
+	                   cols_text};
+	int rc;
+
+	snprintf(id, sizeof id, "%d", t->table_id);
+	snprintf(relid, sizeof relid, "%u", def->relid);
+	rc = sink_command(
+		s, "registering a table again",
+		"WITH t AS (UPDATE tidemark.tables SET source_schema = $2, source_table = $3,"
+		"   key_columns = ARRAY(SELECT jsonb_array_elements_text($4::jsonb)),"
+		"   source_relid = $5::oid, registered_lsn = $6::pg_lsn, state = 'snapshot_pending',"
+		"   snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
+		"   snapshot_started_at = NULL, snapshot_finished_at = NULL,"
+		"   snapshot_requested_at = clock_timestamp(), key_order_same = NULL,"
+		"   key_order_reason = NULL, slot_generation = (SELECT p.slot_generation"
+		"     FROM tidemark.progress p WHERE p.slot_name = tables.slot_name)"
+		"   WHERE table_id = $1::int RETURNING table_id)"
+		" INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
+		" SELECT table_id, (SELECT coalesce(max(version), 0) + 1 FROM tidemark.schema_versions"
+		"   WHERE table_id = $1::int), $6::pg_lsn, $7::jsonb FROM t",
+		7, p);
+	if (rc == TM_OK)
+		rc = sink_command(s, "forgetting the rows to read again",
+		                  "DELETE FROM tidemark.snapshot_rereads WHERE table_id = $1::int", 1, p);
+	if (rc == TM_OK)
+		rc = sink_command(s, "forgetting the changes kept for a copy",
+		                  "DELETE FROM tidemark.keyless_pending WHERE table_id = $1::int", 1, p);
+	free(keys);
+	free(cols_text);
+	json_decref(cols);
+	return rc;
+}
+
+int
+catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const tabledef *def,
+                      tm_lsn valid_from, bool keep_target, char **aside)
+{
+	tabledef *d = tabledef_copy(def);
+	typesync_result ts = {false, STRBUF_INIT};
+	char moved[IDENT_NAME_BYTES + 1] = "";
+	bool kept = false;
+	int rc = keep_target ? TM_OK
+	                     : rename_aside(s, t->target_schema, t->target_table, "set aside", moved,
+	                                    &kept);
+
+	if (aside != NULL)
+		*aside = kept ? xstrdup(moved) : NULL;
+	if (rc == TM_OK)
+		rc = typesync_table(s, slot, d, &ts);
+	/* the target table keeps its names (they follow the source's renames) */
+	free(d->name);
+	d->name = xstrdup(t->target_table);
+	if (rc == TM_OK && !keep_target)
+		rc = create_target_table(s, t->target_schema, d);
+	free(d->name);
+	d->name = xstrdup(def->name);
+	if (rc == TM_OK)
+		rc = record_restart(s, t, d, valid_from);
+	typesync_result_free(&ts);
+	tabledef_free(d);
+	return rc;
+}
+
+int
+catalog_retire_table(sink *s, int table_id)
+{
+	char id[16];
+	const char *p[] = {id};
+
+	snprintf(id, sizeof id, "%d", table_id);
+	return sink_command(s, "taking a table out of replication",
+	                    "UPDATE tidemark.tables SET state = 'dropped' WHERE table_id = $1::int", 1,
+	                    p);
+}
+
+/* Are two columns alike where the target table's column depends on them? */
+static bool
+column_alike(const tabledef_column *a, const tabledef_column *b)
+{
+	return a->attnum == b->attnum && strcmp(a->name, b->name) == 0 &&
+	       strcmp(a->type_sql, b->type_sql) == 0 && a->not_null == b->not_null &&
+	       a->is_key == b->is_key && (a->generated == NULL) == (b->generated == NULL) &&
+	       (a->generated == NULL || strcmp(a->generated, b->generated) == 0);
+}
+
+int
+catalog_version_matches(sink *s, int table_id, const tabledef *def, bool *same)
+{
+	char id[16];
+	const char *p[] = {id};
+	PGresult *r = NULL;
+	tabledef *v = tabledef_new(def->schema, def->name, def->relid);
+	tm_error err;
+	int rc;
+
+	snprintf(id, sizeof id, "%d", table_id);
+	*same = false;
+	rc = sink_query(s, "reading a schema version",
+	                "SELECT columns::text FROM tidemark.schema_versions WHERE table_id = $1::int"
+	                " ORDER BY version DESC LIMIT 1", 1, p, &r);
+	if (rc == TM_OK && PQntuples(r) == 1) {
+		json_t *cols = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+
+		*same = tabledef_columns_from_json(v, cols, &err) == 0 && v->ncols == def->ncols;
+		for (int i = 0; *same && i < def->ncols; i++)
+			*same = column_alike(&v->cols[i], &def->cols[i]);
+		json_decref(cols);
+	}
+	PQclear(r);
+	tabledef_free(v);
 	return rc;
 }
 
@@ -418,7 +582,11 @@ catalog_exclude_table(sink *s, const char *slot, const char *schema, const char 
 	 * such columns (a command run before `run` has brought it up to date) */ \
 	" coalesce((to_jsonb(tables) ->> 'key_order_same')::boolean, false),"                 \
 	" CASE WHEN to_jsonb(tables) ->> 'key_order_same' IS NULL THEN 'not known yet'"        \
-	"   ELSE to_jsonb(tables) ->> 'key_order_reason' END"
+	"   ELSE to_jsonb(tables) ->> 'key_order_reason' END,"                                   \
+	" coalesce(to_jsonb(tables) ->> 'registered_lsn', '0/0'),"                              \
+	" coalesce((to_jsonb(tables) ->> 'slot_generation')::int, 1) < coalesce((SELECT"       \
+	"   (to_jsonb(p) ->> 'slot_generation')::int FROM tidemark.progress p"                  \
+	"   WHERE p.slot_name = tables.slot_name), 1)"
 
 /* A JSON array of strings (or JSON null) into a new array of new strings. */
 static char **
@@ -463,6 +631,8 @@ table_from_row(PGresult *r, int row, catalog_table *t)
 	t->source_relid = (uint32_t) strtoul(PQgetvalue(r, row, 12), NULL, 10);
 	t->key_order_same = strcmp(PQgetvalue(r, row, 13), "t") == 0;
 	t->key_order_reason = PQgetisnull(r, row, 14) ? NULL : xstrdup(PQgetvalue(r, row, 14));
+	lsn_parse(PQgetvalue(r, row, 15), &t->registered_lsn);
+	t->interrupted = strcmp(PQgetvalue(r, row, 16), "t") == 0;
 }
 
 static int

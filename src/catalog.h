@@ -43,10 +43,26 @@ typedef struct catalog_table {
 	bool key_order_same;
 	char *key_order_reason;  /* why not (NULL when the same; "not known yet"
 	                          * before run has worked it out) */
+	/* Where the table's history starts (tidemark.tables.registered_lsn,
+	 * migrations/target/010_registration.sql): a source transaction that
+	 * committed before it (Begin's final LSN is lower) changes nothing of
+	 * the table on the target, neither rows nor definition. 0: from the
+	 * start. */
+	tm_lsn registered_lsn;
+	/* Registered for an earlier slot than the replication's (before
+	 * `teardown`, or before the slot was dropped): the source's changes
+	 * between the two slots were never captured, so it is registered
+	 * again by the next setup that names it. */
+	bool interrupted;
 } catalog_table;
 
 /* Creates the progress row of a slot if missing. */
 int catalog_ensure_progress(sink *s, const char *slot);
+/* The slot is made again (setup found none): the tables registered so
+ * far become interrupted (catalog_table.interrupted). */
+int catalog_new_slot_generation(sink *s, const char *slot);
+/* Names each interrupted table with the fix (setup, and run at its start). */
+int catalog_warn_interrupted(sink *s, const char *slot);
 
 /* Is the replication of this slot set up in the target database (a
  * catalog, and its progress row)? TM_OK, or TM_EXIT_CONFIG logged with the
@@ -66,11 +82,33 @@ int catalog_save_progress(sink *s, const char *slot, tm_lsn applied, pg_timestam
  * columns with their expression, each under a savepoint: one the target
  * refuses is left out, with its reason in the schema version), catalog row
  * (its key's order not known yet: key_order.h) and first schema version
- * (valid from valid_from). *added tells whether it was new;
+ * (valid from valid_from, which is also its registration position:
+ * catalog_table.registered_lsn). *added tells whether it was new;
  * *values_added (may be NULL) whether ALTER TYPE ... ADD VALUE ran (see
  * apply_type_boundary). Runs in the caller's transaction, if any. */
 int catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from,
                       bool *added, bool *values_added);
+
+/*
+ * A registered table whose history starts again at valid_from (set up
+ * again after `teardown`, or set aside because a change could not be
+ * followed): def becomes its schema version from valid_from, which is its
+ * new registration position, its key and source oid are def's, and it is
+ * copied again from the start. With keep_target its target table stays
+ * (the caller knows it has def's columns); else it is moved aside as
+ * "name (set aside)" ("(set aside 2)", ...: *aside, a new string, may be
+ * NULL) and created again from def. In the caller's transaction.
+ */
+int catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const tabledef *def,
+                          tm_lsn valid_from, bool keep_target, char **aside);
+
+/* Takes a table out of replication (state dropped; its target table is
+ * kept). In the caller's transaction. */
+int catalog_retire_table(sink *s, int table_id);
+
+/* Does the table's latest schema version describe def's columns (names,
+ * attnums, types, NOT NULL and key), so that its target table has them? */
+int catalog_version_matches(sink *s, int table_id, const tabledef *def, bool *same);
 
 /* Records whether table_id's key sorts alike on the target (reason NULL)
  * or why not (key_order.h), and logs a warning, naming table, when it does

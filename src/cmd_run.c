@@ -90,6 +90,7 @@ typedef struct run_state {
 	long long progress_txs, progress_changes;
 	bool made_progress;
 	bool migrated;              /* the target catalog is at this binary's version */
+	bool warned;                /* tables of an earlier slot were named */
 	bool streamed;              /* a session of this run has streamed */
 	bool connect_failed;        /* this session failed to open a connection */
 	resync_watch resync;        /* a resync in progress: its end is recorded */
@@ -101,10 +102,10 @@ typedef struct run_state {
 /* ---- new tables in replicated schemas ---- */
 
 static int
-resolve_table(void *ctx, const char *schema, const char *name, tabledef **out)
+resolve_table(void *ctx, const char *schema, const char *name, tabledef **out, tm_lsn *at)
 {
 	run_state *st = ctx;
-	int rc = source_query_table_def(st->control, schema, name, out);
+	int rc = source_query_table_def_at(st->control, schema, name, out, at);
 
 	if (rc == TM_EXIT_CONFIG) {
 		/* no key, or gone already: logged; the table is skipped */
@@ -189,24 +190,18 @@ current_xid(run_state *st, uint64_t *out)
 	return rc;
 }
 
-/* A schema change: the target follows it; the tables concerned are looked
- * at again (names, keys, statements, chunks in flight). */
+/* After a schema change or tables joining: the tables concerned are
+ * looked at again (names, keys, statements, chunks in flight). */
+/* What a message or a commit changed (res: freed here, after rc_in). */
 static int
-on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
+after_sync(run_state *st, int rc_in, schema_sync_result *res)
 {
-	schema_sync_result res;
-	uint64_t xid = 0;
-	int rc = current_xid(st, &xid);
+	int rc = rc_in;
 
-	if (rc != TM_OK)
-		return rc;
-	schema_sync_in_transaction(st->schema, xid, apply_current_commit_lsn(st->apply));
-	rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
-
-	if (rc == TM_OK && res.commit_after)
+	if (rc == TM_OK && res->commit_after)
 		apply_commit_after(st->apply);
-	if (rc != TM_OK || (res.nchanged == 0 && !res.any_new_table)) {
-		schema_sync_result_free(&res);
+	if (rc != TM_OK || (res->nchanged == 0 && !res->any_new_table)) {
+		schema_sync_result_free(res);
 		return rc;
 	}
 	snapshot_poll_soon(st->snap);
@@ -215,13 +210,62 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 		rc = apply_reload_tables(st->apply);
 	/* in the transaction that changed them: names, keys and types as now */
 	if (rc == TM_OK)
-		rc = key_order_for(st, res.changed, res.nchanged);
-	for (int i = 0; i < res.nchanged; i++) {
-		apply_forget_statements(st->apply, res.changed[i]);
-		snapshot_restart(st->snap, res.changed[i]);
+		rc = key_order_for(st, res->changed, res->nchanged);
+	for (int i = 0; i < res->nchanged; i++) {
+		apply_forget_statements(st->apply, res->changed[i]);
+		snapshot_restart(st->snap, res->changed[i]);
 	}
-	schema_sync_result_free(&res);
+	schema_sync_result_free(res);
 	return rc;
+}
+
+/* A schema change: the target follows it. */
+static int
+on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
+{
+	schema_sync_result res = {0};
+	uint64_t xid = 0;
+	int rc = current_xid(st, &xid);
+
+	if (rc != TM_OK)
+		return rc;
+	schema_sync_in_transaction(st->schema, xid, apply_current_commit_lsn(st->apply));
+	schema_sync_set_commit(st->schema, apply_current_commit_lsn(st->apply));
+	rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
+	return after_sync(st, rc, &res);
+}
+
+/* The source transaction commits: the tables made in it join. */
+static int
+before_commit(void *ctx, tm_lsn end_lsn)
+{
+	run_state *st = ctx;
+	schema_sync_result res = {0};
+	int rc;
+
+	schema_sync_set_commit(st->schema, apply_current_commit_lsn(st->apply));
+	rc = schema_sync_commit(st->schema, end_lsn, &res);
+	return after_sync(st, rc, &res);
+}
+
+static apply_described
+described(void *ctx, uint32_t relid)
+{
+	const schema_sync *ss = ((run_state *) ctx)->schema;
+
+	return schema_sync_created(ss, relid)     ? APPLY_CREATED
+	       : schema_sync_described(ss, relid) ? APPLY_DESCRIBED
+	                                          : APPLY_NOT_DESCRIBED;
+}
+
+/* A table registered by the apply, or registered again (set aside). */
+static void
+registered(void *ctx, int table_id)
+{
+	run_state *st = ctx;
+
+	snapshot_restart(st->snap, table_id);
+	snapshot_poll_soon(st->snap);
 }
 
 /* A message that changes types, before it changes anything. */
@@ -421,7 +465,14 @@ session_done(run_state *st, int *rc)
 	if (!wanted || apply_in_source_transaction(st->apply))
 		return false;
 	*rc = apply_idle(st->apply);
-	return true;
+	if (*rc != TM_OK || stop_requests > 0)
+		return true;
+	/* tables registered by the target transactions just committed: the
+	 * snapshot's last look at the catalog may have come before their
+	 * commit; it looks again, now that everything is committed */
+	snapshot_poll_soon(st->snap);
+	*rc = snapshot_poll(st->snap);
+	return *rc != TM_OK || !snapshot_busy(st->snap);
 }
 
 static int
@@ -500,10 +551,12 @@ catalog_upgrade(run_state *st)
 }
 
 
-/* The key order of the tables whose order is not known (registered before
- * it was recorded: migrations/target/005_target_types.sql), once per run. */
+/* At a session's start: the key order of the tables whose order is not
+ * known (registered before it was recorded: migrations/target/
+ * 005_target_types.sql); and, once per run, the tables registered for an
+ * earlier slot, named. */
 static int
-key_order_refresh(run_state *st)
+catalog_at_start(run_state *st)
 {
 	int *ids = NULL, nids = 0, version = 0;
 	int rc = catalog_version(st->sink, &version);
@@ -514,6 +567,9 @@ key_order_refresh(run_state *st)
 	if (rc == TM_OK)
 		rc = key_order_for(st, ids, nids);
 	free(ids);
+	if (rc == TM_OK && !st->warned)
+		rc = catalog_warn_interrupted(st->sink, st->opts->slot);
+	st->warned |= rc == TM_OK;
 	return rc;
 }
 
@@ -579,7 +635,7 @@ session_open(run_state *st)
 	if (rc == TM_OK)
 		rc = write_marker(st);
 	if (rc == TM_OK)
-		rc = key_order_refresh(st);
+		rc = catalog_at_start(st);
 	if (rc == TM_OK)
 		rc = snapshot_new(&sc, st->sink, &st->snap);
 	if (rc == TM_OK)
@@ -590,6 +646,10 @@ session_open(run_state *st)
 	cfg.hooks = st->snap_hooks;
 	cfg.hooks.on_message = on_message;
 	cfg.hooks.message_ctx = st;
+	cfg.hooks.before_commit = before_commit;
+	cfg.hooks.described = described;
+	cfg.hooks.on_registered = registered;
+	cfg.hooks.commit_ctx = st;
 	rc = apply_new(st->sink, &cfg, &st->apply);
 	/* this run's policies, said once: in force while its apply connection lives */
 	if (rc == TM_OK)

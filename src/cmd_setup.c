@@ -33,6 +33,8 @@ typedef struct setup_done {
 
 typedef struct setup_tables {
 	tabledef **defs;      /* owned array of owned definitions */
+	tm_lsn *at;           /* owned, parallel: where each definition was read
+	                       * (source_query_table_def_at): its history starts there */
 	ddl_part_root *trees; /* owned, parallel: a partitioned table's partitions */
 	int n;
 	char **excluded; /* owned: --exclude-table as schema, name pairs (2 * nexcluded) */
@@ -47,6 +49,7 @@ tables_free(setup_tables *t)
 		ddl_part_root_clear(&t->trees[i]);
 	}
 	free(t->defs);
+	free(t->at);
 	free(t->trees);
 	for (int i = 0; i < 2 * t->nexcluded; i++)
 		free(t->excluded[i]);
@@ -164,23 +167,24 @@ static int
 tables_read(PGconn *src, setup_tables *t, const char *schema, const char *name, int *bad)
 {
 	tabledef *def = NULL;
+	tm_lsn at = LSN_INVALID;
 	int rc;
 
 	if (tables_has(t, schema, name))
 		return TM_OK;
-	rc = source_query_table_def(src, schema, name, &def);
+	rc = source_query_table_def_at(src, schema, name, &def, &at);
 	if (rc == TM_EXIT_CONFIG) {
 		(*bad)++;
 		return TM_OK;
 	}
 	if (rc != TM_OK)
 		return rc;
-	t->defs = realloc(t->defs, sizeof(tabledef *) * (size_t) (t->n + 1));
-	t->trees = realloc(t->trees, sizeof(ddl_part_root) * (size_t) (t->n + 1));
-	if (t->defs == NULL || t->trees == NULL)
-		abort();
+	t->defs = xrealloc(t->defs, sizeof(tabledef *) * (size_t) (t->n + 1));
+	t->at = xrealloc(t->at, sizeof(tm_lsn) * (size_t) (t->n + 1));
+	t->trees = xrealloc(t->trees, sizeof(ddl_part_root) * (size_t) (t->n + 1));
 	memset(&t->trees[t->n], 0, sizeof t->trees[t->n]);
 	t->defs[t->n] = def;
+	t->at[t->n] = at;
 	/* a partitioned table is replicated with all its partitions */
 	return source_query_partitions(src, def->relid, &t->trees[t->n++]);
 }
@@ -466,6 +470,56 @@ record_partitions(sink *s, const char *slot, const tabledef *def, ddl_part_root 
 	return rc;
 }
 
+/*
+ * A table registered already whose history was interrupted: registered for
+ * an earlier slot (before `teardown`, or before the slot was dropped), so
+ * the source's changes since the old slot's last position were never
+ * captured; or the source's table under this name is another one (another
+ * oid). Its history starts
+ * again where its definition was read: a new schema version, copied again;
+ * its target table is kept when it has the definition's columns, else
+ * moved aside and made again.
+ */
+static int
+rejoin(sink *s, const char *slot, const catalog_table *known, const tabledef *def, tm_lsn at,
+       bool *rejoined)
+{
+	bool same = false;
+	char *aside = NULL;
+	char pos[LSN_TEXT_MAX];
+	int rc = catalog_version_matches(s, known->table_id, def, &same);
+
+	same = same && known->source_relid == def->relid;
+	if (rc == TM_OK)
+		rc = catalog_restart_table(s, slot, known, def, at, same, &aside);
+	if (rc == TM_OK)
+		log_info("target: %s.%s joins replication again from %s (changes before were not "
+		         "captured): it is copied again%s%s%s", def->schema, def->name,
+		         lsn_format(at, pos), aside ? "; its target table of another definition is "
+		                                      "kept aside as \"" : "", aside ? aside : "",
+		         aside ? "\"" : "");
+	*rejoined = rc == TM_OK;
+	free(aside);
+	return rc;
+}
+
+/* Registers one table (new, joining again, or known: nothing to do). */
+static int
+register_table(sink *s, const cli_options *o, const tabledef *def, tm_lsn at, bool *added)
+{
+	catalog_table *known = NULL;
+	int rc = catalog_load_table(s, o->slot, def->schema, def->name, &known);
+
+	*added = false;
+	if (rc == TM_OK && known != NULL &&
+	    (known->interrupted || (known->source_relid != 0 && known->source_relid != def->relid)))
+		rc = rejoin(s, o->slot, known, def, at, added);
+	else if (rc == TM_OK && known == NULL)
+		rc = catalog_add_table(s, o->slot, def, at, added, NULL);
+	catalog_table_free(known);
+	return rc;
+}
+
 /* --table-policy names tables of this setup: a table set up before gets its
  * policy from `tidemark policy`. */
 static int
@@ -487,7 +541,7 @@ check_policies(const setup_tables *t, const policy_settings *ps)
 static int
 prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
                const setup_pipeline *sp, const char *key_hex, tm_lsn valid_from,
-               const policy_settings *ps, setup_done *done)
+               const policy_settings *ps, bool slot_new, setup_done *done)
 {
 	PGconn *plain;
 	sink *s = NULL;
@@ -502,6 +556,8 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
 		rc = sink_open(o->target, "setup", &s);
 	if (rc == TM_OK)
 		rc = catalog_ensure_progress(s, o->slot);
+	if (rc == TM_OK && slot_new)
+		rc = catalog_new_slot_generation(s, o->slot);
 	if (rc == TM_OK)
 		rc = pipeline_save(s, o->slot, &sp->source, &sp->map);
 	done->registered = rc == TM_OK;
@@ -516,7 +572,7 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
 
 		rc = sink_begin(s);
 		if (rc == TM_OK)
-			rc = catalog_add_table(s, o->slot, t->defs[i], valid_from, &added, NULL);
+			rc = register_table(s, o, t->defs[i], t->at[i], &added);
 		if (rc == TM_OK)
 			rc = record_partitions(s, o->slot, t->defs[i], &t->trees[i], added);
 		if (rc == TM_OK)
@@ -535,6 +591,8 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
 		if (rc == TM_OK && added && tabledef_nkeys(t->defs[i]) > 0)
 			rc = record_key_order(src, s, o->slot, t->defs[i]);
 	}
+	if (rc == TM_OK)
+		rc = catalog_warn_interrupted(s, o->slot);
 	if (rc == TM_OK)
 		log_info("target: %d table(s) newly registered, %d in all from this setup",
 		         added_count, t->n);
@@ -604,7 +662,7 @@ cmd_setup(const cli_options *o)
 	PGconn *src = NULL;
 	tm_lsn lsn = LSN_INVALID, slot_lsn = LSN_INVALID;
 	char *key_hex = NULL; /* owned: the source's capture key */
-	bool created = false;
+	bool created = false, slot_exists = false;
 	int rc = cli_require(o, true, true);
 
 	if (rc != TM_OK)
@@ -634,7 +692,10 @@ cmd_setup(const cli_options *o)
 	if (rc == TM_OK)
 		rc = source_query_current_lsn(src, &lsn);
 	if (rc == TM_OK)
-		rc = prepare_target(o, src, &tables, &pipeline, key_hex, lsn, &policies, &done);
+		rc = source_query_slot_exists(src, o->slot, &slot_exists);
+	if (rc == TM_OK)
+		rc = prepare_target(o, src, &tables, &pipeline, key_hex, lsn, &policies, !slot_exists,
+		                    &done);
 	if (rc == TM_OK)
 		rc = source_query_ensure_publication(src, o->publication, tables.defs, tables.n,
 		                                     o->schemas, o->nschemas);

@@ -125,6 +125,21 @@ start_copy(keyless_stage *st, int table_id, int ncols, const char *const *cols, 
 	return rc;
 }
 
+static int
+lock_target(keyless_stage *st, const char *schema, const char *table)
+{
+	strbuf sql = STRBUF_INIT;
+	int rc;
+
+	strbuf_append(&sql, "LOCK TABLE ");
+	strbuf_append_qualified(&sql, schema, table);
+	strbuf_append(&sql, " IN ACCESS SHARE MODE");
+	rc = pgconn_command(st->conn, TGT, "locking a target table to stage its rows", sql.data, 0,
+	                    NULL);
+	strbuf_free(&sql);
+	return rc;
+}
+
 int
 keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
                     const char *target_table, int ncols, const char *const *cols, bool binary,
@@ -137,14 +152,22 @@ keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
 	if (rc == TM_OK)
 		rc = pgconn_command(st->conn, TGT, "starting a staging transaction", "BEGIN", 0, NULL);
 	st->in_tx = rc == TM_OK;
+	/* the staging table's CREATE ... AS SELECT holds this lock anyway: the
+	 * target's columns stay as looked at until the staging commits */
+	if (rc == TM_OK)
+		rc = lock_target(st, target_schema, target_table);
 	if (rc == TM_OK)
 		rc = target_has_columns(st, target_schema, target_table, ncols, cols, &has);
-	*behind = rc == TM_OK && !has;
-	if (rc == TM_OK && has)
+	if (rc == TM_OK && !has) {
+		keyless_stage_abort(st);
+		*behind = true;
+		return TM_OK;
+	}
+	if (rc == TM_OK)
 		rc = create_stage(st, table_id, target_schema, target_table, ncols, cols);
-	if (rc == TM_OK && has)
+	if (rc == TM_OK)
 		rc = start_copy(st, table_id, ncols, cols, binary);
-	if (rc != TM_OK || !has)
+	if (rc != TM_OK)
 		keyless_stage_abort(st);
 	return rc;
 }

@@ -34,8 +34,10 @@ int keyless_stage_open(const char *conninfo, keyless_stage **out);
 void keyless_stage_close(keyless_stage *st);
 
 /* Starts the staging transaction and its COPY. Everything is borrowed.
- * *behind, with nothing started: the target table lacks some of the
- * columns (the source's change of them has not reached the target yet). */
+ * The target table is locked (ACCESS SHARE) until the staging ends.
+ * *behind, with nothing started, TM_OK: the target table lacks some of the
+ * columns read (the source's change of them has not reached the target
+ * yet); the read is of no use, and is made again. */
 int keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
                         const char *target_table, int ncols, const char *const *cols,
                         bool binary, bool *behind);

@@ -47,11 +47,15 @@ schema_sync_free(schema_sync *ss)
 		return;
 	free(ss->statement);
 	schema_sync_rewrite_free(ss);
+	schema_sync_join_reset(ss);
 	free(ss);
 }
 
 /* ---- reading the catalog and the target ---- */
 
+/* The registered table a message's table is: by oid, or by name when the
+ * catalog does not know its oid (a table of another oid under the name is
+ * another table). */
 static int
 load_table(schema_sync *ss, const tabledef *now, catalog_table **out)
 {
@@ -59,6 +63,11 @@ load_table(schema_sync *ss, const tabledef *now, catalog_table **out)
 
 	if (rc == TM_OK && *out == NULL)
 		rc = catalog_load_table(ss->sink, ss->cfg.slot, now->schema, now->name, out);
+	if (rc == TM_OK && *out != NULL && (*out)->source_relid != 0 &&
+	    (*out)->source_relid != now->relid) {
+		catalog_table_free(*out);
+		*out = NULL;
+	}
 	return rc;
 }
 
@@ -390,46 +399,41 @@ drop_key(schema_sync *ss, const target_name *tn, const target_cols *tc,
 		target_ddl_set_key(sql, tn->schema, tn->table, tc->pk, 0, NULL);
 		rc = exec(ss, "dropping a target table's key", sql);
 	}
-	if (rc == TM_OK && now->replident != 'f')
-		log_warn("%s.%s has no key any more and its REPLICA IDENTITY is not FULL: the source "
-		         "refuses its UPDATE and DELETE while it is published, and tidemark could not "
-		         "find their rows. Fix: ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY FULL;",
-		         now->def->schema, now->def->name, now->def->schema, now->def->name);
-	else if (rc == TM_OK)
+	/* without FULL: said at the commit, if the table still has no key then
+	 * (schema_sync_keyless_note) */
+	if (rc == TM_OK && now->replident == 'f')
 		log_info("%s.%s has no key any more: it is replicated without one (updates and deletes "
 		         "match whole rows)", now->def->schema, now->def->name);
 	return rc;
 }
 
 /*
- * A table without a key gets one. While it is being copied, its target
- * rows are replaced by the copy anyway (the key change starts it again):
- * emptied first. Otherwise the target holds what the source held when the
- * key came, which the key accepts; if it does not (rows of the target
- * differ from the source's), the table is emptied and copied again.
+ * The target table takes the key its old one gave way to. If it does not
+ * (its rows lack values the source computed for them, ADD COLUMN id
+ * serial, which the copy brings; or they differ from the source's), the
+ * table is emptied and copied again.
  */
 static int
-add_key(schema_sync *ss, const target_name *tn, const ddl_action *a, const catalog_table *t,
-        strbuf *sql, bool *resnapshot)
+give_key(schema_sync *ss, const target_name *tn, const ddl_action *a,
+         const ddl_event_table *now, strbuf *sql, bool *resnapshot)
 {
-	bool copying = strcmp(t->state, "streaming") != 0, ok = false;
 	char *refused = NULL;
-	int rc = keyless_pending_clear(ss->sink, t->table_id);
+	bool ok;
+	int rc;
 
-	if (rc == TM_OK && copying) {
-		truncate_target(tn, sql);
-		rc = exec(ss, "emptying a target table whose copy starts again", sql);
-	}
 	target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
-	if (rc != TM_OK || copying)
-		return rc == TM_OK ? exec(ss, "giving a target table its key", sql) : rc;
 	rc = exec_tolerant(ss, "giving a target table its key", sql, &refused);
 	ok = refused == NULL;
 	free(refused);
 	if (rc != TM_OK || ok)
 		return rc;
-	log_warn("target: %s.%s does not take the source's new key (its rows differ from the "
-	         "source's): it is emptied and copied again", tn->schema, tn->table);
+	if (schema_sync_was_rewritten(ss, ss->rewrite_xid, now->def->relid))
+		log_info("target: %s.%s does not take the source's new key before the source's "
+		         "rewritten rows are copied: it is emptied and copied again", tn->schema,
+		         tn->table);
+	else
+		log_warn("target: %s.%s does not take the source's new key (its rows differ from the "
+		         "source's): it is emptied and copied again", tn->schema, tn->table);
 	truncate_target(tn, sql);
 	rc = exec(ss, "emptying a target table to copy it again", sql);
 	target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
@@ -439,25 +443,73 @@ add_key(schema_sync *ss, const target_name *tn, const ddl_action *a, const catal
 	return rc;
 }
 
+/*
+ * A table without a key gets one. While it is being copied, its target
+ * rows are replaced by the copy anyway (the key change starts it again):
+ * emptied first. Otherwise the target holds what the source held when the
+ * key came, which the key accepts; if it does not, give_key.
+ */
+static int
+add_key(schema_sync *ss, const target_name *tn, const ddl_action *a, const catalog_table *t,
+        const ddl_event_table *now, strbuf *sql, bool *resnapshot)
+{
+	bool copying = strcmp(t->state, "streaming") != 0;
+	int rc = keyless_pending_clear(ss->sink, t->table_id);
+
+	if (rc == TM_OK && copying) {
+		truncate_target(tn, sql);
+		rc = exec(ss, "emptying a target table whose copy starts again", sql);
+		target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
+		return rc == TM_OK ? exec(ss, "giving a target table its key", sql) : rc;
+	}
+	return rc == TM_OK ? give_key(ss, tn, a, now, sql, resnapshot) : rc;
+}
+
 static int
 run_key_action(schema_sync *ss, target_name *tn, const ddl_action *a, const target_cols *tc,
                const catalog_table *t, ddl_event_table *now, strbuf *sql, bool *resnapshot)
 {
 	if (a->nkeys == 0)
 		return drop_key(ss, tn, tc, now, sql);
-	if (t->nkeys == 0 && tc->pk == NULL)
-		return add_key(ss, tn, a, t, sql, resnapshot);
+	if (t->nkeys == 0)
+		return add_key(ss, tn, a, t, now, sql, resnapshot);
+	/* the old key went first (run_plan) */
+	if (tc->pk == NULL)
+		return give_key(ss, tn, a, now, sql, resnapshot);
 	return run_table_action(ss, tn, a, tc, now->def, sql);
 }
 
+static bool
+plan_sets_key(const ddl_plan *plan)
+{
+	for (int i = 0; i < plan->n; i++)
+		if (plan->actions[i].kind == DDL_ACT_SET_KEY)
+			return true;
+	return false;
+}
+
+/*
+ * The plan, in its order; but a key that changes goes first: a column of
+ * the old key may be dropped, or kept with its NOT NULL dropped, by the
+ * same change (ALTER TABLE t DROP COLUMN id, ADD PRIMARY KEY (a, b)), and
+ * the target refuses both while the column is in its primary key. The new
+ * key comes in the plan's place, after the columns it needs are added.
+ */
 static int
 run_plan(schema_sync *ss, const ddl_plan *plan, target_name *tn, const target_cols *tc,
          const catalog_table *t, ddl_event_table *now, const ddl_track_session *session,
          sync_note *note, bool *resnapshot)
 {
 	strbuf sql = STRBUF_INIT;
+	target_cols keyless_tc = *tc;
 	int rc = TM_OK;
 
+	if (tc->pk != NULL && plan_sets_key(plan)) {
+		target_ddl_set_key(&sql, tn->schema, tn->table, tc->pk, 0, NULL);
+		rc = exec(ss, "dropping a target table's old key", &sql);
+		keyless_tc.pk = NULL;
+		tc = &keyless_tc;
+	}
 	for (int i = 0; rc == TM_OK && i < plan->n; i++) {
 		const ddl_action *a = &plan->actions[i];
 
@@ -517,10 +569,11 @@ keep_fallbacks(const tabledef *old, tabledef *now)
 	}
 }
 
-/* One replicated table's change: plan, run, record. */
+/* One replicated table's change: plan, run, record. *why: the plan could
+ * not be made (then nothing was run but the types, TM_OK). */
 static int
-sync_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_table *now,
-           bool rewritten, tm_lsn pos, sync_note *note, schema_sync_result *res)
+follow_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_table *now,
+             bool rewritten, tm_lsn pos, sync_note *note, schema_sync_result *res, char **why)
 {
 	tabledef *old = NULL;
 	target_cols tc;
@@ -553,9 +606,13 @@ sync_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_tabl
 		                      schema_sync_converted(ss, e, now->def->relid), session};
 
 		if (ddl_track_plan(&in, &plan, &err) != 0) {
-			log_error("DDL on %s.%s cannot be followed: %s", t->source_schema, t->source_table,
-			          err.msg);
-			rc = TM_EXIT_SOURCE;
+			*why = strdup(err.msg);
+			ddl_plan_free(&plan);
+			target_cols_free(&tc);
+			tabledef_free(old);
+			free(tn.schema);
+			free(tn.table);
+			return TM_OK;
 		}
 	}
 	if (rc == TM_OK && plan.stop) {
@@ -590,6 +647,90 @@ sync_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_tabl
 	free(policy_by);
 	free(tn.schema);
 	free(tn.table);
+	return rc;
+}
+
+static void
+truncate_note(strbuf *sb, size_t len)
+{
+	if (sb->data != NULL && sb->len > len) {
+		sb->len = len;
+		sb->data[len] = '\0';
+	}
+}
+
+/*
+ * A change the target cannot follow (it refused a statement, or no plan
+ * could be made): the table alone is set aside, the others go on. Its
+ * target table is kept aside as "name (set aside)", made again from the
+ * new definition, which becomes its version from pos, and copied again
+ * (catalog_restart_table); the rest of the transaction applies to the new
+ * table. Should even that fail, the table is no longer replicated, with
+ * the fix.
+ */
+static int
+set_aside(schema_sync *ss, catalog_table *t, ddl_event_table *now, tm_lsn pos, const char *why,
+          sync_note *note, schema_sync_result *res)
+{
+	char *aside = NULL, *failure = NULL;
+	strbuf text = STRBUF_INIT;
+	int rc = sink_region_begin(ss->sink);
+
+	if (rc == TM_OK)
+		rc = sink_region_end(ss->sink,
+		                     catalog_restart_table(ss->sink, ss->cfg.slot, t, now->def, pos, false,
+		                                           &aside), &failure);
+	if (rc == TM_OK && failure == NULL) {
+		strbuf_appendf(&text, "the change cannot be followed on the target (%s): the table is "
+		               "set aside: its target table is kept as \"%s\", made again from the "
+		               "source's definition and copied again", why, aside ? aside : "");
+		log_warn("%s.%s: %s; the other tables go on. Nothing to do but drop the kept table "
+		         "when it is no longer wanted", t->source_schema, t->source_table,
+		         strbuf_str(&text));
+	} else if (rc == TM_OK) {
+		strbuf_appendf(&text, "the change cannot be followed on the target (%s), nor can the "
+		               "table be made again (%s): it is no longer replicated", why, failure);
+		log_error("%s.%s: %s. Fix: tidemark setup --table '%s.%s' again (it is registered "
+		          "anew and copied)", t->source_schema, t->source_table, strbuf_str(&text),
+		          t->source_schema, t->source_table);
+		rc = catalog_retire_table(ss->sink, t->table_id);
+	}
+	if (rc == TM_OK) {
+		schema_sync_note_list(&note->actions, strbuf_str(&text));
+		schema_sync_result_add(res, t->table_id);
+	}
+	strbuf_free(&text);
+	free(aside);
+	free(failure);
+	return rc;
+}
+
+/* One replicated table's change, under a savepoint: set aside when the
+ * target cannot follow it. */
+static int
+sync_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_table *now,
+           bool rewritten, tm_lsn pos, sync_note *note, schema_sync_result *res)
+{
+	size_t actions = note->actions.len, classes = note->classes.len;
+	char *why = NULL, *failure = NULL;
+	int version = note->version;
+	int rc = sink_region_begin(ss->sink);
+
+	if (rc == TM_OK)
+		rc = sink_region_end(ss->sink,
+		                     follow_table(ss, e, t, now, rewritten, pos, note, res, &why),
+		                     &failure);
+	if (rc == TM_OK && (why != NULL || failure != NULL)) {
+		truncate_note(&note->actions, actions);
+		truncate_note(&note->classes, classes);
+		note->version = version;
+		schema_sync_note_list(&note->classes, "set aside");
+		rc = set_aside(ss, t, now, pos, failure != NULL ? failure : why, note, res);
+	}
+	if (rc == TM_OK)
+		schema_sync_keyless_note(ss, t, now);
+	free(why);
+	free(failure);
 	return rc;
 }
 
@@ -658,20 +799,36 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	return rc;
 }
 
-/* A table created (or moved) into a replicated schema. */
+/* A table created (or moved) into a replicated schema: it joins at the
+ * commit of its transaction (schema_sync_join.c). */
 static int
-new_table(schema_sync *ss, const ddl_event_table *et, tm_lsn pos, sync_note *note,
-          schema_sync_result *res)
+new_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_lsn pos,
+          sync_note *note)
 {
-	bool replicated = false, excluded = false, added = false;
+	bool replicated = false, excluded = false;
 	int rc = catalog_schema_covers(ss->sink, ss->cfg.slot, et->def->schema, et->def->name,
 	                               &replicated, &excluded);
 
 	if (rc == TM_OK && excluded)
 		schema_sync_note_list(&note->actions, "table excluded (setup --exclude-table): not replicated");
-	if (rc != TM_OK || !replicated)
-		return rc;
-	return schema_sync_add_table(ss, et->def, pos, note, res, &added);
+	if (rc == TM_OK && replicated)
+		schema_sync_join_note(ss, e, et, pos, note);
+	return rc;
+}
+
+/* A message of a transaction that committed before the table joined
+ * replication: its definition then already had the change. */
+static void
+note_before_join(const catalog_table *t, sync_note *note)
+{
+	char at[LSN_TEXT_MAX];
+	strbuf text = STRBUF_INIT;
+
+	strbuf_appendf(&text, "before %s.%s joined replication (at %s): nothing to do, its "
+	               "definition and copy start later", t->source_schema, t->source_table,
+	               lsn_format(t->registered_lsn, at));
+	schema_sync_note_list(&note->actions, strbuf_str(&text));
+	strbuf_free(&text);
 }
 
 /* One table of a ddl message that is not a partition of a replicated root. */
@@ -683,7 +840,9 @@ on_ddl_table(schema_sync *ss, const ddl_event *e, ddl_event_table *et, tm_lsn po
 	int rc = load_table(ss, et->def, &t);
 
 	if (rc == TM_OK && t == NULL)
-		rc = new_table(ss, et, pos, note, res);
+		rc = new_table(ss, e, et, pos, note);
+	else if (rc == TM_OK && schema_sync_before_join(ss, t))
+		note_before_join(t, note);
 	else if (rc == TM_OK) {
 		/* a partitioned table's rows are its partitions': their rewrite is
 		 * its own, and so are the values they store for added columns */
@@ -799,18 +958,20 @@ on_drop(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note,
 
 	for (int i = 0; rc == TM_OK && i < e->ndropped; i++) {
 		const ddl_event_dropped *d = &e->dropped[i];
-		char relid[16];
-		const char *p[] = {ss->cfg.slot, relid};
+		char relid[16], commit[LSN_TEXT_MAX];
+		const char *p[] = {ss->cfg.slot, relid, lsn_format(ss->tx_commit, commit)};
 		PGresult *r = NULL;
 
 		schema_sync_note_list(&note->tables, d->identity ? d->identity : "?");
-		if (strcmp(d->object_type, "table") != 0)
+		if (strcmp(d->object_type, "table") != 0 || schema_sync_join_dropped(ss, d->objid, note))
 			continue;
 		snprintf(relid, sizeof relid, "%u", d->objid);
+		/* a table that joined after this transaction is another one */
 		rc = sink_query(ss->sink, "marking a dropped table",
 		                "UPDATE tidemark.tables SET state = 'dropped' WHERE slot_name = $1"
 		                " AND source_relid = $2::oid AND state <> 'dropped'"
-		                " RETURNING table_id, target_schema, target_table", 2, p, &r);
+		                " AND coalesce(registered_lsn, '0/0') <= $3::pg_lsn"
+		                " RETURNING table_id, target_schema, target_table", 3, p, &r);
 		if (rc == TM_OK && PQntuples(r) > 0) {
 			schema_sync_result_add(res, atoi(PQgetvalue(r, 0, 0)));
 			rc = drop_target_table(ss, d, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), note);
@@ -825,6 +986,7 @@ static void
 remember_rewrite(schema_sync *ss, const ddl_event *e, sync_note *note)
 {
 	schema_sync_note_rewrite(ss, e);
+	schema_sync_join_rewritten(ss, e->rewrite_relid);
 	schema_sync_note_list(&note->classes, "table rewrite");
 	schema_sync_note_list(&note->actions, "noted: the source rewrote the table's rows");
 }

@@ -106,6 +106,36 @@ typedef struct schema_sync_result {
 } schema_sync_result;
 
 /*
+ * The source transaction the next messages belong to, by its commit
+ * position (Begin's final LSN): a transaction that committed before a
+ * table joined replication (catalog_table.registered_lsn) changes nothing
+ * of it, neither its definition nor its registration. Another position
+ * than the last forgets what the previous transaction gathered.
+ */
+void schema_sync_set_commit(schema_sync *ss, tm_lsn commit_lsn);
+
+/*
+ * The transaction being applied commits (end_lsn: the end of its commit
+ * record), inside the target transaction that applies it. The tables
+ * created in it in a replicated schema (or moved into one) join
+ * replication now, with the definition they have at its end, from end_lsn
+ * on: their rows of the transaction, written while they may have had no
+ * key yet, are copied. One that ends without a key and without REPLICA
+ * IDENTITY FULL is not replicated, and a replicated table that ends so
+ * is said to be (the source refuses its updates and deletes).
+ */
+int schema_sync_commit(schema_sync *ss, tm_lsn end_lsn, schema_sync_result *res);
+
+/* Did a capture message of the transaction being applied describe the
+ * relation as a table not registered yet? (Whether it joins is decided
+ * at the commit, by schema_sync_commit.) */
+bool schema_sync_described(const schema_sync *ss, uint32_t relid);
+/* That, and the transaction created the table (CREATE TABLE, CREATE
+ * TABLE AS, SELECT INTO) and did not rewrite it: every row it has at the
+ * commit came through the stream in the transaction. */
+bool schema_sync_created(const schema_sync *ss, uint32_t relid);
+
+/*
  * Handles one capture message met at position inside the open target
  * transaction. commit_time: the source transaction's. Returns a status;
  * TM_EXIT_POLICY when the stop policy applies (nothing of the transaction

@@ -139,7 +139,7 @@ catch_up_table(schema_sync *ss, catalog_table *t, tm_lsn pos, int *nchanged)
 		rc = follow(ss, t, now, pos, nchanged);
 	/* partitions attached, detached or dropped meanwhile */
 	if (rc == TM_OK && now != NULL)
-		rc = schema_sync_part_record(ss, now);
+		rc = schema_sync_part_record_tree(ss, now);
 	tabledef_free(now);
 	tabledef_free(old);
 	free(name);
@@ -167,7 +167,7 @@ catch_up_new(schema_sync *ss, const char *schema, const char *name, tm_lsn pos, 
 		memset(&res, 0, sizeof res);
 		rc = schema_sync_add_table(ss, def, pos, &note, &res, &added);
 		if (rc == TM_OK && added)
-			rc = schema_sync_part_record(ss, def);
+			rc = schema_sync_part_record_tree(ss, def);
 		*nchanged += added;
 		note_free(&note);
 		schema_sync_result_free(&res);

@@ -12,6 +12,7 @@
 #include "ddl_auth.h"
 #include "ddl_event.h"
 #include "ddl_parse.h"
+#include "catalog.h"
 #include "ddl_partition.h"
 #include "ddl_using.h"
 #include "schema_sync.h"
@@ -24,6 +25,29 @@ typedef struct sync_rewrite {
 	int reasons;          /* table_rewrite reasons (a bit mask) in the transaction */
 	int command_reasons;  /* those of the command the next ddl message ends */
 } sync_rewrite;
+
+/* A table that joins replication at the commit of the source transaction
+ * being applied (schema_sync_join.c): created (or moved, renamed) into a
+ * replicated schema in it; its definition is the last one captured. */
+typedef struct sync_join {
+	ddl_event_table table;   /* owned: def and cols copied */
+	tm_lsn position;         /* the last capture message about it */
+	bool dropped;            /* dropped again in the same transaction */
+	bool decided;            /* the commit came (the entry stays for
+	                          * schema_sync_described until the next one) */
+	bool created;            /* created by the transaction */
+	bool rewritten;          /* the source rewrote it in the transaction */
+} sync_join;
+
+/* A replicated table whose key went in the transaction: said at its
+ * commit when it still has none without REPLICA IDENTITY FULL. */
+typedef struct sync_keyless {
+	int table_id;
+	char *schema;            /* owned */
+	char *name;              /* owned */
+	bool keyless;            /* as of the last capture message */
+	char replident;
+} sync_keyless;
 
 struct schema_sync {
 	schema_sync_config cfg;
@@ -44,6 +68,12 @@ struct schema_sync {
 	uint8_t key[DDL_AUTH_KEY_MAX];    /* the capture key (see ddl_auth.h) */
 	int key_len;                      /* -1: none kept on the target */
 	tm_lsn signed_from;               /* messages from here on must be signed */
+	tm_lsn tx_commit;                 /* the commit position of the source transaction
+	                                   * being applied (schema_sync_set_commit) */
+	int njoins;
+	sync_join *joins;                 /* owned: tables joining at its commit */
+	int nkeyless;
+	sync_keyless *keyless;            /* owned: tables whose key went in it */
 	bool bound_known;                 /* bound_from is known: */
 	tm_lsn bound_from;                /* messages from here on must be bound */
 	uint64_t cur_xid;                 /* the transaction messages arrive in */
@@ -130,6 +160,28 @@ int schema_sync_follow_table(schema_sync *ss, catalog_table *t, ddl_event_table 
  * changes between the move and that were not published). */
 int schema_sync_moved_out(schema_sync *ss, const catalog_table *t, const tabledef *now,
                           sync_note *note, bool *recopy);
+/* ---- tables that join at a transaction's commit (schema_sync_join.c) ---- */
+
+/* A table not registered yet, met in a ddl message: it joins replication
+ * at the commit of its transaction with its last captured definition
+ * (noted, decided then). */
+void schema_sync_join_note(schema_sync *ss, const ddl_event *e, const ddl_event_table *et,
+                           tm_lsn pos, sync_note *note);
+/* A table to join at this commit was rewritten (a rewrite message). */
+void schema_sync_join_rewritten(schema_sync *ss, uint32_t relid);
+/* A table dropped: when it was to join at this commit, it does not. */
+bool schema_sync_join_dropped(schema_sync *ss, uint32_t relid, sync_note *note);
+/* The table to join at this commit with this relid, or NULL. */
+const sync_join *schema_sync_join_find(const schema_sync *ss, uint32_t relid);
+/* A replicated table's key state after a message (table without a key:
+ * said at the commit when it still has none and is not FULL). */
+void schema_sync_keyless_note(schema_sync *ss, const catalog_table *t,
+                              const ddl_event_table *now);
+/* Forgets what the transaction gathered. */
+void schema_sync_join_reset(schema_sync *ss);
+/* Did the transaction being applied commit before the table joined
+ * replication (registered_lsn)? Then it changes nothing of the table. */
+bool schema_sync_before_join(const schema_sync *ss, const catalog_table *t);
 
 /* ---- partitioned tables (schema_sync_part.c) ---- */
 
@@ -148,9 +200,9 @@ int schema_sync_part_follow(schema_sync *ss, const ddl_event *e, ddl_part_root *
 int schema_sync_part_listed(schema_sync *ss, const ddl_event *e, const ddl_event_table *et,
                             const ddl_part_root *roots, int n, sync_note *note,
                             schema_sync_result *res, bool *done);
-/* A registered table's partitions, as the source has them now, recorded
- * (nothing for a table without partitions). */
-int schema_sync_part_record(schema_sync *ss, const tabledef *def);
+/* A registered partitioned table: its partitions, as the source has them
+ * now, are recorded (nothing for a table without partitions). */
+int schema_sync_part_record_tree(schema_sync *ss, const tabledef *def);
 /* Did the source rewrite a partition of this table in the message's
  * transaction (a root's rows are its partitions')? */
 bool schema_sync_part_rewritten(const schema_sync *ss, const ddl_event *e, uint32_t relid);

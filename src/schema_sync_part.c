@@ -78,10 +78,8 @@ root_by_relid(const ddl_part_root *roots, int n, uint32_t relid)
 
 /* ---- what a message did to a hierarchy ---- */
 
-/* A newly registered partitioned table: its partitions, as the source has
- * them now, are recorded. */
-static int
-record_tree(schema_sync *ss, const tabledef *def)
+int
+schema_sync_part_record_tree(schema_sync *ss, const tabledef *def)
 {
 	ddl_part_root tree = {0};
 	catalog_table *t = NULL;
@@ -116,7 +114,7 @@ register_detached(schema_sync *ss, const ddl_part_member *m, tm_lsn pos, sync_no
 	if (rc == TM_OK && def != NULL)
 		rc = schema_sync_add_table(ss, def, pos, note, res, &added);
 	if (rc == TM_OK && added)
-		rc = record_tree(ss, def);
+		rc = schema_sync_part_record_tree(ss, def);
 	tabledef_free(def);
 	return rc;
 }
@@ -148,14 +146,32 @@ follow_root(schema_sync *ss, const ddl_event *e, const ddl_part_root *root, tm_l
 	return rc;
 }
 
+/* Did the root join replication after the message's transaction (its
+ * partitions were recorded, and its copy reads them, as they were then)? */
+static int
+root_before_join(schema_sync *ss, const ddl_part_root *root, bool *before)
+{
+	catalog_table *t = NULL;
+	int rc = catalog_load_table_relid(ss->sink, ss->cfg.slot, root->relid, &t);
+
+	*before = rc == TM_OK && t != NULL && schema_sync_before_join(ss, t);
+	catalog_table_free(t);
+	return rc;
+}
+
 int
 schema_sync_part_follow(schema_sync *ss, const ddl_event *e, ddl_part_root *roots, int n,
                         tm_lsn pos, sync_note *note, schema_sync_result *res)
 {
 	int rc = TM_OK;
 
-	for (int i = 0; rc == TM_OK && i < n; i++)
-		rc = follow_root(ss, e, &roots[i], pos, note, res);
+	for (int i = 0; rc == TM_OK && i < n; i++) {
+		bool before = false;
+
+		rc = root_before_join(ss, &roots[i], &before);
+		if (rc == TM_OK && !before)
+			rc = follow_root(ss, e, &roots[i], pos, note, res);
+	}
 	return rc;
 }
 
@@ -173,8 +189,7 @@ retire(schema_sync *ss, const catalog_table *t, const ddl_part_root *root, sync_
 	int rc;
 
 	snprintf(id, sizeof id, "%d", t->table_id);
-	rc = sink_command(ss->sink, "retiring a table that became a partition",
-	                  "UPDATE tidemark.tables SET state = 'dropped' WHERE table_id = $1::int", 1, p);
+	rc = catalog_retire_table(ss->sink, t->table_id);
 	if (rc == TM_OK)
 		rc = sink_command(ss->sink, "forgetting the rows to read again",
 		                  "DELETE FROM tidemark.snapshot_rereads WHERE table_id = $1::int", 1, p);
@@ -243,7 +258,10 @@ schema_sync_part_listed(schema_sync *ss, const ddl_event *e, const ddl_event_tab
 	int rc = catalog_load_table_relid(ss->sink, ss->cfg.slot, et->def->relid, &own);
 
 	*done = true;
-	if (rc == TM_OK && root != NULL && own != NULL)
+	if (rc == TM_OK && root == NULL && schema_sync_join_find(ss, et->partition_root) != NULL)
+		schema_sync_note_list(&note->actions, "a partition of a table that joins replication "
+		                                      "at the commit of its transaction");
+	else if (rc == TM_OK && root != NULL && own != NULL)
 		rc = retire(ss, own, root, note, res);
 	else if (rc == TM_OK && root != NULL)
 		note_partition(e, et, root, note);
@@ -276,6 +294,7 @@ schema_sync_part_truncate(schema_sync *ss, const ddl_event *e, sync_note *note,
 	const ddl_part_root *root;
 	int nroots = 0;
 	char text[600];
+	bool before = false;
 	int rc;
 
 	*log = false;
@@ -289,7 +308,10 @@ schema_sync_part_truncate(schema_sync *ss, const ddl_event *e, sync_note *note,
 	}
 	rc = schema_sync_part_roots(ss, e, &roots, &nroots);
 	root = rc == TM_OK ? root_by_relid(roots, nroots, et->partition_root) : NULL;
-	if (root != NULL && schema_sync_truncated_first(ss, e->xid, et->partition_root)) {
+	if (root != NULL)
+		rc = root_before_join(ss, root, &before);
+	if (root != NULL && rc == TM_OK && !before &&
+	    schema_sync_truncated_first(ss, e->xid, et->partition_root)) {
 		rc = schema_sync_request_snapshot(ss, root->table_id);
 		schema_sync_result_add(res, root->table_id);
 		snprintf(text, sizeof text, "partition %s.%s truncated (the source sends no row change "
@@ -302,12 +324,4 @@ schema_sync_part_truncate(schema_sync *ss, const ddl_event *e, sync_note *note,
 	}
 	catalog_partition_roots_free(roots, nroots);
 	return rc;
-}
-
-/* ---- for the catch-up (schema_sync_catchup.c) ---- */
-
-int
-schema_sync_part_record(schema_sync *ss, const tabledef *def)
-{
-	return record_tree(ss, def);
 }

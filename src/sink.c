@@ -55,7 +55,8 @@ struct sink {
 	sink_tick_fn tick;                /* called while a result is long in coming */
 	void *tick_ctx;
 	int tick_ms;
-	bool trying;                      /* in sink_try: a statement error is kept, not logged */
+	int trying;                       /* in sink_try or a region (nested): a statement
+	                                   * error is kept, not logged */
 	char *try_failure;                /* owned: that error's message */
 	int nstmts;                       /* names given so far */
 	long round;                       /* sync points passed */
@@ -149,11 +150,14 @@ fail_result(sink *s, int index, PGresult *r)
 	char what[200];
 	const char *sql = index < s->queued ? s->queued_sql[index] : NULL;
 
-	if (s->trying && r != NULL && PQstatus(s->conn) == CONNECTION_OK) {
+	/* a statement refused; not a failure a retry may cure (a lock held,
+	 * the disk full, the server going down) */
+	if (s->trying > 0 && r != NULL && PQstatus(s->conn) == CONNECTION_OK &&
+	    !PGCONN_IS_RETRY(pgconn_classify(TGT, PQresultErrorField(r, PG_DIAG_SQLSTATE), true))) {
 		const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
 
-		free(s->try_failure);
-		s->try_failure = strdup(msg != NULL ? msg : "failed");
+		if (s->try_failure == NULL)
+			s->try_failure = strdup(msg != NULL ? msg : "failed");
 		if (s->try_failure == NULL)
 			abort();
 		return TM_EXIT_TARGET;
@@ -374,9 +378,9 @@ sink_try_params(sink *s, const char *what, const char *sql, int nparams,
 	*failure = NULL;
 	if (rc != TM_OK)
 		return rc;
-	s->trying = true;
+	s->trying++;
 	rc = sink_command(s, what, sql, nparams, params);
-	s->trying = false;
+	s->trying--;
 	if (s->try_failure != NULL) {
 		*failure = s->try_failure;
 		s->try_failure = NULL;
@@ -386,6 +390,35 @@ sink_try_params(sink *s, const char *what, const char *sql, int nparams,
 	if (rc != TM_OK)
 		return rc;
 	return sink_command(s, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_try", 0, NULL);
+}
+
+int
+sink_region_begin(sink *s)
+{
+	int rc = sink_command(s, "setting a savepoint", "SAVEPOINT tidemark_region", 0, NULL);
+
+	if (rc == TM_OK)
+		s->trying++;
+	return rc;
+}
+
+int
+sink_region_end(sink *s, int rc, char **failure)
+{
+	*failure = NULL;
+	if (rc == TM_OK)
+		rc = sink_sync(s);
+	s->trying--;
+	if (s->try_failure != NULL) {
+		*failure = s->try_failure;
+		s->try_failure = NULL;
+		return sink_command(s, "rolling back to the savepoint",
+		                    "ROLLBACK TO SAVEPOINT tidemark_region", 0, NULL);
+	}
+	if (rc != TM_OK)
+		return rc;
+	return sink_command(s, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_region", 0,
+	                    NULL);
 }
 
 int

@@ -60,6 +60,22 @@ int sink_try(sink *s, const char *what, const char *sql, char **failure);
 int sink_try_params(sink *s, const char *what, const char *sql, int nparams,
                     const char *const *params, char **failure);
 
+/*
+ * A group of statements that may fail without failing the transaction
+ * (one table's schema change): sink_region_begin sets a savepoint; until
+ * sink_region_end, a statement the server refuses makes the calls fail
+ * (TM_EXIT_TARGET) without being logged. sink_region_end(s, rc, ...) with
+ * the status the group ended with: when a statement was refused, the
+ * transaction goes back to the savepoint and goes on, and *failure is the
+ * server's message (new string, the caller says what it means), the
+ * return TM_OK; else *failure is NULL and the return is rc (the savepoint
+ * released when rc is TM_OK). Failures a retry may cure (a lock held, the
+ * disk full, a lost connection) are never kept here: they are logged and
+ * returned as usual. Regions and sink_try nest.
+ */
+int sink_region_begin(sink *s);
+int sink_region_end(sink *s, int rc, char **failure);
+
 int sink_begin(sink *s);
 bool sink_in_transaction(const sink *s);
 /*

@@ -36,6 +36,7 @@ typedef struct snap_table {
 	int nkeys;
 	char **key_columns;
 	char **key_types;        /* owned: the key columns' types on the target (may be NULL) */
+	int nkey_types;          /* key_types' length (the key may change meanwhile) */
 	char **applied_key;      /* the last key applied on the target */
 	char *request;           /* snapshot_requested_at as text, "" if none */
 	long generation;
@@ -106,7 +107,7 @@ table_free(snap_table *t)
 	free(t->target_schema);
 	free(t->target_table);
 	snap_keys_free(t->key_columns, t->nkeys);
-	snap_keys_free(t->key_types, t->nkeys);
+	snap_keys_free(t->key_types, t->nkey_types);
 	free(t->key_order_reason);
 	snap_keys_free(t->applied_key, t->nkeys);
 	free(t->request);
@@ -139,8 +140,9 @@ target_order(snapshot *s, const snap_table *t, snap_job *job)
 static void
 target_key_types(snap_table *t, PGresult *r)
 {
-	snap_keys_free(t->key_types, t->nkeys);
+	snap_keys_free(t->key_types, t->nkey_types);
 	t->key_types = xcalloc((size_t) t->nkeys + 1, sizeof(char *));
+	t->nkey_types = t->nkeys;
 	for (int k = 0; k < t->nkeys; k++)
 		for (int i = 0; i < PQntuples(r) && t->key_types[k] == NULL; i++)
 			if (strcmp(PQgetvalue(r, i, 0), t->key_columns[k]) == 0) {
@@ -1489,7 +1491,8 @@ apply_hooks
 snapshot_hooks(snapshot *s)
 {
 	apply_hooks h = {s,           hook_watching, hook_row,     hook_partial, hook_truncate,
-	                 hook_commit, hook_reread,   hook_message, s,            hook_keyless_mode};
+	                 hook_commit, hook_reread,   hook_message, s,            hook_keyless_mode,
+	                 NULL,        NULL,          NULL,         NULL};
 
 	return h;
 }

@@ -186,6 +186,64 @@ source_query_table_def(PGconn *conn, const char *schema, const char *name, table
 	return rc;
 }
 
+/* Runs the read of a definition and of the WAL position inside the open
+ * transaction, after the lock. */
+static int
+def_and_position(PGconn *conn, const char *schema, const char *name, tabledef **out, tm_lsn *at)
+{
+	const char *params[] = {schema, name};
+	strbuf lock = STRBUF_INIT;
+	PGresult *r = NULL;
+	int rc = query(conn, "looking for a table", "SELECT to_regclass(format('%I.%I', $1::text,"
+	               " $2::text)) IS NOT NULL", 2, params, &r);
+
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
+		PGresult *l;
+
+		strbuf_append(&lock, "LOCK TABLE ");
+		strbuf_append_qualified(&lock, schema, name);
+		strbuf_append(&lock, " IN ACCESS SHARE MODE");
+		l = PQexec(conn, lock.data);
+		if (PQresultStatus(l) == PGRES_FATAL_ERROR &&
+		    strcmp(PQresultErrorField(l, PG_DIAG_SQLSTATE) ?: "", "42P01") == 0) {
+			log_info("source: table %s.%s was dropped while its definition was read",
+			         schema, name);
+			rc = TM_EXIT_CONFIG;
+		} else if (PQresultStatus(l) != PGRES_COMMAND_OK)
+			rc = pgconn_fail(conn, SRC, "locking a table to read its definition", l);
+		PQclear(l);
+	}
+	PQclear(r);
+	strbuf_free(&lock);
+	if (rc == TM_OK)
+		rc = source_query_table_def(conn, schema, name, out);
+	if (rc == TM_OK && (rc = query(conn, "reading the current WAL position",
+	                               "SELECT pg_current_wal_insert_lsn()", 0, NULL, &r)) == TM_OK) {
+		lsn_parse(PQgetvalue(r, 0, 0), at);
+		PQclear(r);
+	}
+	return rc;
+}
+
+int
+source_query_table_def_at(PGconn *conn, const char *schema, const char *name, tabledef **out,
+                          tm_lsn *at)
+{
+	int rc = pgconn_command(conn, SRC, "starting a read of a definition", "BEGIN", 0, NULL);
+
+	*out = NULL;
+	if (rc == TM_OK)
+		rc = def_and_position(conn, schema, name, out, at);
+	if (rc == TM_OK)
+		rc = pgconn_command(conn, SRC, "ending a read of a definition", "COMMIT", 0, NULL);
+	if (rc != TM_OK) {
+		PQclear(PQexec(conn, "ROLLBACK"));
+		tabledef_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 int
 source_query_replica_identity(PGconn *conn, const char *schema, const char *name,
                               char *replident, bool *has_key)
@@ -555,6 +613,21 @@ source_query_capture_key(PGconn *conn, char **hex)
 	if (rc == TM_OK) {
 		if (PQntuples(r) == 1)
 			*hex = xstrdup(PQgetvalue(r, 0, 0));
+		PQclear(r);
+	}
+	return rc;
+}
+
+int
+source_query_slot_exists(PGconn *conn, const char *slot, bool *exists)
+{
+	const char *params[] = {slot};
+	PGresult *r;
+	int rc = query(conn, "looking up the replication slot",
+	               "SELECT FROM pg_replication_slots WHERE slot_name = $1", 1, params, &r);
+
+	if (rc == TM_OK) {
+		*exists = PQntuples(r) > 0;
 		PQclear(r);
 	}
 	return rc;

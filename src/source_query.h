@@ -25,6 +25,14 @@ int source_query_is_superuser(PGconn *conn, bool *out);
  * table without a key and without FULL is a configuration error naming
  * the fix. *out is new (caller frees with tabledef_free). */
 int source_query_table_def(PGconn *conn, const char *schema, const char *name, tabledef **out);
+/* The same, with the position its history starts at (*at): the source's
+ * WAL insert position, read in the transaction that read the definition,
+ * under a lock that DDL on the table waits for (ACCESS SHARE, the lock any
+ * SELECT takes: writers never wait for it). A DDL transaction that took
+ * its lock first committed before *at and is in the definition; one that
+ * waited commits after *at, and is not. */
+int source_query_table_def_at(PGconn *conn, const char *schema, const char *name, tabledef **out,
+                              tm_lsn *at);
 /* The same by oid; *out NULL (and TM_OK, nothing logged) when no such
  * table exists any more or it is a partition (a partitioned table is
  * replicated as one table, its root). */
@@ -112,6 +120,8 @@ const char *source_query_invalidation_text(const char *reason);
 
 /* Drops an inactive slot (a lost one, before resync creates it again). */
 int source_query_drop_slot(PGconn *conn, const char *slot);
+/* Does the replication slot exist? */
+int source_query_slot_exists(PGconn *conn, const char *slot, bool *exists);
 
 /* pg_current_wal_lsn() */
 int source_query_current_lsn(PGconn *conn, tm_lsn *out);

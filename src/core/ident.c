@@ -96,12 +96,18 @@ clip_len(const char *name, size_t max)
 void
 ident_aside_name(const char *name, int n, char out[IDENT_NAME_BYTES + 1])
 {
-	char suffix[32];
+	ident_aside_label(name, "dropped", n, out);
+}
+
+void
+ident_aside_label(const char *name, const char *label, int n, char out[IDENT_NAME_BYTES + 1])
+{
+	char suffix[48];
 
 	if (n <= 1)
-		snprintf(suffix, sizeof suffix, " (dropped)");
+		snprintf(suffix, sizeof suffix, " (%.20s)", label);
 	else
-		snprintf(suffix, sizeof suffix, " (dropped %d)", n);
+		snprintf(suffix, sizeof suffix, " (%.20s %d)", label, n);
 	snprintf(out, IDENT_NAME_BYTES + 1, "%.*s%s",
 	         (int) clip_len(name, IDENT_NAME_BYTES - strlen(suffix)), name, suffix);
 }

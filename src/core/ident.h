@@ -25,5 +25,8 @@ int ident_parse_qualified(const char *text, const char *default_schema, char **s
  * cut at a character boundary so that the whole fits IDENT_NAME_BYTES.
  */
 void ident_aside_name(const char *name, int n, char out[IDENT_NAME_BYTES + 1]);
+/* The same with another word: "name (set aside)", "name (set aside 2)". */
+void ident_aside_label(const char *name, const char *label, int n,
+                       char out[IDENT_NAME_BYTES + 1]);
 
 #endif

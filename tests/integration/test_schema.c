@@ -689,9 +689,11 @@ test_table_recreated_in_schema(void **state)
 	tm_assert_equal(e, "app.t", "code");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.\"t (dropped)\""
 	                                         " WHERE old = 'old'"), 1);
-	/* the same while the old table is still being copied */
+	/* the same while the old table is still being copied (copied: a column
+	 * added after its rows, in the transaction that created it) */
 	pgtest_exec(e->s, "CREATE TABLE app.u (id int PRIMARY KEY, old text);"
-	                  "INSERT INTO app.u SELECT g, 'old' FROM generate_series(1, 20000) g");
+	                  "INSERT INTO app.u SELECT g, 'old' FROM generate_series(1, 20000) g;"
+	                  "ALTER TABLE app.u ADD COLUMN note text");
 	run = tm_spawn(e, "run", "--chunk-rows", "100", NULL);
 	assert_true(pgtest_wait_value(e->t, "SELECT snapshot_rows > 0 FROM tidemark.tables"
 	                                    " WHERE source_table = 'u'", "t", 60));

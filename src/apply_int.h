@@ -1,0 +1,137 @@
+/*
+ * apply_int.h: what apply.c (changes, transactions) and apply_join.c
+ * (tables joining at a commit, tables set aside) share. Not for other
+ * modules: they use apply.h.
+ */
+#ifndef TIDEMARK_APPLY_INT_H
+#define TIDEMARK_APPLY_INT_H
+
+#include <stdbool.h>
+#include <time.h>
+
+#include "apply.h"
+#include "sqltype.h"
+
+/* Commits remembered until the target's WAL flush passes them. */
+#define APPLY_PENDING 64
+/* The changes of relations without a table kept in one source transaction,
+ * at most (apply_join.c): beyond, such a table's rows are copied. */
+#define APPLY_KEEP_BYTES (16LL * 1024 * 1024)
+
+typedef struct apply_kept apply_kept; /* apply_join.c */
+
+typedef struct apply_partial {
+	bool *present;      /* owned: columns set by this statement */
+	bool key_changed;
+	sink_stmt *stmt;    /* borrowed from the sink */
+} apply_partial;
+
+/* A source relation as the stream last described it. */
+typedef struct apply_rel {
+	uint32_t relid;
+	char *nspname;          /* owned */
+	char *relname;          /* owned */
+	int ncols;
+	char **colnames;        /* owned */
+	uint32_t *coltypes;     /* owned: each column's type oid, as described */
+	bool *colkeys;          /* owned: each column's replica identity flag */
+	char replident;
+	int nkeys;
+	int *key_idx;           /* owned: key columns, indexes into colnames */
+	char **key_types;       /* owned: each key column's type on the target, as
+	                         * "schema"."name" (NULL: not known), for the key's
+	                         * parameters: a composite or a domain over an enum
+	                         * is not found from an untyped one */
+	catalog_table *table;   /* borrowed from apply.tables; NULL: not replicated */
+	bool keys_ok;           /* key_idx holds table's key (else looked for again at
+	                         * the next change that applies: apply_set_aside when
+	                         * the stream's columns lack it) */
+	bool unmatched;         /* no registered table yet: looked at again at the commit
+	                         * of a transaction with changes of it (a partition
+	                         * never has one, see attach_table) */
+	bool changed_in_tx;     /* unmatched, with changes in the transaction being
+	                         * applied (apply_join_at_commit) */
+	bool described_before;  /* a captured change of its table came after the
+	                         * stream last described it (the stream describes a
+	                         * relation again only before its next change) */
+	tm_lsn described_in;    /* the commit position of the transaction the stream
+	                         * last described it in */
+	apply_kept *kept;       /* owned: its changes in the transaction while it has no
+	                         * table (apply_join.c), NULL when none */
+	sqltype *src_types;     /* owned, per column: the source type (by the schema version) */
+	sqltype *check;         /* owned, per column: the target type to check values
+	                         * against, when the source's no longer fits it */
+	bool *checked;          /* owned, per column: check[i] applies */
+	int nchecked;
+	sink_stmt *upsert;      /* borrowed; built on first use */
+	sink_stmt *delete;
+	int npartials;
+	apply_partial *partials; /* owned */
+} apply_rel;
+
+struct apply {
+	apply_config cfg;
+	sink *sink;                 /* borrowed */
+	catalog_table **tables;     /* owned array of owned tables */
+	int ntables;
+	apply_rel **rels;           /* owned */
+	int nrels;
+	tm_lsn applied;             /* committed on the target (visible) */
+	tm_lsn durable;             /* committed and flushed to the target's disk */
+	int npending;               /* commits not yet known to be flushed: */
+	tm_lsn pending_target[APPLY_PENDING];  /* target WAL end of each */
+	tm_lsn pending_source[APPLY_PENDING];  /* source position it applied */
+	bool in_source_tx;
+	uint32_t xid;               /* of the source transaction being applied */
+	tm_lsn final_lsn;           /* its commit record's position */
+	tm_lsn stop_before;         /* stop at the transaction committed here (0: never) */
+	pg_timestamp commit_time;   /* of the source transaction being applied */
+	bool skipping;              /* this source tx is already applied */
+	bool tx_wrote;              /* this source tx has sent something to the target */
+	bool commit_after_tx;       /* the group ends with this source tx (apply_type_boundary) */
+	bool group_open;
+	int group_txs;
+	long group_changes;
+	tm_lsn group_end;           /* end of the last complete source tx in the group */
+	pg_timestamp group_commit_time;
+	struct timespec group_started;
+	char *marker;               /* owned; NULL when not waiting for one */
+	bool marker_in_group;
+	bool marker_reached;
+	apply_stats stats;
+	apply_stats pending;        /* counted in the open group, not yet committed */
+	keyless *keyless;           /* owned: tables without a key */
+	long long kept_bytes;       /* held by the relations' kept changes */
+	bool replaying;             /* kept changes are applied (apply_join.c): they are
+	                             * from before the table joined, and apply */
+};
+
+/* Takes ownership of *t's contents into a new table of the list. */
+catalog_table *apply_adopt_table(apply *a, const catalog_table *t);
+/* The registered table (not dropped) with this source oid, or NULL. */
+catalog_table *apply_table_relid(apply *a, uint32_t relid);
+/* Makes t the relation's table: its key among the stream's columns
+ * (r->keys_ok), the checks of its values. */
+int apply_use_table(apply *a, apply_rel *r, catalog_table *t);
+
+/* ---- apply_join.c ---- */
+
+/* At the commit of the source transaction being applied: relations with
+ * changes in it and no registered table get one if they joined, or are
+ * registered now from the source's definition (hooks.before_commit). */
+int apply_join_at_commit(apply *a, tm_lsn end_lsn);
+/* After the table list was reloaded: relations without a table whose
+ * source oid is registered now get it. */
+int apply_join_reloaded(apply *a);
+/* The stream's columns of r lack its table's key: the table is set aside
+ * (registered again from the source's definition now, copied again). */
+int apply_set_aside(apply *a, apply_rel *r);
+/* A change of r, which has no table yet: kept for the commit. */
+void apply_keep(apply *a, apply_rel *r, const pgoutput_msg *m);
+/* The stream describes r again (m): its kept changes stay of use only
+ * when the columns did not change. */
+void apply_keep_described(apply *a, apply_rel *r, const pgoutput_msg *m);
+/* Frees what r kept. */
+void apply_keep_free(apply *a, apply_rel *r);
+
+#endif

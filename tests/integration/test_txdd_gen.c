@@ -1,0 +1,823 @@
+/*
+ * The generated DDL-sequence test: random short sequences of schema
+ * changes and row writes on a few tables, within one source transaction
+ * and across a few, each checked against the source at the end.
+ *
+ * Each sequence gets a schema of its own (g<seed>) replicated with
+ * `setup --schema`, sometimes with tables made before the setup, then a
+ * few source transactions of a few statements each, drawn from: CREATE
+ * TABLE (with or without a key), CREATE TABLE AS with rows, ADD PRIMARY
+ * KEY, DROP CONSTRAINT of the key, ADD COLUMN (a constant default, none, a
+ * volatile one), ADD COLUMN ... PRIMARY KEY (identity or serial), DROP
+ * COLUMN (of the key too), DROP COLUMN and ADD PRIMARY KEY in one
+ * statement, REPLICA IDENTITY FULL / DEFAULT, RENAME COLUMN, DROP TABLE
+ * (and so creation again under the name), TRUNCATE, INSERT, UPDATE (of the
+ * key too) and DELETE. What a statement may do is drawn from the table as
+ * the source's catalog has it at that point (a key only over columns whose
+ * rows take it). Each statement runs under a savepoint: a row write the
+ * source refuses (an UPDATE without a replica identity) is rolled back to
+ * it; a schema change the source refuses, with its whole transaction and
+ * its capture messages (PostgreSQL's logical decoding may fail on a table
+ * altered again after a rolled-back subtransaction altered it).
+ * `run` either follows the transactions live (and may be killed with
+ * SIGKILL between them) or catches up with all of them at the end.
+ *
+ * At the end `run --until-caught-up` must exit 0 and set no table aside,
+ * and every table of the sequence that the source has with a key or with
+ * REPLICA IDENTITY FULL must be replicated and hold the source's rows, as
+ * a multiset of the source's columns, compared by SQL written here (each
+ * side's rows as the server prints them, sorted here). A table without a
+ * key under REPLICA IDENTITY DEFAULT is replicated only if it was before
+ * (then it is equal too: the source refuses its updates and deletes), and
+ * otherwise `run` said it is not. On failure the seed and every statement
+ * of the sequence (with what the source said) are printed.
+ *
+ * Before them, pinned sequences play the patterns met in real migration
+ * histories and their neighbours (CREATE TABLE AS then ADD PRIMARY KEY; a
+ * table created again under its name without a key, keyed later; DROP
+ * COLUMN id, ADD PRIMARY KEY (a, b); ADD COLUMN ... PRIMARY KEY on a
+ * keyless table with rows; REPLICA IDENTITY FULL then a key), checked the
+ * same way.
+ *
+ * Settings: TXDD_SEQUENCES sequences (default 12), from TXDD_SEED (default
+ * 1; sequence i uses seed TXDD_SEED + i), TXDD_TXS transactions of at most
+ * TXDD_STEPS statements each (defaults 3 and 7), TXDD_VERBOSE=1 prints each
+ * sequence. One failing sequence again, or many more by hand:
+ *   TXDD_SEED=17 TXDD_SEQUENCES=1 TXDD_VERBOSE=1 build/tests/test_txdd_gen
+ *   TXDD_SEQUENCES=300 TXDD_TXS=5 TXDD_STEPS=12 build/tests/test_txdd_gen
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "strbuf.h"
+#include "tm_fixture.h"
+
+#define NTABLES 3
+#define MAXCOLS 16
+
+static int
+env_int(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && *v != '\0' ? atoi(v) : dflt;
+}
+
+/* ---- a sequence ---- */
+
+typedef struct column {
+	char name[64];
+	bool is_int;         /* else text */
+	bool generated;      /* GENERATED ALWAYS AS IDENTITY: never written */
+	bool defaulted;      /* serial and identity columns take their default */
+	bool in_pk;          /* a column of the primary key */
+} column;
+
+/* A table as the source's catalog has it now. */
+typedef struct table_state {
+	bool exists;
+	char replident;
+	bool has_key;        /* a key tidemark matches rows by (tidemark.table_keycols) */
+	char pk[64];         /* the primary key constraint, "" when none */
+	int ncols;
+	column cols[MAXCOLS];
+} table_state;
+
+typedef struct sequence {
+	tm_env *e;
+	unsigned seed;
+	uint64_t rng;
+	char schema[32];
+	int next_value;      /* distinct values for the rows written */
+	int next_column;
+	strbuf log;          /* every statement, with the source's answer */
+	strbuf output;       /* what the runs said */
+} sequence;
+
+/* The sequence running, for its report when the harness fails the test
+ * (a timeout) without passing through fail_sequence. */
+static sequence *current;
+
+static uint32_t
+next_rand(sequence *q)
+{
+	/* xorshift64* */
+	q->rng ^= q->rng >> 12;
+	q->rng ^= q->rng << 25;
+	q->rng ^= q->rng >> 27;
+	return (uint32_t) ((q->rng * 2685821657736338717ULL) >> 32);
+}
+
+static int
+pick(sequence *q, int n)
+{
+	return n > 0 ? (int) (next_rand(q) % (unsigned) n) : 0;
+}
+
+static void
+say(sequence *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+say(sequence *q, const char *fmt, ...)
+{
+	va_list ap;
+	char line[2048];
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	strbuf_append(&q->log, line);
+	strbuf_appendc(&q->log, '\n');
+}
+
+static void
+fail_sequence(sequence *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+fail_sequence(sequence *q, const char *fmt, ...)
+{
+	va_list ap;
+	char why[4096];
+	char *tables;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	current = NULL;
+	tables = pgtest_query_value(q->e->t, "SELECT string_agg(format('%%s %%s.%%s -> %%I: %%s from %%s,"
+	                                     " relid %%s', table_id, source_schema, source_table,"
+	                                     " target_table, state, registered_lsn, source_relid), E'\\n'"
+	                                     " ORDER BY table_id) FROM tidemark.tables"
+	                                     " WHERE source_schema = '%s'", q->schema);
+	/* cmocka cuts long messages: the sequence goes to stderr whole */
+	fprintf(stderr, "-- what run said:\n%s-- the sequence:\n%s-- the target's catalog:\n%s\n",
+	        strbuf_str(&q->output), strbuf_str(&q->log), tables ? tables : "");
+	free(tables);
+	if (q->seed == 0)
+		fail_msg("%s: %s (the sequence and what run said are above)", q->schema, why);
+	fail_msg("sequence with seed %u (TXDD_SEED=%u TXDD_SEQUENCES=1) failed: %s (the sequence "
+	         "and what run said are above)", q->seed, q->seed, why);
+}
+
+/* Reads table t<i> from the source's catalog (inside the open
+ * transaction, which sees its own changes). */
+static void
+read_table(sequence *q, int i, table_state *st)
+{
+	char *def = pgtest_query_value(
+		q->e->s,
+		"SELECT c.relreplident::text || '|' || (tidemark.table_keycols(c.oid) IS NOT NULL)::text"
+		" || '|' || coalesce((SELECT conname FROM pg_constraint WHERE conrelid = c.oid"
+		"   AND contype = 'p'), '') || '|' || coalesce((SELECT string_agg(a.attname || ':'"
+		"   || (a.atttypid = 'int'::regtype OR a.atttypid = 'bigint'::regtype)::text || ':'"
+		"   || (a.attidentity = 'a')::text || ':' || a.atthasdef::text || ':'"
+		"   || (a.attnum = ANY (coalesce((SELECT conkey FROM pg_constraint WHERE conrelid = c.oid"
+		"     AND contype = 'p'), '{}')))::text, ',' ORDER BY a.attnum)"
+		"   FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0"
+		"   AND NOT a.attisdropped), '')"
+		" FROM pg_class c WHERE c.oid = to_regclass('%s.t%d')", q->schema, i);
+	char *save = NULL, *part;
+
+	memset(st, 0, sizeof *st);
+	if (def == NULL)
+		return;
+	st->exists = true;
+	st->replident = def[0];
+	st->has_key = strncmp(def + 2, "true", 4) == 0;
+	part = strchr(def + 2, '|') + 1;
+	snprintf(st->pk, sizeof st->pk, "%.*s", (int) (strchr(part, '|') - part), part);
+	part = strchr(part, '|') + 1;
+	for (char *c = strtok_r(part, ",", &save); c != NULL && st->ncols < MAXCOLS;
+	     c = strtok_r(NULL, ",", &save)) {
+		column *col = &st->cols[st->ncols++];
+		char *f2 = strchr(c, ':'), *f3 = strchr(f2 + 1, ':'), *f4 = strchr(f3 + 1, ':');
+		char *f5 = strchr(f4 + 1, ':');
+
+		snprintf(col->name, sizeof col->name, "%.*s", (int) (f2 - c), c);
+		col->is_int = strncmp(f2 + 1, "true", 4) == 0;
+		col->generated = strncmp(f3 + 1, "true", 4) == 0;
+		col->defaulted = col->generated || strncmp(f4 + 1, "true", 4) == 0;
+		col->in_pk = strncmp(f5 + 1, "true", 4) == 0;
+	}
+	free(def);
+}
+
+static bool
+is_ddl(const char *sql)
+{
+	return strncmp(sql, "ALTER ", 6) == 0 || strncmp(sql, "CREATE ", 7) == 0 ||
+	       strncmp(sql, "DROP ", 5) == 0 || strncmp(sql, "TRUNCATE ", 9) == 0;
+}
+
+/* Runs one statement under a savepoint: true when the source took it. A
+ * DML statement the source refuses is rolled back to the savepoint; a DDL
+ * statement, with its whole transaction. */
+static bool
+statement(sequence *q, const char *sql)
+{
+	char *err;
+
+	pgtest_exec(q->e->s, "SAVEPOINT step");
+	err = pgtest_exec_error(q->e->s, "%s", sql);
+	if (err != NULL) {
+		char *nl = strchr(err, '\n');
+
+		if (nl != NULL)
+			*nl = '\0';
+		say(q, "%s;  -- refused: %s", sql, err);
+		free(err);
+		if (is_ddl(sql)) {
+			/* not to a savepoint: PostgreSQL's logical decoding may see two
+			 * versions of a catalog row when a subtransaction's DDL is
+			 * rolled back and the table is altered again in the same
+			 * transaction ("unexpected duplicate for tablespace 0,
+			 * relfilenode ..."); the generator checks what it can first */
+			say(q, "ROLLBACK;  -- the whole transaction, then BEGIN;");
+			pgtest_exec(q->e->s, "ROLLBACK");
+			pgtest_exec(q->e->s, "BEGIN");
+			return false;
+		}
+		pgtest_exec(q->e->s, "ROLLBACK TO SAVEPOINT step");
+		return false;
+	}
+	pgtest_exec(q->e->s, "RELEASE SAVEPOINT step");
+	say(q, "%s;", sql);
+	return true;
+}
+
+/* A column that takes values (not generated), or NULL. */
+static const column *
+writable_column(sequence *q, const table_state *st, bool want_int)
+{
+	int n = 0;
+	const column *found[MAXCOLS];
+
+	for (int i = 0; i < st->ncols; i++)
+		if (!st->cols[i].defaulted && (!want_int || st->cols[i].is_int))
+			found[n++] = &st->cols[i];
+	return n > 0 ? found[pick(q, n)] : NULL;
+}
+
+/* ---- the statements ---- */
+
+static void
+gen_create(sequence *q, int i, strbuf *sql)
+{
+	int from = q->next_value;
+
+	q->next_value += 40;
+	switch (pick(q, 4)) {
+	case 0:
+		strbuf_appendf(sql, "CREATE TABLE %s.t%d (id int PRIMARY KEY, a int, b text)", q->schema,
+		               i);
+		break;
+	case 1:
+		strbuf_appendf(sql, "CREATE TABLE %s.t%d (id int, a int, b text)", q->schema, i);
+		break;
+	default:
+		/* rows reach the stream before the table's first capture message */
+		strbuf_appendf(sql, "CREATE TABLE %s.t%d AS SELECT g AS id, g + 100000 AS a, 'b' || g"
+		               " AS b FROM generate_series(%d, %d) g", q->schema, i, from,
+		               from + pick(q, 30));
+		break;
+	}
+}
+
+static void
+gen_insert(sequence *q, const table_state *st, const char *table, strbuf *sql)
+{
+	int nrows = 1 + pick(q, 4), n = 0;
+
+	strbuf_appendf(sql, "INSERT INTO %s (", table);
+	for (int c = 0; c < st->ncols; c++)
+		if (!st->cols[c].defaulted)
+			strbuf_appendf(sql, "%s%s", n++ ? ", " : "", st->cols[c].name);
+	if (n == 0) {
+		strbuf_reset(sql);
+		strbuf_appendf(sql, "INSERT INTO %s DEFAULT VALUES", table);
+		return;
+	}
+	strbuf_append(sql, ") VALUES ");
+	for (int r = 0; r < nrows; r++) {
+		int v = q->next_value++;
+
+		strbuf_append(sql, r ? ", (" : "(");
+		n = 0;
+		for (int c = 0; c < st->ncols; c++)
+			if (!st->cols[c].defaulted) {
+				if (st->cols[c].is_int)
+					strbuf_appendf(sql, "%s%d", n++ ? ", " : "", v);
+				else
+					strbuf_appendf(sql, "%s'v%d'", n++ ? ", " : "", v);
+			}
+		strbuf_appendc(sql, ')');
+	}
+}
+
+static void
+gen_update(sequence *q, const table_state *st, const char *table, strbuf *sql)
+{
+	const column *set = writable_column(q, st, false), *where = writable_column(q, st, true);
+
+	if (set == NULL)
+		return;
+	if (set->is_int)
+		strbuf_appendf(sql, "UPDATE %s SET %s = %s + 1000000", table, set->name, set->name);
+	else
+		strbuf_appendf(sql, "UPDATE %s SET %s = %s || 'u'", table, set->name, set->name);
+	if (where != NULL)
+		strbuf_appendf(sql, " WHERE %s %% 3 = %d", where->name, pick(q, 3));
+}
+
+static void
+gen_add_column(sequence *q, const table_state *st, const char *table, strbuf *sql)
+{
+	int n = q->next_column++;
+	/* a second primary key is refused */
+	const char *pk = st->pk[0] == '\0' ? " PRIMARY KEY" : "";
+
+	switch (pick(q, 7)) {
+	case 0: strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN c%d int DEFAULT %d", table, n, n); break;
+	case 1: strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN c%d text", table, n); break;
+	case 2:
+		/* a volatile default: the source computes each existing row's value */
+		strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN c%d int DEFAULT (random() * 1000)::int",
+		               table, n);
+		break;
+	case 3:
+		strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN k%d int GENERATED ALWAYS AS IDENTITY%s",
+		               table, n, pk);
+		break;
+	case 4: strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN k%d serial%s", table, n, pk); break;
+	case 5:
+		strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN k%d bigint GENERATED BY DEFAULT AS"
+		               " IDENTITY", table, n);
+		break;
+	default: strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN c%d text DEFAULT 'd%d'", table, n, n);
+	}
+}
+
+/* Would the source take a primary key over these columns (one or two)
+ * now: no NULL, no duplicate? */
+static bool
+key_fits(sequence *q, const char *table, const column *a, const column *b)
+{
+	char *ok = pgtest_query_value(q->e->s, "SELECT count(*) = count(DISTINCT (%s, %s)) AND"
+	                                       " count(*) FILTER (WHERE %s IS NULL OR %s IS NULL) = 0"
+	                                       " FROM %s", a->name, b->name, a->name, b->name, table);
+	bool fits = ok != NULL && strcmp(ok, "t") == 0;
+
+	free(ok);
+	return fits;
+}
+
+/* A key over one or two columns, when the table has none and its rows
+ * take it. */
+static void
+gen_add_key(sequence *q, const table_state *st, const char *table, strbuf *sql)
+{
+	const column *a = &st->cols[pick(q, st->ncols)], *b = &st->cols[pick(q, st->ncols)];
+
+	if (st->ncols == 0 || st->pk[0] != '\0')
+		return;
+	if (a == b || pick(q, 2) == 0)
+		b = a;
+	if (!key_fits(q, table, a, b))
+		say(q, "-- not: a key over %s, %s (NULLs or duplicates)", a->name, b->name);
+	else if (a == b)
+		strbuf_appendf(sql, "ALTER TABLE %s ADD PRIMARY KEY (%s)", table, a->name);
+	else
+		strbuf_appendf(sql, "ALTER TABLE %s ADD PRIMARY KEY (%s, %s)", table, a->name, b->name);
+}
+
+/* A surrogate key replaced by a natural one in one statement, or another
+ * column of the table dropped. */
+static void
+gen_drop_column(sequence *q, const table_state *st, const char *table, strbuf *sql)
+{
+	const column *c = &st->cols[pick(q, st->ncols)], *other = writable_column(q, st, false);
+
+	if (st->ncols < 2)
+		return;
+	if (c->in_pk && other != NULL && other != c && !other->in_pk && pick(q, 2) == 0 &&
+	    key_fits(q, table, other, other))
+		strbuf_appendf(sql, "ALTER TABLE %s DROP COLUMN %s, ADD PRIMARY KEY (%s)", table,
+		               c->name, other->name);
+	else
+		strbuf_appendf(sql, "ALTER TABLE %s DROP COLUMN %s", table, c->name);
+}
+
+static void
+gen_alter(sequence *q, const table_state *st, const char *table, strbuf *sql)
+{
+	const column *c = &st->cols[pick(q, st->ncols)];
+
+	switch (pick(q, 9)) {
+	case 0:
+	case 1: gen_add_column(q, st, table, sql); break;
+	case 2:
+		if (st->pk[0] != '\0')
+			strbuf_appendf(sql, "ALTER TABLE %s DROP CONSTRAINT %s", table, st->pk);
+		else
+			gen_add_key(q, st, table, sql);
+		break;
+	case 3: gen_add_key(q, st, table, sql); break;
+	case 4: gen_drop_column(q, st, table, sql); break;
+	case 5:
+		strbuf_appendf(sql, "ALTER TABLE %s REPLICA IDENTITY %s", table,
+		               st->replident == 'f' ? "DEFAULT" : "FULL");
+		break;
+	case 6:
+		if (st->ncols > 0)
+			strbuf_appendf(sql, "ALTER TABLE %s RENAME COLUMN %s TO r%d", table, c->name,
+			               q->next_column++);
+		break;
+	case 7: strbuf_appendf(sql, "DROP TABLE %s", table); break;
+	default: strbuf_appendf(sql, "TRUNCATE %s", table);
+	}
+}
+
+/* One statement on table t<i>, drawn from what the table is now. */
+static void
+gen_step(sequence *q, int i)
+{
+	table_state st;
+	strbuf sql = STRBUF_INIT;
+	char table[64];
+	const column *w;
+
+	snprintf(table, sizeof table, "%s.t%d", q->schema, i);
+	read_table(q, i, &st);
+	if (!st.exists)
+		gen_create(q, i, &sql);
+	else
+		switch (pick(q, 10)) {
+		case 0:
+		case 1:
+		case 2: gen_insert(q, &st, table, &sql); break;
+		case 3: gen_update(q, &st, table, &sql); break;
+		case 4:
+			if ((w = writable_column(q, &st, true)) != NULL)
+				strbuf_appendf(&sql, "DELETE FROM %s WHERE %s %% 4 = %d", table, w->name,
+				               pick(q, 4));
+			break;
+		default: gen_alter(q, &st, table, &sql);
+		}
+	if (sql.len > 0)
+		statement(q, strbuf_str(&sql));
+	strbuf_free(&sql);
+}
+
+/* ---- running it ---- */
+
+static void
+collect(sequence *q, const char *out)
+{
+	strbuf_append(&q->output, out ? out : "");
+}
+
+static void
+catch_up(sequence *q)
+{
+	char *out = NULL;
+	int rc = tm_run(q->e, 120, &out, "run", "--until-caught-up", NULL);
+
+	collect(q, out);
+	free(out);
+	if (rc != 0)
+		fail_sequence(q, "run --until-caught-up exited %d", rc);
+}
+
+static void
+stop_run(sequence *q, pgtest_proc *run, bool kill9)
+{
+	int rc;
+
+	if (!pgtest_proc_wait_output(run, "streaming from slot", 60))
+		fail_sequence(q, "run did not start streaming:\n%s", pgtest_proc_output(run));
+	pgtest_proc_kill(run, kill9 ? SIGKILL : SIGTERM);
+	rc = pgtest_proc_wait(run, 60);
+	collect(q, pgtest_proc_output(run));
+	if (rc != (kill9 ? 128 + SIGKILL : 0))
+		fail_sequence(q, "run exited %d", rc);
+	pgtest_proc_free(run);
+}
+
+static void
+setup_schema(sequence *q)
+{
+	char *out = NULL;
+	int rc = tm_run(q->e, 60, &out, "setup", "--schema", q->schema, NULL);
+
+	if (rc != 0)
+		fail_sequence(q, "setup --schema %s exited %d:\n%s", q->schema, rc, out ? out : "");
+	free(out);
+}
+
+/* The source's columns of a table, quoted, for both sides' SELECT. */
+static char *
+column_list(sequence *q, int i)
+{
+	return pgtest_query_value(q->e->s,
+	                          "SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum)"
+	                          " FROM pg_attribute WHERE attrelid = to_regclass('%s.t%d')"
+	                          " AND attnum > 0 AND NOT attisdropped", q->schema, i);
+}
+
+static void
+check_equal(sequence *q, int i, const char *table)
+{
+	char *cols = column_list(q, i);
+	int ns, nt;
+	char **src, **dst;
+
+	if (cols == NULL) {
+		free(cols);
+		return;
+	}
+	src = tm_sorted_rows(q->e->s, table, cols, &ns);
+	dst = tm_sorted_rows(q->e->t, table, cols, &nt);
+	for (int r = 0; r < ns || r < nt; r++) {
+		const char *a = r < ns ? src[r] : "(no more rows)", *b = r < nt ? dst[r] : "(no more rows)";
+
+		if (strcmp(a, b) != 0)
+			fail_sequence(q, "%s differs (%d rows on the source, %d on the target); first "
+			              "difference, sorted:\n  source: %.300s\n  target: %.300s", table, ns,
+			              nt, a, b);
+	}
+	tm_rows_free(src, ns);
+	tm_rows_free(dst, nt);
+	free(cols);
+}
+
+static void
+check_table(sequence *q, int i)
+{
+	table_state st;
+	char table[64], said[128];
+	long registered;
+
+	read_table(q, i, &st);
+	if (!st.exists)
+		return;
+	snprintf(table, sizeof table, "%s.t%d", q->schema, i);
+	registered = pgtest_query_long(q->e->t, "SELECT count(*) FROM tidemark.tables WHERE"
+	                                        " source_schema = '%s' AND source_table = 't%d'"
+	                                        " AND state <> 'dropped'", q->schema, i);
+	if (st.has_key || st.replident == 'f' || registered > 0) {
+		if (registered != 1)
+			fail_sequence(q, "%s has %s but is not replicated", table,
+			              st.has_key ? "a key" : "REPLICA IDENTITY FULL");
+		check_equal(q, i, table);
+		return;
+	}
+	snprintf(said, sizeof said, "%s.t%d in a replicated schema has no primary key", q->schema, i);
+	if (strstr(strbuf_str(&q->output), said) == NULL &&
+	    strstr(strbuf_str(&q->output), "has no primary key and no unique index") == NULL)
+		fail_sequence(q, "%s has no key and is not replicated, and run did not say so", table);
+}
+
+/* Tables made before the setup (with a key or FULL: setup refuses the
+ * others), with rows. */
+static void
+before_setup(sequence *q)
+{
+	for (int i = 0; i < NTABLES; i++) {
+		if (pick(q, 2) == 0)
+			continue;
+		pgtest_exec(q->e->s, "CREATE TABLE %s.t%d (id int PRIMARY KEY, a int, b text);"
+		                     "INSERT INTO %s.t%d SELECT g, g, 'b' || g FROM generate_series(1, 20) g",
+		            q->schema, i, q->schema, i);
+		if (pick(q, 3) == 0)
+			pgtest_exec(q->e->s, "ALTER TABLE %s.t%d DROP CONSTRAINT t%d_pkey,"
+			                     " REPLICA IDENTITY FULL", q->schema, i, i);
+		say(q, "-- before setup: %s.t%d with 20 rows", q->schema, i);
+	}
+}
+
+static void
+run_steps(sequence *q, int ntxs, int nsteps)
+{
+	bool live;
+	pgtest_proc *run = NULL;
+
+	for (int i = 0; i < 4; i++)
+		next_rand(q);
+	pgtest_exec(q->e->s, "CREATE SCHEMA %s", q->schema);
+	before_setup(q);
+	setup_schema(q);
+	live = pick(q, 2) == 0;
+	say(q, "-- run %s", live ? "follows live" : "catches up at the end");
+	for (int t = 0; t < ntxs; t++) {
+		int steps = 1 + pick(q, nsteps);
+
+		if (live && run == NULL)
+			run = tm_spawn(q->e, "run", NULL);
+		pgtest_exec(q->e->s, "BEGIN");
+		say(q, "BEGIN;");
+		for (int s = 0; s < steps; s++)
+			gen_step(q, pick(q, NTABLES));
+		pgtest_exec(q->e->s, "COMMIT");
+		say(q, "COMMIT;");
+		if (run != NULL && pick(q, 3) == 0) {
+			say(q, "-- run killed with SIGKILL");
+			stop_run(q, run, true);
+			run = NULL;
+		}
+	}
+	if (run != NULL)
+		stop_run(q, run, false);
+	catch_up(q);
+	if (strstr(strbuf_str(&q->output), "set aside") != NULL)
+		fail_sequence(q, "a table was set aside");
+	for (int i = 0; i < NTABLES; i++)
+		check_table(q, i);
+}
+
+static void
+run_sequence(tm_env *e, unsigned seed, int ntxs, int nsteps, bool verbose)
+{
+	/* on the heap: the harness may fail the test out of this function */
+	sequence *q = calloc(1, sizeof *q);
+
+	q->e = e;
+	q->seed = seed;
+	q->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t) seed * 0x2545f4914f6cdd1dULL);
+	q->next_value = q->next_column = 1;
+	snprintf(q->schema, sizeof q->schema, "g%u", seed);
+	current = q;
+	run_steps(q, ntxs, nsteps);
+	if (verbose)
+		printf("-- sequence %u:\n%s", seed, strbuf_str(&q->log));
+	current = NULL;
+	strbuf_free(&q->log);
+	strbuf_free(&q->output);
+	free(q);
+}
+
+/* ---- the patterns met in real migrations, and their neighbours ---- */
+
+/* A pinned sequence: its statements ("@" is the sequence's schema), before
+ * the setup and then in steps, each step caught up with. */
+typedef struct script {
+	const char *name;
+	const char *before;
+	const char *steps[4];
+} script;
+
+static const script scripts[] = {
+	{"CREATE TABLE AS with rows, then its key", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 AS SELECT g AS id, g AS a FROM generate_series(1, 50) g;"
+	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); UPDATE @.t0 SET a = 0 WHERE id < 5; COMMIT"}},
+	{"CREATE TABLE AS, its key, dropped later", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 AS SELECT g AS id, g AS a FROM generate_series(1, 50) g;"
+	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); COMMIT;"
+	  " CREATE TABLE @.t1 AS SELECT * FROM @.t0; DROP TABLE @.t0"}},
+	{"created again under its name without a key, the key later",
+	 "CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1), (2, 2)",
+	 {"DROP TABLE @.t0; CREATE TABLE @.t0 (id int, a int, b int);"
+	  " INSERT INTO @.t0 SELECT g, g, g FROM generate_series(1, 20) g",
+	  "ALTER TABLE @.t0 ADD PRIMARY KEY (id); UPDATE @.t0 SET a = 0 WHERE id < 5",
+	  "DROP TABLE @.t0; CREATE TABLE @.t0 (x int); INSERT INTO @.t0 VALUES (1); DROP TABLE @.t0;"
+	  " CREATE TABLE @.t0 (id int PRIMARY KEY, z text); INSERT INTO @.t0 VALUES (7, 'z')"}},
+	{"created again in one transaction, keyed at its end",
+	 "CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1)",
+	 {"BEGIN; DROP TABLE @.t0; CREATE TABLE @.t0 (id int, a int, b int);"
+	  " INSERT INTO @.t0 SELECT g, g, g FROM generate_series(1, 20) g;"
+	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); COMMIT"}},
+	{"a surrogate key replaced by a natural one",
+	 "CREATE TABLE @.t0 (id serial PRIMARY KEY, a int NOT NULL, b int NOT NULL);"
+	 " INSERT INTO @.t0 (a, b) SELECT g, g % 7 FROM generate_series(1, 30) g",
+	 {"ALTER TABLE @.t0 DROP COLUMN id, ADD PRIMARY KEY (a, b); INSERT INTO @.t0 VALUES (100, 1)",
+	  "BEGIN; ALTER TABLE @.t0 ADD COLUMN id serial; ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey,"
+	  " ADD PRIMARY KEY (id); UPDATE @.t0 SET b = -b WHERE a < 5; COMMIT"}},
+	{"a keyless table with rows keyed by ADD COLUMN ... PRIMARY KEY", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 (a int, b text);"
+	  " INSERT INTO @.t0 SELECT g, 'b' || g FROM generate_series(1, 20) g;"
+	  " ALTER TABLE @.t0 ADD COLUMN id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY;"
+	  " INSERT INTO @.t0 (a, b) VALUES (100, 'x'); COMMIT;"
+	  "BEGIN; CREATE TABLE @.t1 (a int); INSERT INTO @.t1 SELECT g FROM generate_series(1, 20) g;"
+	  " ALTER TABLE @.t1 ADD COLUMN id serial PRIMARY KEY; COMMIT",
+	  "UPDATE @.t0 SET b = 'u' WHERE id < 5; UPDATE @.t1 SET a = 0 WHERE id < 5"}},
+	{"REPLICA IDENTITY FULL, then a key, in one transaction", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 (id int, a int); ALTER TABLE @.t0 REPLICA IDENTITY FULL;"
+	  " INSERT INTO @.t0 SELECT g, g FROM generate_series(1, 20) g;"
+	  " UPDATE @.t0 SET a = 0 WHERE id < 5; DELETE FROM @.t0 WHERE id > 18;"
+	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); COMMIT"}},
+	{"a replicated keyless FULL table keyed later",
+	 "CREATE TABLE @.t0 (id int, a int) ; ALTER TABLE @.t0 REPLICA IDENTITY FULL;"
+	 " INSERT INTO @.t0 SELECT g, g FROM generate_series(1, 20) g",
+	 {"BEGIN; UPDATE @.t0 SET a = 0 WHERE id < 5; ALTER TABLE @.t0 ADD PRIMARY KEY (id);"
+	  " UPDATE @.t0 SET a = 1 WHERE id > 15; ALTER TABLE @.t0 REPLICA IDENTITY DEFAULT; COMMIT"}},
+	{"the key dropped and added again around rows", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 AS SELECT g AS id, g AS a FROM generate_series(1, 20) g;"
+	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey;"
+	  " INSERT INTO @.t0 VALUES (100, 100); ALTER TABLE @.t0 ADD PRIMARY KEY (a); COMMIT",
+	  "UPDATE @.t0 SET id = -id WHERE a < 5"}},
+	{"a table that ends its transaction without a key", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1);"
+	  " ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey; COMMIT",
+	  "ALTER TABLE @.t0 ADD PRIMARY KEY (id); INSERT INTO @.t0 VALUES (2, 2)"}},
+};
+
+/* tmpl with "@" replaced by the schema. */
+static void
+expand(const char *tmpl, const char *schema, strbuf *out)
+{
+	strbuf_reset(out);
+	for (const char *c = tmpl; *c; c++)
+		if (*c == '@')
+			strbuf_append(out, schema);
+		else
+			strbuf_appendc(out, *c);
+}
+
+static void
+run_script(tm_env *e, int n, const script *s)
+{
+	sequence *q = calloc(1, sizeof *q);
+	strbuf sql = STRBUF_INIT;
+
+	q->e = e;
+	q->seed = 0;
+	snprintf(q->schema, sizeof q->schema, "p%d", n);
+	current = q;
+	say(q, "-- pinned sequence %d: %s", n, s->name);
+	pgtest_exec(e->s, "CREATE SCHEMA %s", q->schema);
+	if (s->before != NULL) {
+		expand(s->before, q->schema, &sql);
+		pgtest_exec(e->s, "%s", strbuf_str(&sql));
+		say(q, "-- before setup: %s;", strbuf_str(&sql));
+	}
+	setup_schema(q);
+	for (int i = 0; i < 4 && s->steps[i] != NULL; i++) {
+		expand(s->steps[i], q->schema, &sql);
+		say(q, "%s;", strbuf_str(&sql));
+		pgtest_exec(e->s, "%s", strbuf_str(&sql));
+		catch_up(q);
+	}
+	if (strstr(strbuf_str(&q->output), "set aside") != NULL)
+		fail_sequence(q, "a table was set aside");
+	for (int i = 0; i < NTABLES; i++)
+		check_table(q, i);
+	current = NULL;
+	strbuf_free(&sql);
+	strbuf_free(&q->log);
+	strbuf_free(&q->output);
+	free(q);
+}
+
+static void
+test_pinned_sequences(void **state)
+{
+	tm_env *e = tm_env_new("txddpin");
+
+	(void) state;
+	for (int i = 0; i < (int) (sizeof scripts / sizeof scripts[0]); i++)
+		run_script(e, i, &scripts[i]);
+	tm_env_free(e);
+}
+
+static void
+test_generated_sequences(void **state)
+{
+	tm_env *e = tm_env_new("txddgen");
+	int n = env_int("TXDD_SEQUENCES", 12), first = env_int("TXDD_SEED", 1);
+	int ntxs = env_int("TXDD_TXS", 3), nsteps = env_int("TXDD_STEPS", 7);
+	bool verbose = env_int("TXDD_VERBOSE", 0) != 0;
+
+	(void) state;
+	for (int i = 0; i < n; i++)
+		run_sequence(e, (unsigned) (first + i), ntxs, nsteps, verbose);
+	tm_env_free(e);
+}
+
+static int
+report_unfinished(void **state)
+{
+	(void) state;
+	if (current != NULL)
+		fprintf(stderr, "sequence with seed %u (TXDD_SEED=%u TXDD_SEQUENCES=1) did not end:\n"
+		        "-- the sequence:\n%s", current->seed, current->seed, strbuf_str(&current->log));
+	current = NULL;
+	return 0;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_pinned_sequences, report_unfinished),
+		cmocka_unit_test_teardown(test_generated_sequences, report_unfinished),
+	};
+
+	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
+}
