@@ -29,9 +29,11 @@ catalog_new_slot_generation(sink *s, const char *slot)
 {
 	const char *p[] = {slot};
 
+	/* the old position is of the old slot: the new one starts where it is
+	 * made (a fresh start for the start-up check, consistency.h) */
 	return sink_command(s, "recording a new slot",
-	                    "UPDATE tidemark.progress SET slot_generation = slot_generation + 1"
-	                    " WHERE slot_name = $1", 1, p);
+	                    "UPDATE tidemark.progress SET slot_generation = slot_generation + 1,"
+	                    " applied_lsn = NULL WHERE slot_name = $1", 1, p);
 }
 
 int

@@ -59,7 +59,8 @@ typedef struct catalog_table {
 /* Creates the progress row of a slot if missing. */
 int catalog_ensure_progress(sink *s, const char *slot);
 /* The slot is made again (setup found none): the tables registered so
- * far become interrupted (catalog_table.interrupted). */
+ * far become interrupted (catalog_table.interrupted), and the applied
+ * position, of the old slot, is forgotten (the new slot's start). */
 int catalog_new_slot_generation(sink *s, const char *slot);
 /* Names each interrupted table with the fix (setup, and run at its start). */
 int catalog_warn_interrupted(sink *s, const char *slot);
