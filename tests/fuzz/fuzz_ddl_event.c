@@ -12,7 +12,8 @@
  *   - against two fixed old definitions, each with three targets (its own
  *     columns; those plus columns kept from earlier drops; its columns all
  *     widened to text);
- *   - against itself: nothing to do;
+ *   - against itself: nothing to do (but a copy, when the source converted
+ *     values the statement does not show);
  *   - as the new definition of the table before it in the message (its
  *     target being that table's columns, with and without kept ones).
  *
@@ -24,7 +25,8 @@
  *     names that are free, keys only columns that exist, and leaves every
  *     column of the new definition on the target (but a generated column,
  *     which is left out when its expression is refused);
- *   - a table planned against itself gives an empty plan;
+ *   - a table planned against itself gives an empty plan, or a copy and
+ *     nothing else when converted;
  *   - the statement built for an action that carries a type or a value
  *     (added columns, type changes) is one statement of that change, when
  *     libpg_query reads it.
@@ -343,7 +345,12 @@ plan_all(const tabledef *old, const ddl_event_table *now, const columns *target,
 				continue;
 			}
 			check_plan(&in, &plan);
-			*empty &= plan.n == 0 && !plan.stop;
+			/* a rewrite that converted values the statement does not show
+			 * (a DO block's same-type USING) copies the table again even when
+			 * its definition is the same: that and nothing else */
+			for (int k = 0; k < plan.n; k++)
+				*empty &= in.converted && plan.actions[k].kind == DDL_ACT_RESNAPSHOT;
+			*empty &= !plan.stop;
 			ddl_plan_free(&plan);
 		}
 }
@@ -395,7 +402,7 @@ plan_tables(const ddl_event *e)
 			plan_against(fixed[f], t);
 		target_of(t->def, false, false, &target);
 		plan_all(t->def, t, &target, &empty);
-		FUZZ_REQUIRE(empty, "a table planned against itself gives an empty plan");
+		FUZZ_REQUIRE(empty, "a table planned against itself gives an empty plan (or, converted, a copy)");
 		columns_free(&target);
 		if (i > 0)
 			plan_against(e->tables[i - 1].def, t);
