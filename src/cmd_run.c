@@ -230,7 +230,6 @@ on_ddl(run_state *st, const pgoutput_msg *m, pg_timestamp commit_time)
 	if (rc != TM_OK)
 		return rc;
 	schema_sync_in_transaction(st->schema, xid, apply_current_commit_lsn(st->apply));
-	schema_sync_set_commit(st->schema, apply_current_commit_lsn(st->apply));
 	rc = schema_sync_message(st->schema, m, m->u.message.lsn, commit_time, &res);
 	return after_sync(st, rc, &res);
 }

@@ -959,7 +959,7 @@ on_drop(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note,
 	for (int i = 0; rc == TM_OK && i < e->ndropped; i++) {
 		const ddl_event_dropped *d = &e->dropped[i];
 		char relid[16], commit[LSN_TEXT_MAX];
-		const char *p[] = {ss->cfg.slot, relid, lsn_format(ss->tx_commit, commit)};
+		const char *p[] = {ss->cfg.slot, relid, lsn_format(ss->cur_commit, commit)};
 		PGresult *r = NULL;
 
 		schema_sync_note_list(&note->tables, d->identity ? d->identity : "?");

@@ -88,8 +88,9 @@ int schema_sync_new(const schema_sync_config *cfg, sink *s, schema_sync **out);
 void schema_sync_free(schema_sync *ss);
 
 /* The source transaction the next messages arrive in: its 64-bit xid (the
- * Begin's, widened: ddl_auth_widen_xid) and its commit position. A capture
- * message written in another one is ignored (ddl_auth.h). */
+ * Begin's, widened: ddl_auth_widen_xid) and its commit position (as
+ * schema_sync_set_commit). A capture message written in another one is
+ * ignored (ddl_auth.h). */
 void schema_sync_in_transaction(schema_sync *ss, uint64_t xid, tm_lsn commit_lsn);
 
 /* The result of one message: tables whose definition changed (their rows

@@ -66,7 +66,7 @@ void
 schema_sync_in_transaction(schema_sync *ss, uint64_t xid, tm_lsn commit_lsn)
 {
 	ss->cur_xid = xid;
-	ss->cur_commit = commit_lsn;
+	schema_sync_set_commit(ss, commit_lsn);
 }
 
 static void

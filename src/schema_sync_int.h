@@ -68,8 +68,6 @@ struct schema_sync {
 	uint8_t key[DDL_AUTH_KEY_MAX];    /* the capture key (see ddl_auth.h) */
 	int key_len;                      /* -1: none kept on the target */
 	tm_lsn signed_from;               /* messages from here on must be signed */
-	tm_lsn tx_commit;                 /* the commit position of the source transaction
-	                                   * being applied (schema_sync_set_commit) */
 	int njoins;
 	sync_join *joins;                 /* owned: tables joining at its commit */
 	int nkeyless;
@@ -77,7 +75,7 @@ struct schema_sync {
 	bool bound_known;                 /* bound_from is known: */
 	tm_lsn bound_from;                /* messages from here on must be bound */
 	uint64_t cur_xid;                 /* the transaction messages arrive in */
-	tm_lsn cur_commit;                /* (schema_sync_in_transaction) */
+	tm_lsn cur_commit;                /* its commit position (schema_sync_set_commit) */
 	ddl_auth_tx tx;                   /* the seqs accepted in it */
 	ddl_auth_msg msg;                 /* the message being followed, as signed */
 };

@@ -73,15 +73,15 @@ schema_sync_join_reset(schema_sync *ss)
 void
 schema_sync_set_commit(schema_sync *ss, tm_lsn commit_lsn)
 {
-	if (commit_lsn != ss->tx_commit)
+	if (commit_lsn != ss->cur_commit)
 		schema_sync_join_reset(ss);
-	ss->tx_commit = commit_lsn;
+	ss->cur_commit = commit_lsn;
 }
 
 bool
 schema_sync_before_join(const schema_sync *ss, const catalog_table *t)
 {
-	return ss->tx_commit < t->registered_lsn;
+	return ss->cur_commit < t->registered_lsn;
 }
 
 static sync_join *
