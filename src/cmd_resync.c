@@ -96,11 +96,8 @@ static int
 publish(void *ctx, uint32_t relid, bool *recopy)
 {
 	resync_ctx *x = ctx;
-	source_publish found = SOURCE_PUBLISH_GONE;
-	int rc = source_query_publish_table(x->control, x->o->publication, relid, &found);
 
-	*recopy = rc == TM_OK && (found == SOURCE_PUBLISH_MEMBER || found == SOURCE_PUBLISH_ADDED);
-	return rc;
+	return source_query_keep_published(x->control, x->o->publication, relid, recopy);
 }
 
 static int

@@ -146,11 +146,8 @@ static int
 source_publish_table(void *ctx, uint32_t relid, bool *recopy)
 {
 	run_state *st = ctx;
-	source_publish found = SOURCE_PUBLISH_GONE;
-	int rc = source_query_publish_table(st->control, st->opts->publication, relid, &found);
 
-	*recopy = rc == TM_OK && (found == SOURCE_PUBLISH_MEMBER || found == SOURCE_PUBLISH_ADDED);
-	return rc;
+	return source_query_keep_published(st->control, st->opts->publication, relid, recopy);
 }
 
 /* ---- tidemark's messages in the stream ---- */

@@ -485,6 +485,16 @@ source_query_publish_table(PGconn *conn, const char *publication, uint32_t relid
 }
 
 int
+source_query_keep_published(PGconn *conn, const char *publication, uint32_t relid, bool *recopy)
+{
+	source_publish found = SOURCE_PUBLISH_GONE;
+	int rc = source_query_publish_table(conn, publication, relid, &found);
+
+	*recopy = rc == TM_OK && (found == SOURCE_PUBLISH_MEMBER || found == SOURCE_PUBLISH_ADDED);
+	return rc;
+}
+
+int
 source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn)
 {
 	const char *params[] = {slot};

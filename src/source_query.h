@@ -90,6 +90,10 @@ typedef enum source_publish {
  * logged with the statement and the ownership that allow it. */
 int source_query_publish_table(PGconn *conn, const char *publication, uint32_t relid,
                                source_publish *out);
+/* The same for schema_sync_source.publish: *recopy when the table is
+ * published by name now (its changes since the move may be missing). */
+int source_query_keep_published(PGconn *conn, const char *publication, uint32_t relid,
+                                bool *recopy);
 
 /* Creates the logical slot (pgoutput) if missing: on PostgreSQL 17 and
  * later a failover slot (failover => true), which a standby with
