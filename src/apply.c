@@ -205,6 +205,7 @@ rel_forget_statements(apply *a, apply_rel *r)
 	r->partials = NULL;
 	r->npartials = 0;
 	r->upsert = r->delete = NULL;
+	apply_shape_forget(r);
 }
 
 /* Forgets what was worked out from the relation's table (its key among
@@ -548,9 +549,16 @@ rel_sql_table(const apply_rel *r)
 {
 	dml_sql_table t = {r->table->target_schema, r->table->target_table, r->ncols,
 	                   (const char *const *) r->colnames, r->nkeys, r->key_idx,
-	                   (const char *const *) r->key_types};
+	                   (const char *const *) r->key_types, apply_shape_of(r)};
 
 	return t;
+}
+
+/* The history's op and seq after a statement's own parameters. */
+static int
+shape_nparams(const apply_rel *r)
+{
+	return apply_shaped(r) && r->table->history ? 2 : 0;
 }
 
 static sink_stmt *
@@ -561,7 +569,7 @@ stmt_upsert(apply *a, apply_rel *r)
 		dml_sql_table t = rel_sql_table(r);
 
 		dml_sql_upsert(&sql, &t);
-		r->upsert = sink_stmt_hold(a->sink, sql.data, r->ncols);
+		r->upsert = sink_stmt_hold(a->sink, sql.data, r->ncols + shape_nparams(r));
 		strbuf_free(&sql);
 	}
 	return r->upsert;
@@ -575,7 +583,7 @@ stmt_delete(apply *a, apply_rel *r)
 		dml_sql_table t = rel_sql_table(r);
 
 		dml_sql_delete(&sql, &t);
-		r->delete = sink_stmt_hold(a->sink, sql.data, r->nkeys);
+		r->delete = sink_stmt_hold(a->sink, sql.data, r->nkeys + shape_nparams(r));
 		strbuf_free(&sql);
 	}
 	return r->delete;
@@ -642,10 +650,11 @@ value_param(const pgoutput_value *v, arena *scratch)
 	return arena_strndup(scratch, v->data, v->len);
 }
 
+/* (room for the history's two parameters after them: apply_shape_params) */
 static const char **
 tuple_params(const pgoutput_tuple *t, arena *scratch)
 {
-	const char **p = arena_alloc(scratch, sizeof(char *) * ((size_t) t->ncols + 1));
+	const char **p = arena_alloc(scratch, sizeof(char *) * ((size_t) t->ncols + 3));
 
 	for (int i = 0; i < t->ncols; i++)
 		p[i] = value_param(&t->values[i], scratch);
@@ -655,7 +664,7 @@ tuple_params(const pgoutput_tuple *t, arena *scratch)
 static const char **
 key_params(const apply_rel *r, const pgoutput_tuple *t, arena *scratch)
 {
-	const char **p = arena_alloc(scratch, sizeof(char *) * ((size_t) r->nkeys + 1));
+	const char **p = arena_alloc(scratch, sizeof(char *) * ((size_t) r->nkeys + 3));
 
 	for (int k = 0; k < r->nkeys; k++)
 		p[k] = value_param(&t->values[r->key_idx[k]], scratch);
@@ -877,6 +886,24 @@ keyless_update(apply *a, const apply_rel *r, const pgoutput_msg *m, arena *scrat
 }
 
 static int
+send_upsert(apply *a, apply_rel *r, const pgoutput_tuple *t, const char *op, arena *scratch)
+{
+	const char **p = tuple_params(t, scratch);
+
+	apply_shape_params(a, r, p, r->ncols, op, scratch);
+	return sink_send(a->sink, stmt_upsert(a, r), p, NULL);
+}
+
+static int
+send_delete(apply *a, apply_rel *r, const pgoutput_tuple *t, arena *scratch)
+{
+	const char **p = key_params(r, t, scratch);
+
+	apply_shape_params(a, r, p, r->nkeys, "delete", scratch);
+	return sink_send(a->sink, stmt_delete(a, r), p, NULL);
+}
+
+static int
 apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 {
 	int rc;
@@ -890,10 +917,11 @@ apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	if (is_keyless(r))
 		return keyless_change_rows(a, r, 'i', NULL, &m->u.insert.newtup, scratch);
+	if ((rc = apply_shape_ready(a, r)) != TM_OK)
+		return rc;
 	count_change(a, METRICS_ROWS_INSERTED);
 	observe_row(a, r, &m->u.insert.newtup, scratch);
-	return sink_send(a->sink, stmt_upsert(a, r), tuple_params(&m->u.insert.newtup, scratch),
-	                 NULL);
+	return send_upsert(a, r, &m->u.insert.newtup, "insert", scratch);
 }
 
 /* An update some of whose columns were not sent (unchanged TOAST): set the
@@ -905,9 +933,9 @@ update_partial(apply *a, apply_rel *r, const pgoutput_tuple *oldt, const pgoutpu
                bool moved, arena *scratch)
 {
 	bool *present = arena_alloc(scratch, sizeof(bool) * (size_t) r->ncols);
-	const char **p = arena_alloc(scratch, sizeof(char *) * (size_t) (r->ncols + 2 * r->nkeys + 2));
+	const char **p = arena_alloc(scratch, sizeof(char *) * (size_t) (r->ncols + 2 * r->nkeys + 4));
 	const char **keys = key_params(r, moved ? oldt : newt, scratch);
-	int n = 0;
+	int n = 0, rc;
 
 	for (int i = 0; i < r->ncols; i++) {
 		present[i] = newt->values[i].kind != PGOUTPUT_VALUE_UNCHANGED;
@@ -930,7 +958,10 @@ update_partial(apply *a, apply_rel *r, const pgoutput_tuple *oldt, const pgoutpu
 		p[n++] = lsn_format(a->final_lsn, lsn);
 		if (a->cfg.hooks.on_reread != NULL)
 			a->cfg.hooks.on_reread(a->cfg.hooks.ctx, r->table->table_id);
+		if ((rc = apply_shape_before_move(a, r, keys, scratch)) != TM_OK)
+			return rc;
 	}
+	apply_shape_params(a, r, p, n, "update", scratch);
 	return sink_send(a->sink, stmt_partial(a, r, present, moved), p, NULL);
 }
 
@@ -952,6 +983,8 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	if (is_keyless(r))
 		return keyless_update(a, r, m, scratch);
+	if ((rc = apply_shape_ready(a, r)) != TM_OK)
+		return rc;
 	count_change(a, METRICS_ROWS_UPDATED);
 	moved = m->u.update.old_kind != 0 && key_differs(r, oldt, newt);
 	if (moved)
@@ -961,10 +994,9 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 		return update_partial(a, r, oldt, newt, moved, scratch);
 	}
 	observe_row(a, r, newt, scratch);
-	if (moved && (rc = sink_send(a->sink, stmt_delete(a, r), key_params(r, oldt, scratch),
-	                             NULL)) != TM_OK)
+	if (moved && (rc = send_delete(a, r, oldt, scratch)) != TM_OK)
 		return rc;
-	return sink_send(a->sink, stmt_upsert(a, r), tuple_params(newt, scratch), NULL);
+	return send_upsert(a, r, newt, "update", scratch);
 }
 
 static int
@@ -979,10 +1011,11 @@ apply_delete(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	if (is_keyless(r))
 		return keyless_change_rows(a, r, 'd', &m->u.delete.oldtup, NULL, scratch);
+	if ((rc = apply_shape_ready(a, r)) != TM_OK)
+		return rc;
 	count_change(a, METRICS_ROWS_DELETED);
 	observe_row(a, r, &m->u.delete.oldtup, scratch);
-	return sink_send(a->sink, stmt_delete(a, r), key_params(r, &m->u.delete.oldtup, scratch),
-	                 NULL);
+	return send_delete(a, r, &m->u.delete.oldtup, scratch);
 }
 
 static int
@@ -991,6 +1024,7 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 	const char **schemas = arena_alloc(scratch, sizeof(char *) * (m->u.truncate.nrelids + 1));
 	const char **names = arena_alloc(scratch, sizeof(char *) * (m->u.truncate.nrelids + 1));
 	strbuf sql = STRBUF_INIT;
+	bool marked = false;
 	int n = 0;
 	int rc;
 
@@ -999,6 +1033,7 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 	for (uint32_t i = 0; i < m->u.truncate.nrelids; i++) {
 		apply_rel *r = change_rel(a, m->u.truncate.relids[i], m, &rc);
 		bool applied = r != NULL && applies(a, r, &rc);
+		bool keep;
 
 		if (rc != TM_OK)
 			return rc;
@@ -1010,14 +1045,21 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 				return rc;
 			continue;
 		}
-		schemas[n] = r->table->target_schema;
-		names[n++] = r->table->target_table;
+		if ((rc = apply_shape_truncate(a, r, &keep)) != TM_OK)
+			return rc;
+		marked |= keep;
+		if (!keep) {
+			schemas[n] = r->table->target_schema;
+			names[n++] = r->table->target_table;
+		}
 		if (watching(a, r))
 			a->cfg.hooks.on_truncate(a->cfg.hooks.ctx, r->table->table_id);
 	}
-	if (n == 0)
+	if (n == 0 && !marked)
 		return TM_OK;
 	count_change(a, METRICS_TRUNCATES);
+	if (n == 0)
+		return TM_OK;
 	dml_sql_truncate(&sql, n, schemas, names);
 	rc = sink_send(a->sink, sink_stmt_get(a->sink, sql.data, 0), NULL, NULL);
 	strbuf_free(&sql);
@@ -1079,6 +1121,8 @@ apply_begin(apply *a, const pgoutput_msg *m)
 	a->xid = m->u.begin.xid;
 	a->final_lsn = m->u.begin.final_lsn;
 	a->commit_time = m->u.begin.commit_time;
+	a->position_set = false;
+	a->hist_seq = 0;
 	/* the server resumes after our position; this guards the rule */
 	a->skipping = m->u.begin.final_lsn < a->applied;
 	if (a->skipping || a->group_open)
@@ -1324,4 +1368,10 @@ uint32_t
 apply_current_xid(const apply *a)
 {
 	return a->xid;
+}
+
+pg_timestamp
+apply_current_commit_time(const apply *a)
+{
+	return a->commit_time;
 }

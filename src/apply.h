@@ -165,6 +165,8 @@ int apply_reload_tables(apply *a);
 void apply_stop_before(apply *a, tm_lsn commit_lsn);
 /* The commit position of the source transaction being applied. */
 tm_lsn apply_current_commit_lsn(const apply *a);
+/* Its commit time (pgoutput's Begin). */
+pg_timestamp apply_current_commit_time(const apply *a);
 /* Its transaction id as the stream gives it (32 bits, pgoutput's Begin). */
 uint32_t apply_current_xid(const apply *a);
 

@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include "apply.h"
+#include "dml_sql.h"
+#include "shape.h"
 #include "sqltype.h"
 
 /* Commits remembered until the target's WAL flush passes them. */
@@ -67,6 +69,10 @@ typedef struct apply_rel {
 	sink_stmt *delete;
 	int npartials;
 	apply_partial *partials; /* owned */
+	/* The table's mode on the target (shape.h), for its statements: loaded
+	 * with them (apply_shape_ready), forgotten with them. */
+	bool shape_ready;
+	shape_loaded shape;
 } apply_rel;
 
 struct apply {
@@ -104,6 +110,9 @@ struct apply {
 	long long kept_bytes;       /* held by the relations' kept changes */
 	bool replaying;             /* kept changes are applied (apply_join.c): they are
 	                             * from before the table joined, and apply */
+	bool position_set;          /* the session knows this source tx's position
+	                             * (shape_set_position) */
+	long long hist_seq;         /* history entries this source tx wrote so far */
 };
 
 /* Takes ownership of *t's contents into a new table of the list. */
@@ -113,6 +122,27 @@ catalog_table *apply_table_relid(apply *a, uint32_t relid);
 /* Makes t the relation's table: its key among the stream's columns
  * (r->keys_ok), the checks of its values. */
 int apply_use_table(apply *a, apply_rel *r, catalog_table *t);
+
+/* ---- apply_shape.c: tables in another mode than mirror (shape.h) ---- */
+
+bool apply_shaped(const apply_rel *r);
+/* The shape for dml_sql (NULL: a plain mirror). */
+const dml_sql_shape *apply_shape_of(const apply_rel *r);
+/* Before a change of a shaped table: its shape loaded, the session's
+ * position set for the source transaction. */
+int apply_shape_ready(apply *a, apply_rel *r);
+void apply_shape_forget(apply_rel *r);
+/* With a history: the entry's op and next seq as parameters n and n + 1
+ * of p (which has room for them). */
+void apply_shape_params(apply *a, const apply_rel *r, const char **p, int n, const char *op,
+                        arena *scratch);
+/* With a history, before an update moves the row under key (parameters,
+ * key order) to another key in place: the old key's 'delete' entry. */
+int apply_shape_before_move(apply *a, apply_rel *r, const char **key, arena *scratch);
+/* A TRUNCATE of a shaped table, before it: its history's entries, and the
+ * marks of soft deletes; *keep: the rows stay (soft deletes), so the
+ * TRUNCATE leaves the table out. */
+int apply_shape_truncate(apply *a, apply_rel *r, bool *keep);
 
 /* ---- apply_join.c ---- */
 

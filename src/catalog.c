@@ -1,4 +1,5 @@
 #include "catalog.h"
+#include "shape.h"
 #include "xalloc.h"
 
 #include <jansson.h>
@@ -169,10 +170,12 @@ insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_fr
 		s, "registering a table",
 		"WITH t AS (INSERT INTO tidemark.tables (slot_name, source_schema, source_table,"
 		"   target_schema, target_table, key_columns, source_relid, registered_lsn,"
-		"   slot_generation)"
+		"   slot_generation, metadata_columns)"
 		"  SELECT $1, $2, $3, tidemark.map_schema($1, $2), $3,"
 		"   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $7::oid, $6::pg_lsn,"
-		"   (SELECT slot_generation FROM tidemark.progress WHERE slot_name = $1)"
+		"   (SELECT slot_generation FROM tidemark.progress WHERE slot_name = $1),"
+		"   coalesce((SELECT metadata_columns FROM tidemark.progress WHERE slot_name = $1),"
+		"     false)"
 		"  ON CONFLICT (slot_name, source_schema, source_table) DO NOTHING RETURNING table_id)"
 		" INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
 		" SELECT table_id, 1, $6::pg_lsn, $5::jsonb FROM t RETURNING table_id",
@@ -321,6 +324,9 @@ catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_f
 		rc = create_target_table(s, tschema, t);
 	if (rc == TM_OK)
 		rc = insert_table_row(s, slot, t, valid_from, added);
+	/* its metadata columns (a pipeline's tables all have them or none) */
+	if (rc == TM_OK && *added)
+		rc = shape_sync_named(s, slot, def->schema, def->name);
 	if (values_added != NULL)
 		*values_added = ts.values_added;
 	typesync_result_free(&ts);
@@ -396,6 +402,9 @@ catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const t
 	d->name = xstrdup(def->name);
 	if (rc == TM_OK)
 		rc = record_restart(s, t, d, valid_from);
+	/* a table made again gets its mode's columns; its history is kept */
+	if (rc == TM_OK)
+		rc = shape_sync(s, t->table_id, NULL, 0, NULL);
 	typesync_result_free(&ts);
 	tabledef_free(d);
 	return rc;
@@ -588,7 +597,9 @@ catalog_exclude_table(sink *s, const char *slot, const char *schema, const char 
 	" coalesce(to_jsonb(tables) ->> 'registered_lsn', '0/0'),"                              \
 	" coalesce((to_jsonb(tables) ->> 'slot_generation')::int, 1) < coalesce((SELECT"       \
 	"   (to_jsonb(p) ->> 'slot_generation')::int FROM tidemark.progress p"                  \
-	"   WHERE p.slot_name = tables.slot_name), 1)"
+	"   WHERE p.slot_name = tables.slot_name), 1),"                                           \
+	" coalesce(to_jsonb(tables) ->> 'mode', 'mirror'),"                                    \
+	" coalesce((to_jsonb(tables) ->> 'metadata_columns')::boolean, false)"
 
 /* A JSON array of strings (or JSON null) into a new array of new strings. */
 static char **
@@ -635,6 +646,9 @@ table_from_row(PGresult *r, int row, catalog_table *t)
 	t->key_order_reason = PQgetisnull(r, row, 14) ? NULL : xstrdup(PQgetvalue(r, row, 14));
 	lsn_parse(PQgetvalue(r, row, 15), &t->registered_lsn);
 	t->interrupted = strcmp(PQgetvalue(r, row, 16), "t") == 0;
+	t->history = strncmp(PQgetvalue(r, row, 17), "history", 7) == 0;
+	t->soft_delete = strstr(PQgetvalue(r, row, 17), "soft-delete") != NULL;
+	t->metadata = strcmp(PQgetvalue(r, row, 18), "t") == 0;
 }
 
 static int

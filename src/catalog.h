@@ -54,6 +54,11 @@ typedef struct catalog_table {
 	 * between the two slots were never captured, so it is registered
 	 * again by the next setup that names it. */
 	bool interrupted;
+	/* The table's mode and metadata columns (tidemark.tables.mode,
+	 * metadata_columns, migrations/target/014_table_modes.sql; shape.h). */
+	bool history;            /* a history beside the mirror: <target_table>_history */
+	bool soft_delete;        /* deletes mark the mirror's row (tidemark_deleted_at) */
+	bool metadata;           /* the mirror has tidemark_lsn and tidemark_synced_at */
 } catalog_table;
 
 /* Creates the progress row of a slot if missing. */

@@ -14,6 +14,7 @@
 #include "pipeline.h"
 #include "pgconn.h"
 #include "policy.h"
+#include "shape.h"
 #include "schema_sync_int.h"
 #include "target_ddl.h"
 #include "typesync.h"
@@ -569,6 +570,33 @@ keep_fallbacks(const tabledef *old, tabledef *now)
 	}
 }
 
+/* A table in another mode than mirror: its history follows the mirror
+ * (shape.h), said in the audit log with the rest. */
+static int
+follow_shape(schema_sync *ss, const catalog_table *t, const ddl_plan *plan, sync_note *note)
+{
+	const char **renames;
+	char *done = NULL;
+	int n = 0, rc;
+
+	if (!t->history && !t->soft_delete && !t->metadata)
+		return TM_OK;
+	renames = calloc((size_t) plan->n * 2 + 1, sizeof(char *));
+	if (renames == NULL)
+		abort();
+	for (int i = 0; i < plan->n; i++)
+		if (plan->actions[i].kind == DDL_ACT_RENAME_COLUMN) {
+			renames[2 * n] = plan->actions[i].column;
+			renames[2 * n++ + 1] = plan->actions[i].name;
+		}
+	rc = shape_sync(ss->sink, t->table_id, renames, n, &done);
+	if (rc == TM_OK && done[0] != '\0')
+		schema_sync_note_list(&note->actions, done);
+	free(done);
+	free(renames);
+	return rc;
+}
+
 /* One replicated table's change: plan, run, record. *why: the plan could
  * not be made (then nothing was run but the types, TM_OK). */
 static int
@@ -636,6 +664,8 @@ follow_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_ta
 	}
 	if (rc == TM_OK)
 		rc = record_version(ss, t, now->def, &tn, version + 1, pos);
+	if (rc == TM_OK)
+		rc = follow_shape(ss, t, &plan, note);
 	if (rc == TM_OK && resnapshot)
 		rc = schema_sync_request_snapshot(ss, t->table_id);
 	if (rc == TM_OK)

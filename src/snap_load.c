@@ -7,6 +7,7 @@
 #include "codec.h"
 #include "log.h"
 #include "pgconn.h"
+#include "shape.h"
 
 /* The base type key column k and its values are compared in (codec.h). */
 static const char *
@@ -273,8 +274,20 @@ stage_upsert(sink *s, const snap_load_chunk *c)
 		strbuf_append_ident(&sql, c->chunk->colnames[i]);
 		any = true;
 	}
+	if (!any && c->shape != NULL) {
+		strbuf_append(&sql, "UPDATE SET ");
+		strbuf_append_ident(&sql, c->key_columns[0]);
+		strbuf_append(&sql, " = EXCLUDED.");
+		strbuf_append_ident(&sql, c->key_columns[0]);
+		any = true;
+	}
 	if (!any)
 		strbuf_append(&sql, "NOTHING");
+	if (c->shape != NULL && c->shape->metadata)
+		strbuf_append(&sql, ", tidemark_lsn = EXCLUDED.tidemark_lsn,"
+		                    " tidemark_synced_at = EXCLUDED.tidemark_synced_at");
+	if (c->shape != NULL && c->shape->soft_delete)
+		strbuf_append(&sql, ", tidemark_deleted_at = NULL");
 	rc = sink_command(s, "upserting a chunk", sql.data, 0, NULL);
 	strbuf_free(&sql);
 	return rc;
@@ -297,6 +310,97 @@ append_in(strbuf *sql, const snap_load_chunk *c, const char *what, bool in)
 	strbuf_appendc(sql, ')');
 }
 
+static dml_sql_table
+shape_table(const snap_load_chunk *c, int *key_idx)
+{
+	for (int k = 0; k < c->nkeys; k++)
+		key_idx[k] = k;
+	return (dml_sql_table){c->target_schema, c->target_table, c->nkeys,
+	                       (const char *const *) c->key_columns, c->nkeys, key_idx,
+	                       (const char *const *) c->key_types, c->shape};
+}
+
+/* The start of a statement that removes rows of the target (alias t): a
+ * DELETE, or with soft deletes the mark; a history's entries around it. */
+static void
+gone_open(strbuf *sql, const snap_load_chunk *c)
+{
+	bool soft = c->shape != NULL && c->shape->soft_delete;
+
+	if (c->shape != NULL && c->shape->history != NULL)
+		dml_sql_history_open(sql);
+	strbuf_append(sql, soft ? "UPDATE " : "DELETE FROM ");
+	strbuf_append_qualified(sql, c->target_schema, c->target_table);
+	if (soft) {
+		strbuf_append(sql, " t SET tidemark_deleted_at = " DML_SQL_COMMIT_TIME);
+		if (c->shape->metadata)
+			strbuf_append(sql, ", tidemark_lsn = DEFAULT, tidemark_synced_at = DEFAULT");
+	} else
+		strbuf_append(sql, " t");
+}
+
+/* ... its WHERE written: the end. */
+static void
+gone_close(strbuf *sql, const snap_load_chunk *c)
+{
+	strbuf seq = STRBUF_INIT;
+	int *key_idx;
+	dml_sql_table t;
+
+	if (c->shape != NULL && c->shape->soft_delete)
+		strbuf_append(sql, " AND t.tidemark_deleted_at IS NULL");
+	if (c->shape == NULL || c->shape->history == NULL)
+		return;
+	key_idx = calloc((size_t) c->nkeys + 1, sizeof(int));
+	if (key_idx == NULL)
+		abort();
+	t = shape_table(c, key_idx);
+	dml_sql_history_next_seq(&seq, &t);
+	dml_sql_history_close(sql, &t, "'delete'", strbuf_str(&seq));
+	strbuf_free(&seq);
+	free(key_idx);
+}
+
+/* A history's 'copy' entries for the rows the chunk wrote: those of its
+ * key range, or of its staged keys (by_keys, upsert_only). */
+static int
+copy_entries(sink *s, const snap_load_chunk *c)
+{
+	const char **params = calloc((size_t) c->nkeys * 2 + 1, sizeof(char *));
+	int *key_idx = calloc((size_t) c->nkeys + 1, sizeof(int));
+	strbuf sql = STRBUF_INIT, cond = STRBUF_INIT;
+	dml_sql_table t;
+	int n = 0, rc;
+
+	if (params == NULL || key_idx == NULL)
+		abort();
+	t = shape_table(c, key_idx);
+	if (c->upsert_only || c->by_keys) {
+		strbuf_append(&cond, " AND EXISTS (SELECT 1 FROM ");
+		temp_name(&cond, c, "stage");
+		strbuf_append(&cond, " s WHERE ");
+		for (int k = 0; k < c->nkeys; k++) {
+			if (k > 0)
+				strbuf_append(&cond, " AND ");
+			codec_append_key_operand(&cond, "s", c->key_columns[k], key_type(c, k));
+			strbuf_append(&cond, " = ");
+			codec_append_key_operand(&cond, "m", c->key_columns[k], key_type(c, k));
+		}
+		strbuf_appendc(&cond, ')');
+	} else {
+		n = append_range(&cond, c, "m", params);
+		if (n > 0) /* " WHERE (" becomes " AND (" */
+			memcpy(cond.data, " AND  ", 6);
+	}
+	dml_sql_history_copy(&sql, &t, strbuf_str(&cond));
+	rc = sink_command(s, "writing a copy's entries into the history", sql.data, n, params);
+	strbuf_free(&sql);
+	strbuf_free(&cond);
+	free(params);
+	free(key_idx);
+	return rc;
+}
+
 /* Rows of the range on the target that the source no longer has. */
 static int
 stage_delete_gone(sink *s, const snap_load_chunk *c)
@@ -307,14 +411,13 @@ stage_delete_gone(sink *s, const snap_load_chunk *c)
 
 	if (params == NULL)
 		abort();
-	strbuf_append(&sql, "DELETE FROM ");
-	strbuf_append_qualified(&sql, c->target_schema, c->target_table);
-	strbuf_append(&sql, " t");
+	gone_open(&sql, c);
 	n = append_range(&sql, c, "t", params);
 	if (n == 0)
 		strbuf_append(&sql, " WHERE true");
 	append_in(&sql, c, "stage", false);
 	append_in(&sql, c, "touched", false);
+	gone_close(&sql, c);
 	rc = sink_command(s, "deleting rows the source no longer has", sql.data, n, params);
 	strbuf_free(&sql);
 	free(params);
@@ -332,8 +435,14 @@ load_staged(sink *s, const snap_load_chunk *c)
 		rc = stage_upsert(s, c);
 	if (rc == TM_OK && !c->upsert_only && !c->by_keys)
 		rc = stage_delete_gone(s, c);
-	if (rc == TM_OK)
-		rc = temp_drop(s, c, "stage", false);
+	return rc;
+}
+
+static int
+drop_staged(sink *s, const snap_load_chunk *c)
+{
+	int rc = temp_drop(s, c, "stage", false);
+
 	return rc == TM_OK ? temp_drop(s, c, "touched", false) : rc;
 }
 
@@ -411,10 +520,25 @@ apply_overlay(sink *s, const snap_load_chunk *c, const snap_overlay *o)
 	return rc;
 }
 
-int
-snap_load(sink *s, const snap_load_chunk *c, bool *fast)
+/* The chunk's table as it is shaped (shape.h): the session's position
+ * set to the high watermark's for a shaped one. */
+static int
+load_shape(sink *s, const snap_load_chunk *c, shape_loaded *sl, snap_load_chunk *shaped)
 {
-	bool has = c->upsert_only;
+	int rc = shape_load(s, c->table_id, sl);
+
+	*shaped = *c;
+	shaped->shape = sl->shaped ? &sl->shape : NULL;
+	if (rc == TM_OK && sl->shaped)
+		rc = shape_set_position(s, c->position, c->position_time);
+	return rc;
+}
+
+static int
+load(sink *s, const snap_load_chunk *c, bool *fast)
+{
+	bool history = c->shape != NULL && c->shape->history != NULL;
+	bool has = c->upsert_only || (history && c->by_keys);
 	int rc = TM_OK;
 
 	if (!has && c->by_keys)
@@ -431,6 +555,23 @@ snap_load(sink *s, const snap_load_chunk *c, bool *fast)
 		rc = load_staged(s, c);
 	for (int i = 0; rc == TM_OK && i < c->noverlays; i++)
 		rc = apply_overlay(s, c, &c->overlays[i]);
+	if (rc == TM_OK && history)
+		rc = copy_entries(s, c);
+	if (rc == TM_OK && has)
+		rc = drop_staged(s, c);
+	return rc;
+}
+
+int
+snap_load(sink *s, const snap_load_chunk *c, bool *fast)
+{
+	shape_loaded sl;
+	snap_load_chunk shaped;
+	int rc = load_shape(s, c, &sl, &shaped);
+
+	if (rc == TM_OK)
+		rc = load(s, &shaped, fast);
+	shape_loaded_free(&sl);
 	return rc;
 }
 
@@ -459,20 +600,20 @@ sweep_stage(sink *s, const snap_load_chunk *c, const strbuf *page)
 	return rc;
 }
 
-int
-snap_load_sweep(sink *s, const snap_load_chunk *c, const strbuf *page, long *removed)
+static int
+sweep(sink *s, const snap_load_chunk *c, const strbuf *page, long *removed)
 {
 	strbuf sql = STRBUF_INIT;
 	PGresult *r = NULL;
 	int rc = sweep_stage(s, c, page);
 
 	*removed = 0;
-	strbuf_append(&sql, "DELETE FROM ");
-	strbuf_append_qualified(&sql, c->target_schema, c->target_table);
-	strbuf_append(&sql, " t WHERE true");
+	gone_open(&sql, c);
+	strbuf_append(&sql, " WHERE true");
 	append_in(&sql, c, "page", true);
 	append_in(&sql, c, "keys", false);
 	append_in(&sql, c, "touched", false);
+	gone_close(&sql, c);
 	if (rc == TM_OK)
 		rc = sink_query(s, "deleting rows the source no longer has", sql.data, 0, NULL, &r);
 	if (rc == TM_OK)
@@ -481,5 +622,19 @@ snap_load_sweep(sink *s, const snap_load_chunk *c, const strbuf *page, long *rem
 	strbuf_free(&sql);
 	for (int i = 0; rc == TM_OK && i < 3; i++)
 		rc = temp_drop(s, c, (const char *const[]) {"page", "keys", "touched"}[i], false);
+	return rc;
+}
+
+int
+snap_load_sweep(sink *s, const snap_load_chunk *c, const strbuf *page, long *removed)
+{
+	shape_loaded sl;
+	snap_load_chunk shaped;
+	int rc = load_shape(s, c, &sl, &shaped);
+
+	*removed = 0;
+	if (rc == TM_OK)
+		rc = sweep(s, &shaped, page, removed);
+	shape_loaded_free(&sl);
 	return rc;
 }

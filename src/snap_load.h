@@ -18,12 +18,23 @@
  * keys the chunk loads (staged and looked up), the staging path upserts and
  * deletes nothing, and rows the target holds but the source no longer has
  * stay (verify reports them).
+ *
+ * A table in another mode than mirror (shape.h): the session's position is
+ * the high watermark's; rows loaded get their metadata columns and lose a
+ * soft delete's mark, rows the source no longer has are marked instead of
+ * deleted (soft deletes), and a history gets a 'delete' entry for each row
+ * removed and a 'copy' entry for each row of the range whose values are
+ * not its latest entry's (dml_sql_history_copy): a copy again writes only
+ * what changed. With a history, rows by keys always take the staging path
+ * (its keys select the rows written).
  */
 #ifndef TIDEMARK_SNAP_LOAD_H
 #define TIDEMARK_SNAP_LOAD_H
 
 #include <stdbool.h>
 
+#include "dml_sql.h"
+#include "lsn.h"
 #include "sink.h"
 #include "snap_window.h"
 #include "strbuf.h"
@@ -47,6 +58,9 @@ typedef struct snap_load_chunk {
 	bool by_keys;                 /* no decision by a key range on the target (above) */
 	char *const *key_types;       /* per key column, the base type (codec.h) a key column
 	                               * and its values are compared in; may be NULL */
+	tm_lsn position;              /* the high watermark's commit position and time: */
+	long long position_time;      /* a shaped table's metadata and history (shape.h) */
+	const dml_sql_shape *shape;   /* set by snap_load (NULL: a plain mirror) */
 } snap_load_chunk;
 
 /* Returns a status; *fast tells which path was taken. */

@@ -289,7 +289,8 @@ page_apply(snap_sweep *w, sink *s, const snap_sweep_table *t, bool *finished)
 	snap_load_chunk lc = {.table_id = t->table_id, .target_schema = t->target_schema,
 	                      .target_table = t->target_table, .nkeys = t->nkeys,
 	                      .key_columns = t->key_columns, .chunk = w->res->chunk,
-	                      .window = w->window, .key_types = t->key_types};
+	                      .window = w->window, .key_types = t->key_types,
+	                      .position = t->position, .position_time = t->position_time};
 	long removed = 0;
 	int rc = snap_load_sweep(s, &lc, &w->lines, &removed);
 

@@ -58,6 +58,8 @@ typedef struct snap_sweep_table {
 	char *const *key_columns;
 	char *const *key_types;      /* per key column, its base type on the target (codec.h);
 	                              * may be NULL */
+	tm_lsn position;             /* the transaction being applied: its commit position */
+	long long position_time;     /* and time (a shaped table's marks and history) */
 } snap_sweep_table;
 
 /* The table with this id, when its copy has reached its end (a sweep goes

@@ -709,12 +709,15 @@ report(snapshot *s, bool force)
 static bool
 sweep_lookup(void *ctx, int table_id, snap_sweep_table *out)
 {
-	snap_table *t = find(ctx, table_id);
+	snapshot *s = ctx;
+	snap_table *t = find(s, table_id);
 
 	if (t == NULL || !t->done || t->keyless)
 		return false;
 	*out = (snap_sweep_table) {t->table_id, t->schema, t->name, t->target_schema,
-	                           t->target_table, t->nkeys, t->key_columns, t->key_types};
+	                           t->target_table, t->nkeys, t->key_columns, t->key_types,
+	                           apply_current_commit_lsn(s->apply),
+	                           (long long) apply_current_commit_time(s->apply)};
 	return true;
 }
 
@@ -1178,7 +1181,9 @@ load_rows(snapshot *s, snap_table *t, const snap_result *res, snap_window *w, bo
 		                      .window = w, .prev_key = res->prev_key,
 		                      .last_key = res->final ? NULL : res->last_key,
 		                      .upsert_only = upsert_only, .by_keys = res->by_keys,
-		                      .key_types = (char *const *) t->key_types};
+		                      .key_types = (char *const *) t->key_types,
+		                      .position = apply_current_commit_lsn(s->apply),
+		                      .position_time = apply_current_commit_time(s->apply)};
 		double t0 = clock_now_s();
 
 		rc = snap_load(s->sink, &lc, fast);

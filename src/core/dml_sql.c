@@ -1,5 +1,7 @@
 #include "dml_sql.h"
 
+#include <stdio.h>
+
 #include "codec.h"
 
 static bool
@@ -37,11 +39,109 @@ append_key_match(strbuf *sql, const dml_sql_table *t, int first)
 	}
 }
 
+static bool
+has_history(const dml_sql_table *t)
+{
+	return t->shape != NULL && t->shape->history != NULL;
+}
+
+static bool
+soft_deletes(const dml_sql_table *t)
+{
+	return t->shape != NULL && t->shape->soft_delete;
+}
+
+static bool
+has_metadata(const dml_sql_table *t)
+{
+	return t->shape != NULL && t->shape->metadata;
+}
+
+void
+dml_sql_history_open(strbuf *sql)
+{
+	strbuf_append(sql, "WITH m AS (");
+}
+
+static void
+append_hist_cols(strbuf *sql, const dml_sql_table *t, const char *alias)
+{
+	for (int i = 0; i < t->shape->nhist; i++) {
+		if (i > 0)
+			strbuf_append(sql, ", ");
+		if (alias != NULL)
+			strbuf_appendf(sql, "%s.", alias);
+		strbuf_append_ident(sql, t->shape->hist_cols[i]);
+	}
+}
+
+static void
+append_history_insert(strbuf *sql, const dml_sql_table *t)
+{
+	strbuf_append(sql, "INSERT INTO ");
+	strbuf_append_qualified(sql, t->schema, t->shape->history);
+	strbuf_append(sql, " (tidemark_op, tidemark_seq");
+	if (t->shape->nhist > 0)
+		strbuf_append(sql, ", ");
+	append_hist_cols(sql, t, NULL);
+	strbuf_append(sql, ")");
+}
+
+/* RETURNING the history's columns (a row with none still returns one) */
+static void
+append_returning(strbuf *sql, const dml_sql_table *t)
+{
+	strbuf_append(sql, " RETURNING ");
+	if (t->shape->nhist == 0)
+		strbuf_append(sql, "1 AS tidemark_row");
+	append_hist_cols(sql, t, NULL);
+}
+
+void
+dml_sql_history_close(strbuf *sql, const dml_sql_table *t, const char *op, const char *seq)
+{
+	append_returning(sql, t);
+	strbuf_append(sql, ") ");
+	append_history_insert(sql, t);
+	strbuf_appendf(sql, " SELECT %s, %s", op, seq);
+	if (t->shape->nhist > 0)
+		strbuf_append(sql, ", ");
+	append_hist_cols(sql, t, "m");
+	strbuf_append(sql, " FROM m");
+}
+
+/* the history's op and seq: the two parameters after the n of a statement */
+static void
+close_with_params(strbuf *sql, const dml_sql_table *t, int n)
+{
+	char op[32], seq[32];
+
+	snprintf(op, sizeof op, "$%d::text", n + 1);
+	snprintf(seq, sizeof seq, "$%d::bigint", n + 2);
+	dml_sql_history_close(sql, t, op, seq);
+}
+
+/* , tidemark_lsn = ..., tidemark_synced_at = ... (from the row's defaults,
+ * which read the session's position) */
+static void
+append_metadata_set(strbuf *sql, const dml_sql_table *t, const char *from)
+{
+	if (!has_metadata(t))
+		return;
+	if (from != NULL)
+		strbuf_appendf(sql, ", tidemark_lsn = %s.tidemark_lsn, tidemark_synced_at ="
+		                    " %s.tidemark_synced_at", from, from);
+	else
+		strbuf_append(sql, ", tidemark_lsn = DEFAULT, tidemark_synced_at = DEFAULT");
+}
+
 void
 dml_sql_upsert(strbuf *sql, const dml_sql_table *t)
 {
 	bool any_nonkey = false;
 
+	if (has_history(t))
+		dml_sql_history_open(sql);
 	strbuf_append(sql, "INSERT INTO ");
 	strbuf_append_qualified(sql, t->schema, t->name);
 	strbuf_append(sql, " (");
@@ -65,16 +165,137 @@ dml_sql_upsert(strbuf *sql, const dml_sql_table *t)
 		strbuf_append_ident(sql, t->cols[i]);
 		any_nonkey = true;
 	}
+	if (!any_nonkey && (t->shape != NULL)) {
+		/* a shaped row is always written: it returns its row, or its
+		 * metadata and mark change */
+		strbuf_append(sql, "UPDATE SET ");
+		strbuf_append_ident(sql, t->cols[t->key_idx[0]]);
+		strbuf_append(sql, " = EXCLUDED.");
+		strbuf_append_ident(sql, t->cols[t->key_idx[0]]);
+		any_nonkey = true;
+	}
 	if (!any_nonkey)
 		strbuf_append(sql, "NOTHING");
+	append_metadata_set(sql, t, "EXCLUDED");
+	if (soft_deletes(t))
+		strbuf_append(sql, ", tidemark_deleted_at = NULL");
+	if (has_history(t))
+		close_with_params(sql, t, t->ncols);
 }
 
 void
 dml_sql_delete(strbuf *sql, const dml_sql_table *t)
 {
-	strbuf_append(sql, "DELETE FROM ");
+	if (has_history(t))
+		dml_sql_history_open(sql);
+	if (soft_deletes(t)) {
+		strbuf_append(sql, "UPDATE ");
+		strbuf_append_qualified(sql, t->schema, t->name);
+		strbuf_append(sql, " SET tidemark_deleted_at = " DML_SQL_COMMIT_TIME);
+		append_metadata_set(sql, t, NULL);
+		append_key_match(sql, t, 1);
+		strbuf_append(sql, " AND tidemark_deleted_at IS NULL");
+	} else {
+		strbuf_append(sql, "DELETE FROM ");
+		strbuf_append_qualified(sql, t->schema, t->name);
+		append_key_match(sql, t, 1);
+	}
+	if (has_history(t))
+		close_with_params(sql, t, t->nkeys);
+}
+
+void
+dml_sql_history_of_key(strbuf *sql, const dml_sql_table *t)
+{
+	append_history_insert(sql, t);
+	strbuf_appendf(sql, " SELECT $%d::text, $%d::bigint", t->nkeys + 1, t->nkeys + 2);
+	if (t->shape->nhist > 0)
+		strbuf_append(sql, ", ");
+	append_hist_cols(sql, t, NULL);
+	strbuf_append(sql, " FROM ");
 	strbuf_append_qualified(sql, t->schema, t->name);
 	append_key_match(sql, t, 1);
+	if (soft_deletes(t))
+		strbuf_append(sql, " AND tidemark_deleted_at IS NULL");
+}
+
+bool
+dml_sql_truncate_shaped(strbuf *sql, const dml_sql_table *t)
+{
+	if (!has_history(t) && !soft_deletes(t))
+		return false;
+	if (has_history(t) && !soft_deletes(t)) {
+		append_history_insert(sql, t);
+		strbuf_append(sql, " SELECT 'delete', $1::bigint + row_number() OVER ()");
+		if (t->shape->nhist > 0)
+			strbuf_append(sql, ", ");
+		append_hist_cols(sql, t, NULL);
+		strbuf_append(sql, " FROM ");
+		strbuf_append_qualified(sql, t->schema, t->name);
+		return true;
+	}
+	if (has_history(t))
+		dml_sql_history_open(sql);
+	strbuf_append(sql, "UPDATE ");
+	strbuf_append_qualified(sql, t->schema, t->name);
+	strbuf_append(sql, " SET tidemark_deleted_at = " DML_SQL_COMMIT_TIME);
+	append_metadata_set(sql, t, NULL);
+	strbuf_append(sql, " WHERE tidemark_deleted_at IS NULL");
+	if (has_history(t))
+		dml_sql_history_close(sql, t, "'delete'", "$1::bigint + row_number() OVER ()");
+	else
+		strbuf_append(sql, " AND $1::bigint IS NOT NULL");
+	return true;
+}
+
+void
+dml_sql_history_next_seq(strbuf *sql, const dml_sql_table *t)
+{
+	strbuf_append(sql, "(SELECT coalesce(max(tidemark_seq), 0) FROM ");
+	strbuf_append_qualified(sql, t->schema, t->shape->history);
+	strbuf_append(sql, " WHERE tidemark_lsn = current_setting('tidemark.lsn')::pg_lsn)"
+	                   " + row_number() OVER ()");
+}
+
+void
+dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond)
+{
+	append_history_insert(sql, t);
+	strbuf_append(sql, " SELECT 'copy', ");
+	dml_sql_history_next_seq(sql, t);
+	if (t->shape->nhist > 0)
+		strbuf_append(sql, ", ");
+	append_hist_cols(sql, t, "m");
+	strbuf_append(sql, " FROM ");
+	strbuf_append_qualified(sql, t->schema, t->name);
+	strbuf_appendf(sql, " m WHERE true%s", cond != NULL ? cond : "");
+	if (soft_deletes(t))
+		strbuf_append(sql, " AND m.tidemark_deleted_at IS NULL");
+	strbuf_append(sql, " AND NOT EXISTS (SELECT 1 FROM (SELECT h.tidemark_op");
+	if (t->shape->nhist > 0)
+		strbuf_append(sql, ", ");
+	append_hist_cols(sql, t, "h");
+	strbuf_append(sql, " FROM ");
+	strbuf_append_qualified(sql, t->schema, t->shape->history);
+	strbuf_append(sql, " h WHERE ");
+	for (int k = 0; k < t->nkeys; k++) {
+		if (k > 0)
+			strbuf_append(sql, " AND ");
+		strbuf_append(sql, "h.");
+		strbuf_append_ident(sql, t->cols[t->key_idx[k]]);
+		strbuf_append(sql, " = m.");
+		strbuf_append_ident(sql, t->cols[t->key_idx[k]]);
+	}
+	strbuf_append(sql, " ORDER BY h.tidemark_lsn DESC, h.tidemark_seq DESC LIMIT 1) l"
+	                   " WHERE l.tidemark_op <> 'delete'");
+	for (int i = 0; i < t->shape->nhist; i++) {
+		strbuf_append(sql, " AND l.");
+		strbuf_append_ident(sql, t->shape->hist_cols[i]);
+		strbuf_append(sql, "::text IS NOT DISTINCT FROM m.");
+		strbuf_append_ident(sql, t->shape->hist_cols[i]);
+		strbuf_append(sql, "::text");
+	}
+	strbuf_appendc(sql, ')');
 }
 
 void
@@ -82,6 +303,8 @@ dml_sql_update_present(strbuf *sql, const dml_sql_table *t, const bool *present,
 {
 	int n = 0;
 
+	if (has_history(t))
+		dml_sql_history_open(sql);
 	strbuf_append(sql, "UPDATE ");
 	strbuf_append_qualified(sql, t->schema, t->name);
 	strbuf_append(sql, " SET ");
@@ -99,18 +322,45 @@ dml_sql_update_present(strbuf *sql, const dml_sql_table *t, const bool *present,
 		strbuf_append(sql, " = ");
 		strbuf_append_ident(sql, t->cols[t->key_idx[0]]);
 	}
+	append_metadata_set(sql, t, NULL);
 	append_key_match(sql, t, n + 1);
 	*nparams = n + t->nkeys;
+	if (has_history(t)) {
+		close_with_params(sql, t, *nparams);
+		*nparams += 2;
+	}
 }
 
 void
 dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *present, int *nparams)
 {
+	dml_sql_table plain = *t;
+	bool hist = has_history(t);
 	int n;
 
+	/* the history's statement comes beside the update, at the top level
+	 * (a data-modifying WITH cannot nest) */
+	if (hist)
+		plain.shape = &(dml_sql_shape){t->shape->metadata, t->shape->soft_delete, NULL, 0, NULL};
 	strbuf_append(sql, "WITH moved AS (");
-	dml_sql_update_present(sql, t, present, &n);
-	strbuf_append(sql, " RETURNING 1) INSERT INTO tidemark.snapshot_rereads"
+	dml_sql_update_present(sql, &plain, present, &n);
+	if (hist) {
+		int last = n + 1 + t->nkeys + 1; /* id, new key, lsn; then op and seq */
+		char op[32], seq[32];
+
+		append_returning(sql, t);
+		strbuf_append(sql, "), h AS (");
+		append_history_insert(sql, t);
+		snprintf(op, sizeof op, "$%d::text", last + 1);
+		snprintf(seq, sizeof seq, "$%d::bigint", last + 2);
+		strbuf_appendf(sql, " SELECT %s, %s", op, seq);
+		if (t->shape->nhist > 0)
+			strbuf_append(sql, ", ");
+		append_hist_cols(sql, t, "moved");
+		strbuf_append(sql, " FROM moved RETURNING 1)");
+	} else
+		strbuf_append(sql, " RETURNING 1)");
+	strbuf_append(sql, " INSERT INTO tidemark.snapshot_rereads"
 	                   " (table_id, key, requested_lsn) SELECT ");
 	strbuf_appendf(sql, "$%d::integer, ARRAY[", ++n);
 	for (int k = 0; k < t->nkeys; k++)
@@ -118,7 +368,7 @@ dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *present, i
 	strbuf_appendf(sql, "], $%d::pg_lsn WHERE NOT EXISTS (SELECT FROM moved)", ++n);
 	strbuf_append(sql, " ON CONFLICT (table_id, key) DO UPDATE SET requested_lsn ="
 	                   " greatest(snapshot_rereads.requested_lsn, EXCLUDED.requested_lsn)");
-	*nparams = n;
+	*nparams = hist ? n + 2 : n;
 }
 
 void

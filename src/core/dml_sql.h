@@ -12,6 +12,24 @@
 
 #include "strbuf.h"
 
+/*
+ * A table's shape beyond a plain mirror (migrations/target/014_table_modes.
+ * sql): metadata columns on the mirror, filled by their defaults from the
+ * session's tidemark.lsn (set per source transaction, and to a chunk's high
+ * watermark for a copy); soft deletes, which mark a row instead of
+ * removing it; a history beside the mirror, which each statement writes
+ * in the same statement, from the mirror's row as the change left it
+ * (RETURNING). A statement with a history takes two more parameters after
+ * all its own: the entry's tidemark_op and tidemark_seq.
+ */
+typedef struct dml_sql_shape {
+	bool metadata;
+	bool soft_delete;
+	const char *history;          /* its name in the table's schema; NULL: none */
+	int nhist;
+	const char *const *hist_cols; /* the history's columns the mirror has (borrowed) */
+} dml_sql_shape;
+
 typedef struct dml_sql_table {
 	const char *schema;
 	const char *name;
@@ -22,6 +40,7 @@ typedef struct dml_sql_table {
 	const char *const *key_types; /* per key column, the base type a key column and its
 	                           * parameter are cast to where they are compared
 	                           * (codec.h); NULL, or a NULL entry: none */
+	const dml_sql_shape *shape; /* NULL: a plain mirror */
 } dml_sql_table;
 
 /* INSERT INTO t (c1..cn) VALUES ($1..$n)
@@ -51,6 +70,48 @@ void dml_sql_update_present(strbuf *sql, const dml_sql_table *t, const bool *pre
  * key's values (key_idx order) and the source commit position. */
 void dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *present,
                           int *nparams);
+
+/* A history entry of the row under a key, as the mirror holds it, before
+ * a change moves it to another key (the old key's 'delete' entry):
+ *   INSERT INTO hist (...) SELECT $k+1, $k+2, cols FROM t WHERE key = $1..
+ * Needs t->shape->history. */
+void dml_sql_history_of_key(strbuf *sql, const dml_sql_table *t);
+
+/*
+ * A TRUNCATE's effect on a shaped table, before it (the TRUNCATE itself
+ * comes after, unless soft_delete): history entries 'delete' of every
+ * live row numbered from $1 + 1 on, and with soft deletes every live row
+ * marked. Nothing when the table has neither. Returns whether a
+ * statement was written.
+ */
+bool dml_sql_truncate_shaped(strbuf *sql, const dml_sql_table *t);
+
+/* The history statement around an inner one that returns mirror rows:
+ * dml_sql_history_open writes "WITH m AS (", the caller the inner
+ * statement (without RETURNING), dml_sql_history_close the rest: RETURNING
+ * the history's columns, INSERT INTO the history SELECT op, seq, columns
+ * FROM m; op and seq are SQL expressions. */
+void dml_sql_history_open(strbuf *sql);
+void dml_sql_history_close(strbuf *sql, const dml_sql_table *t, const char *op, const char *seq);
+
+/* The next free tidemark_seq at the session's tidemark.lsn, plus
+ * row_number(): for entries written by a copy, several statements at one
+ * position. */
+void dml_sql_history_next_seq(strbuf *sql, const dml_sql_table *t);
+
+/*
+ * The 'copy' entries of a copied range: the mirror's rows (alias m) that
+ * cond selects (SQL appended after WHERE true, may be empty) and whose
+ * values differ from their key's latest history entry, or whose latest
+ * entry is a delete, or that have none. Values are compared as text (the
+ * types' output), so the history never fills with copies of what it
+ * already holds. With soft deletes, marked rows are left out.
+ */
+void dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond);
+
+/* The commit time of the change being applied, from the session
+ * (tidemark.commit_time): a soft delete's mark. */
+#define DML_SQL_COMMIT_TIME "current_setting('tidemark.commit_time')::timestamptz"
 
 /* TRUNCATE t1, t2, ... */
 void dml_sql_truncate(strbuf *sql, int ntables, const char *const *schemas,

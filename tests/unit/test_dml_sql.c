@@ -16,7 +16,7 @@
  * by ("order id", "x""; DROP TABLE y; --") */
 static const char *const cols[] = {"order id", "x\"; DROP TABLE y; --", "note"};
 static const int keys[] = {0, 1};
-static const dml_sql_table table = {"public", "Line Items", 3, cols, 2, keys, NULL};
+static const dml_sql_table table = {"public", "Line Items", 3, cols, 2, keys, NULL, NULL};
 
 #define QT "\"public\".\"Line Items\""
 #define K1 "\"order id\""
@@ -35,7 +35,7 @@ test_upsert(void **state)
 {
 	strbuf sql = STRBUF_INIT;
 	static const int all[] = {0, 1, 2};
-	dml_sql_table keys_only = {"s", "t", 3, cols, 3, all, NULL};
+	dml_sql_table keys_only = {"s", "t", 3, cols, 3, all, NULL, NULL};
 
 	(void) state;
 	dml_sql_upsert(&sql, &table);
