@@ -195,7 +195,8 @@ shape_load(sink *s, int table_id, shape_loaded *out)
 	snprintf(id, sizeof id, "%d", table_id);
 	rc = sink_query(s, "reading a table's mode",
 	                "SELECT mode, metadata_columns, target_schema, target_table,"
-	                " array_to_json(tidemark.history_columns(table_id))::text"
+	                " array_to_json(tidemark.history_columns(table_id))::text,"
+	                " (SELECT relname FROM pg_class WHERE oid = history_relid)"
 	                " FROM tidemark.tables WHERE table_id = $1::int", 1, p, &r);
 	if (rc != TM_OK || PQntuples(r) != 1) {
 		PQclear(r);
@@ -206,28 +207,19 @@ shape_load(sink *s, int table_id, shape_loaded *out)
 	out->shape.metadata = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
 	out->shape.soft_delete = (out->mode & SHAPE_SOFT_DELETE) != 0;
 	out->shaped = out->mode != 0 || out->shape.metadata;
-	if ((out->mode & SHAPE_HISTORY) != 0 && PQgetisnull(r, 0, 4)) {
+	if ((out->mode & SHAPE_HISTORY) != 0 && (PQgetisnull(r, 0, 4) || PQgetisnull(r, 0, 5))) {
 		log_error("target: table %s.%s is in history mode but its history table is missing. "
 		          "Fix: `tidemark mode` with the table's mode makes it again",
 		          PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
 		rc = TM_EXIT_TARGET;
 	} else if ((out->mode & SHAPE_HISTORY) != 0) {
-		out->history = shape_history_name(PQgetvalue(r, 0, 3));
+		out->history = xstrdup(PQgetvalue(r, 0, 5));
 		out->shape.history = out->history;
 		load_columns(out, PQgetvalue(r, 0, 4));
 		out->shape.hist_cols = (const char *const *) out->cols;
 	}
 	PQclear(r);
 	return rc;
-}
-
-char *
-shape_history_name(const char *table)
-{
-	strbuf sb = STRBUF_INIT;
-
-	strbuf_appendf(&sb, "%s_history", table);
-	return strbuf_steal(&sb);
 }
 
 /* ISO 8601 in UTC with microseconds: exact, whatever the session's

@@ -59,9 +59,6 @@ typedef struct shape_loaded {
 int shape_load(sink *s, int table_id, shape_loaded *out);
 void shape_loaded_free(shape_loaded *l);
 
-/* The history's name for a mirror named table (new string). */
-char *shape_history_name(const char *table);
-
 /* Sets the session's position and commit time (tidemark.lsn,
  * tidemark.commit_time) for the statements that follow in the open
  * transaction: the metadata columns' defaults, history entries and soft

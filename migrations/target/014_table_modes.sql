@@ -137,8 +137,10 @@ BEGIN
         RETURN array_to_string(done, '; ');
     END IF;
     IF coalesce(cardinality(t.key_columns), 0) = 0 THEN
-        RAISE EXCEPTION 'table %.% has no key, so it cannot keep a history', t.target_schema,
-            t.target_table USING HINT = 'give it a primary key on the source, or replicate it as a mirror';
+        -- setup refuses such a table; one whose key went later keeps its
+        -- history as it is, unwritten until it has a key again
+        RETURN format('%I.%I has no key: its history is not written until it has one',
+                      t.target_schema, t.target_table);
     END IF;
 
     hname := t.target_table || '_history';

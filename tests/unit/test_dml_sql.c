@@ -107,6 +107,94 @@ test_update_moved(void **state)
 	assert_int_equal(n, 8);
 }
 
+/* A shaped table (dml_sql_shape): s.t (id, v) keyed by id, with metadata
+ * columns, soft deletes and a history; each statement writes the history
+ * from the mirror's row as the change left it. */
+static const char *const s_cols[] = {"id", "v"};
+static const int s_keys[] = {0};
+static const dml_sql_shape s_all = {true, true, "t_history", 2, s_cols};
+static const dml_sql_shape s_hist = {false, false, "t_history", 2, s_cols};
+static const dml_sql_table shaped = {"s", "t", 2, s_cols, 1, s_keys, NULL, &s_all};
+static const dml_sql_table hist_only = {"s", "t", 2, s_cols, 1, s_keys, NULL, &s_hist};
+
+static void
+test_shaped_changes(void **state)
+{
+	strbuf sql = STRBUF_INIT;
+	static const bool present[] = {false, true};
+	int n;
+
+	(void) state;
+	dml_sql_upsert(&sql, &shaped);
+	assert_sql(&sql, "WITH m AS (INSERT INTO \"s\".\"t\" (\"id\", \"v\") VALUES ($1, $2) ON"
+	                 " CONFLICT (\"id\") DO UPDATE SET \"v\" = EXCLUDED.\"v\", tidemark_lsn ="
+	                 " EXCLUDED.tidemark_lsn, tidemark_synced_at = EXCLUDED.tidemark_synced_at,"
+	                 " tidemark_deleted_at = NULL RETURNING \"id\", \"v\") INSERT INTO"
+	                 " \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\") SELECT"
+	                 " $3::text, $4::bigint, m.\"id\", m.\"v\" FROM m");
+	dml_sql_delete(&sql, &shaped);
+	assert_sql(&sql, "WITH m AS (UPDATE \"s\".\"t\" SET tidemark_deleted_at ="
+	                 " current_setting('tidemark.commit_time')::timestamptz, tidemark_lsn ="
+	                 " DEFAULT, tidemark_synced_at = DEFAULT WHERE \"id\" = $1 AND"
+	                 " tidemark_deleted_at IS NULL RETURNING \"id\", \"v\") INSERT INTO"
+	                 " \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\") SELECT"
+	                 " $2::text, $3::bigint, m.\"id\", m.\"v\" FROM m");
+	dml_sql_update_present(&sql, &shaped, present, &n);
+	assert_int_equal(n, 4);
+	assert_sql(&sql, "WITH m AS (UPDATE \"s\".\"t\" SET \"v\" = $1, tidemark_lsn = DEFAULT,"
+	                 " tidemark_synced_at = DEFAULT WHERE \"id\" = $2 RETURNING \"id\", \"v\")"
+	                 " INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
+	                 " SELECT $3::text, $4::bigint, m.\"id\", m.\"v\" FROM m");
+	/* the history's statement beside the update, op and seq last */
+	dml_sql_update_moved(&sql, &hist_only, present, &n);
+	assert_int_equal(n, 7);
+	assert_sql(&sql, "WITH moved AS (UPDATE \"s\".\"t\" SET \"v\" = $1 WHERE \"id\" = $2 RETURNING"
+	                 " \"id\", \"v\"), h AS (INSERT INTO \"s\".\"t_history\" (tidemark_op,"
+	                 " tidemark_seq, \"id\", \"v\") SELECT $6::text, $7::bigint, moved.\"id\","
+	                 " moved.\"v\" FROM moved RETURNING 1) INSERT INTO tidemark.snapshot_rereads"
+	                 " (table_id, key, requested_lsn) SELECT $3::integer, ARRAY[$4::text],"
+	                 " $5::pg_lsn WHERE NOT EXISTS (SELECT FROM moved) ON CONFLICT (table_id, key)"
+	                 " DO UPDATE SET requested_lsn = greatest(snapshot_rereads.requested_lsn,"
+	                 " EXCLUDED.requested_lsn)");
+	dml_sql_history_of_key(&sql, &hist_only);
+	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
+	                 " SELECT $2::text, $3::bigint, \"id\", \"v\" FROM \"s\".\"t\" WHERE \"id\" = $1");
+}
+
+static void
+test_shaped_truncate_and_copy(void **state)
+{
+	strbuf sql = STRBUF_INIT;
+	dml_sql_table plain = hist_only;
+
+	(void) state;
+	plain.shape = NULL;
+	assert_false(dml_sql_truncate_shaped(&sql, &plain));
+	assert_true(dml_sql_truncate_shaped(&sql, &hist_only));
+	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
+	                 " SELECT 'delete', $1::bigint + row_number() OVER (), \"id\", \"v\" FROM"
+	                 " \"s\".\"t\"");
+	assert_true(dml_sql_truncate_shaped(&sql, &shaped));
+	assert_sql(&sql, "WITH m AS (UPDATE \"s\".\"t\" SET tidemark_deleted_at ="
+	                 " current_setting('tidemark.commit_time')::timestamptz, tidemark_lsn ="
+	                 " DEFAULT, tidemark_synced_at = DEFAULT WHERE tidemark_deleted_at IS NULL"
+	                 " RETURNING \"id\", \"v\") INSERT INTO \"s\".\"t_history\" (tidemark_op,"
+	                 " tidemark_seq, \"id\", \"v\") SELECT 'delete', $1::bigint + row_number() OVER"
+	                 " (), m.\"id\", m.\"v\" FROM m");
+	/* only rows whose values are not their latest entry's, compared as text */
+	dml_sql_history_copy(&sql, &shaped, " AND (m.\"id\") > ($1)");
+	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
+	                 " SELECT 'copy', (SELECT coalesce(max(tidemark_seq), 0) FROM"
+	                 " \"s\".\"t_history\" WHERE tidemark_lsn ="
+	                 " current_setting('tidemark.lsn')::pg_lsn) + row_number() OVER (), m.\"id\","
+	                 " m.\"v\" FROM \"s\".\"t\" m WHERE true AND (m.\"id\") > ($1) AND"
+	                 " m.tidemark_deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM (SELECT"
+	                 " h.tidemark_op, h.\"id\", h.\"v\" FROM \"s\".\"t_history\" h WHERE h.\"id\" ="
+	                 " m.\"id\" ORDER BY h.tidemark_lsn DESC, h.tidemark_seq DESC LIMIT 1) l WHERE"
+	                 " l.tidemark_op <> 'delete' AND l.\"id\"::text IS NOT DISTINCT FROM"
+	                 " m.\"id\"::text AND l.\"v\"::text IS NOT DISTINCT FROM m.\"v\"::text)");
+}
+
 int
 main(void)
 {
@@ -115,6 +203,8 @@ main(void)
 		cmocka_unit_test(test_delete_and_truncate),
 		cmocka_unit_test(test_update_present),
 		cmocka_unit_test(test_update_moved),
+		cmocka_unit_test(test_shaped_changes),
+		cmocka_unit_test(test_shaped_truncate_and_copy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
