@@ -74,9 +74,11 @@ AS $$
        AND a.attname <> ALL (tidemark.shape_columns())
 $$;
 
--- The history's data columns that its mirror has (what a change writes
--- into it; a column dropped on the source keeps its old entries and is
--- NULL in new ones). NULL when the table has no history.
+-- The history's data columns that its mirror has and the source's table
+-- has now, by its latest schema version (what a change writes into it; a
+-- column dropped on the source keeps its old entries and is NULL in new
+-- ones, also while the mirror keeps it, no longer filled). NULL when the
+-- table has no history.
 CREATE OR REPLACE FUNCTION tidemark.history_columns(p_table_id integer)
 RETURNS name[]
 LANGUAGE sql STABLE
@@ -87,8 +89,14 @@ AS $$
                                  WHERE a.attrelid = format('%I.%I', t.target_schema,
                                                            t.target_table)::regclass
                                    AND a.attname = u.c AND NOT a.attisdropped)
+                    AND (sv.columns IS NULL
+                         OR sv.columns @> jsonb_build_array(jsonb_build_object('name', u.c)))
                   ORDER BY u.o)
-      FROM tidemark.tables t, LATERAL (SELECT tidemark.relation_if_any(t.history_relid) AS r) h
+      FROM tidemark.tables t,
+           LATERAL (SELECT tidemark.relation_if_any(t.history_relid) AS r) h,
+           LATERAL (SELECT (SELECT v.columns FROM tidemark.schema_versions v
+                             WHERE v.table_id = t.table_id
+                             ORDER BY v.version DESC LIMIT 1) AS columns) sv
      WHERE t.table_id = p_table_id AND t.mode LIKE 'history%' AND h.r IS NOT NULL
 $$;
 

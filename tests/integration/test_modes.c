@@ -5,12 +5,14 @@
  * what the source did with what the target holds in plain SQL.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -118,12 +120,548 @@ test_soft_delete_smoke(void **state)
 	tm_env_free(e);
 }
 
+/* ---- what the source did, and comparing it with the history ---- */
+
+/*
+ * changes_log on the source (not replicated): one line per row change of
+ * table, written by a trigger in the changing transaction, with the row
+ * as it is after the change (before it, for a delete) as jsonb. A key
+ * change is logged as a delete of the old key and an update of the new
+ * one, and a TRUNCATE as a delete of every row: how a history records
+ * them. Per key, serial order is commit order (the row lock orders them).
+ */
+static void
+log_changes(tm_env *e, const char *table)
+{
+	pgtest_exec(e->s,
+	            "CREATE TABLE IF NOT EXISTS changes_log (serial bigserial PRIMARY KEY,"
+	            " id int NOT NULL, op text NOT NULL, r jsonb NOT NULL);"
+	            "CREATE OR REPLACE FUNCTION log_change() RETURNS trigger LANGUAGE plpgsql AS $$"
+	            "BEGIN"
+	            "  IF TG_OP = 'TRUNCATE' THEN"
+	            "    EXECUTE format('INSERT INTO changes_log (id, op, r) SELECT t.id, ''delete'',"
+	            " to_jsonb(t) FROM %%s t ORDER BY t.id', TG_RELID::regclass);"
+	            "  ELSIF TG_OP = 'DELETE' THEN"
+	            "    INSERT INTO changes_log (id, op, r) VALUES (OLD.id, 'delete', to_jsonb(OLD));"
+	            "  ELSIF TG_OP = 'INSERT' THEN"
+	            "    INSERT INTO changes_log (id, op, r) VALUES (NEW.id, 'insert', to_jsonb(NEW));"
+	            "  ELSE"
+	            "    IF OLD.id <> NEW.id THEN"
+	            "      INSERT INTO changes_log (id, op, r) VALUES (OLD.id, 'delete', to_jsonb(OLD));"
+	            "    END IF;"
+	            "    INSERT INTO changes_log (id, op, r) VALUES (NEW.id, 'update', to_jsonb(NEW));"
+	            "  END IF;"
+	            "  RETURN NULL;"
+	            "END$$;"
+	            "CREATE TRIGGER log_change AFTER INSERT OR UPDATE OR DELETE ON %s"
+	            " FOR EACH ROW EXECUTE FUNCTION log_change();"
+	            "CREATE TRIGGER log_truncate BEFORE TRUNCATE ON %s"
+	            " FOR EACH STATEMENT EXECUTE FUNCTION log_change()",
+	            table, table);
+}
+
+/* Asserts two queries (one per server) return the same rows in the same
+ * order, every value compared by its text; what names the comparison. */
+static void
+assert_same_result(PGconn *a, const char *sql_a, PGconn *b, const char *sql_b, const char *what)
+{
+	PGresult *ra = PQexec(a, sql_a);
+	PGresult *rb = PQexec(b, sql_b);
+	int n;
+
+	if (PQresultStatus(ra) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s: %s", what, sql_a, PQerrorMessage(a));
+	if (PQresultStatus(rb) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s: %s", what, sql_b, PQerrorMessage(b));
+	assert_int_equal(PQnfields(ra), PQnfields(rb));
+	n = PQntuples(ra) > PQntuples(rb) ? PQntuples(ra) : PQntuples(rb);
+	for (int i = 0; i < n; i++) {
+		for (int c = 0; c < PQnfields(ra); c++) {
+			const char *va = i >= PQntuples(ra) ? "(no row)"
+			                 : PQgetisnull(ra, i, c) ? "NULL" : PQgetvalue(ra, i, c);
+			const char *vb = i >= PQntuples(rb) ? "(no row)"
+			                 : PQgetisnull(rb, i, c) ? "NULL" : PQgetvalue(rb, i, c);
+
+			if (strcmp(va, vb) != 0)
+				fail_msg("%s: row %d (of %d and %d), column %d differs:\n  source: %.400s\n"
+				         "  target: %.400s", what, i + 1, PQntuples(ra), PQntuples(rb), c + 1,
+				         va, vb);
+		}
+	}
+	PQclear(ra);
+	PQclear(rb);
+}
+
+/*
+ * Per key, the history's non-copy entries in log order are the source's
+ * logged changes in serial order: the op and the values, hist_expr (SQL
+ * over the history's columns) and log_expr (SQL over changes_log's r)
+ * written to give the same text.
+ */
+static void
+assert_history_is_log(tm_env *e, const char *history, const char *hist_expr, const char *log_expr)
+{
+	char src[1024], dst[1024];
+
+	snprintf(src, sizeof src,
+	         "SELECT id, count(*), string_agg(op || ':' || coalesce(%s, 'NULL'), ','"
+	         " ORDER BY serial) FROM changes_log GROUP BY id ORDER BY id", log_expr);
+	snprintf(dst, sizeof dst,
+	         "SELECT id, count(*), string_agg(tidemark_op || ':' || coalesce(%s, 'NULL'), ','"
+	         " ORDER BY tidemark_lsn, tidemark_seq) FROM %s WHERE tidemark_op <> 'copy'"
+	         " GROUP BY id ORDER BY id", hist_expr, history);
+	assert_same_result(e->s, src, e->t, dst, "the history's entries per key");
+	/* and as many of each kind */
+	snprintf(src, sizeof src, "SELECT op, count(*) FROM changes_log GROUP BY 1 ORDER BY 1");
+	snprintf(dst, sizeof dst, "SELECT tidemark_op, count(*) FROM %s WHERE tidemark_op <> 'copy'"
+	                          " GROUP BY 1 ORDER BY 1", history);
+	assert_same_result(e->s, src, e->t, dst, "the history's entries per op");
+}
+
+/* No key's history has a copy entry right after an entry of the same
+ * values (row_expr: SQL of the data columns as one text) unless that
+ * entry is a delete: a copy writes only what the history lacks. */
+static void
+assert_no_redundant_copy(tm_env *e, const char *history, const char *row_expr)
+{
+	assert_int_equal(pgtest_query_long(e->t,
+	                 "SELECT count(*) FROM (SELECT tidemark_op, %s AS r,"
+	                 " lag(tidemark_op) OVER w AS prev_op, lag(%s) OVER w AS prev_r FROM %s"
+	                 " WINDOW w AS (PARTITION BY id ORDER BY tidemark_lsn, tidemark_seq)) x"
+	                 " WHERE tidemark_op = 'copy' AND prev_op <> 'delete' AND r = prev_r",
+	                 row_expr, row_expr, history), 0);
+}
+
+/* Waits until the workload has done at least n more steps than now. */
+static void
+wait_steps(pgtest_workload *w, unsigned n)
+{
+	unsigned target = pgtest_workload_iterations(w) + n;
+
+	for (int i = 0; i < 1500 && pgtest_workload_iterations(w) < target; i++)
+		tm_sleep_ms(20);
+	assert_true(pgtest_workload_iterations(w) >= target);
+}
+
+/* ---- exactly once: transfers through kill -9 ---- */
+
+#define WALLETS 40
+#define START_BAL 1000
+
+/* Source functions of the bank, each one transaction of the workload: a
+ * transfer between two random wallets; churn: a new wallet, and a random
+ * one emptied into another and deleted. */
+static void
+bank_functions(tm_env *e)
+{
+	pgtest_exec(e->s,
+	            "CREATE SEQUENCE wallet_ids START %d;"
+	            "CREATE FUNCTION transfer(amt bigint) RETURNS void LANGUAGE plpgsql AS $$"
+	            "DECLARE a int; b int;"
+	            "BEGIN"
+	            "  SELECT id INTO a FROM wallets ORDER BY random() LIMIT 1;"
+	            "  SELECT id INTO b FROM wallets WHERE id <> a ORDER BY random() LIMIT 1;"
+	            "  UPDATE wallets SET bal = bal - amt WHERE id = a;"
+	            "  UPDATE wallets SET bal = bal + amt WHERE id = b;"
+	            "END$$;"
+	            "CREATE FUNCTION churn() RETURNS void LANGUAGE plpgsql AS $$"
+	            "DECLARE a int; b int;"
+	            "BEGIN"
+	            "  INSERT INTO wallets VALUES (nextval('wallet_ids'), 0);"
+	            "  SELECT id INTO a FROM wallets ORDER BY random() LIMIT 1;"
+	            "  SELECT id INTO b FROM wallets WHERE id <> a ORDER BY random() LIMIT 1;"
+	            "  UPDATE wallets SET bal = bal + (SELECT bal FROM wallets WHERE id = a)"
+	            "   WHERE id = b;"
+	            "  UPDATE wallets SET bal = 0 WHERE id = a;"
+	            "  DELETE FROM wallets WHERE id = a;"
+	            "END$$",
+	            WALLETS + 1);
+}
+
+static void
+bank_step(PGconn *conn, void *arg, unsigned i)
+{
+	(void) arg;
+	if (i % 9 == 8)
+		pgtest_exec(conn, "SELECT churn()");
+	else
+		pgtest_exec(conn, "SELECT transfer(%u)", i % 50 + 1);
+}
+
+/* Runs tidemark and kills it with SIGKILL at random moments, rounds times. */
+static void
+kill9_rounds(tm_env *e, int rounds, unsigned seed)
+{
+	for (int k = 0; k < rounds; k++) {
+		pgtest_proc *run = tm_start_run(e, NULL);
+
+		tm_sleep_ms(1000 + (int) (rand_r(&seed) % 2000));
+		if (!pgtest_proc_running(run))
+			fail_msg("tidemark run ended before the kill:\n%s", pgtest_proc_output(run));
+		pgtest_proc_kill(run, SIGKILL);
+		assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
+		pgtest_proc_free(run);
+	}
+}
+
+/*
+ * Each wallet's balance moved by the changes its history holds (from its
+ * copy or insert entry on) is what the source moved it by: the history
+ * starts from the right balance and ends at the mirror's.
+ */
+static void
+assert_bank_sums(tm_env *e)
+{
+	char src[512], dst[1024];
+
+	snprintf(src, sizeof src, "SELECT id, bal - CASE WHEN id <= %d THEN %d ELSE 0 END"
+	                          " FROM wallets ORDER BY id", WALLETS, START_BAL);
+	snprintf(dst, sizeof dst,
+	         "SELECT id, sum(d) FILTER (WHERE tidemark_op <> 'delete') FROM"
+	         " (SELECT id, tidemark_op, coalesce(bal - lag(bal) OVER w, 0) AS d,"
+	         "   last_value(tidemark_op) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND"
+	         "   UNBOUNDED FOLLOWING) AS last_op FROM wallets_history"
+	         "  WINDOW w AS (PARTITION BY id ORDER BY tidemark_lsn, tidemark_seq)) x"
+	         " WHERE last_op <> 'delete' GROUP BY id ORDER BY id");
+	assert_same_result(e->s, src, e->t, dst, "each wallet's sum of changes");
+	/* the first entry of each starting wallet is its copy at the start */
+	assert_int_equal(pgtest_query_long(e->t,
+	                 "SELECT count(*) FROM (SELECT DISTINCT ON (id) id, tidemark_op, bal"
+	                 " FROM wallets_history ORDER BY id, tidemark_lsn, tidemark_seq) f"
+	                 " WHERE (id <= %d) <> (tidemark_op = 'copy' AND bal = %d)",
+	                 WALLETS, START_BAL), 0);
+}
+
+/*
+ * Transfers between wallets with a history, tidemark killed with SIGKILL
+ * six times while they run: every change the source made is in the
+ * history exactly once, in order, with the right balances.
+ */
+static void
+test_bank_history_through_kill9(void **state)
+{
+	tm_env *e = tm_env_new("hist_bank");
+	pgtest_workload *w;
+	unsigned seed = (unsigned) time(NULL), steps;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE wallets (id int PRIMARY KEY, bal bigint NOT NULL);"
+	                  "INSERT INTO wallets SELECT g, %d FROM generate_series(1, %d) g",
+	            START_BAL, WALLETS);
+	setup_with(e, "public.wallets", NULL, NULL, NULL);
+	set_mode(e, "history", false);
+	tm_catch_up(e, 120);
+	log_changes(e, "wallets");
+	bank_functions(e);
+	w = pgtest_workload_start(e->src, bank_step, NULL);
+	kill9_rounds(e, 6, seed);
+	steps = pgtest_workload_stop(w, NULL);
+	tm_catch_up(e, 180);
+	print_message("%u transfers, 6 kills (seed %u)\n", steps, seed);
+	assert_true(steps > 100);
+	tm_assert_rows_equal(e->s, "public.wallets", e->t, "public.wallets", "id, bal");
+	assert_int_equal(pgtest_query_long(e->s, "SELECT sum(bal) FROM wallets"),
+	                 (long) WALLETS * START_BAL);
+	assert_history_is_log(e, "wallets_history", "bal::text", "r->>'bal'");
+	assert_bank_sums(e);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) - count(DISTINCT (tidemark_lsn,"
+	                                         " tidemark_seq)) FROM wallets_history"), 0);
+	assert_no_redundant_copy(e, "wallets_history", "bal::text");
+	tm_env_free(e);
+}
+
+/* ---- a copy while the source writes ---- */
+
+#define COPY_ROWS 20000
+
+static void
+copy_step(PGconn *conn, void *arg, unsigned i)
+{
+	unsigned a = (i * 7919u + 13) % COPY_ROWS + 1;
+	unsigned b = (i * 104729u + 7) % COPY_ROWS + 1;
+
+	(void) arg;
+	pgtest_exec(conn, "UPDATE items SET n = n + 1, note = md5(random()::text)"
+	                  " WHERE id IN (%u, %u)", a, b);
+}
+
+/*
+ * The first copy of a history table in small chunks while random rows are
+ * updated: after catch-up every key's latest entry is its mirror row, and
+ * no copy entry repeats the entry before it.
+ */
+static void
+test_copy_under_writes(void **state)
+{
+	tm_env *e = tm_env_new("hist_copy");
+	pgtest_workload *w;
+	pgtest_proc *run;
+	unsigned steps;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL, note text);"
+	                  "INSERT INTO items SELECT g, 0, 'note ' || g FROM generate_series(1, %d) g",
+	            COPY_ROWS);
+	setup_with(e, "public.items", NULL, NULL, NULL);
+	set_mode(e, "history", false);
+	w = pgtest_workload_start(e->src, copy_step, NULL);
+	wait_steps(w, 20);
+	run = tm_spawn(e, "run", "--chunk-rows", "400", NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                    " WHERE state <> 'streaming'", "0", 120));
+	wait_steps(w, 50);
+	steps = pgtest_workload_stop(w, NULL);
+	tm_stop_and_catch_up(e, run, 120);
+	print_message("%u update steps around the copy\n", steps);
+	tm_assert_rows_equal(e->s, "public.items", e->t, "public.items", "id, n, note");
+	/* every key's latest entry is its mirror row, and every key has one */
+	assert_int_equal(pgtest_query_long(e->t,
+	                 "SELECT count(*) FROM items m FULL JOIN (SELECT DISTINCT ON (id) *"
+	                 "  FROM items_history ORDER BY id, tidemark_lsn DESC, tidemark_seq DESC) h"
+	                 " USING (id)"
+	                 " WHERE h.tidemark_op IS NULL OR h.tidemark_op = 'delete'"
+	                 "    OR m.n IS NULL OR m.n::text <> h.n::text"
+	                 "    OR m.note::text IS DISTINCT FROM h.note::text"), 0);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(DISTINCT id) FROM items_history"),
+	                 COPY_ROWS);
+	assert_no_redundant_copy(e, "items_history", "(n, note)::text");
+	tm_env_free(e);
+}
+
+/* ---- the history through schema changes ---- */
+
+#define ACCTS 30
+
+/* Updates, inserts and deletes of acct, touching only columns every
+ * schema change keeps (id; n, which turns bigint). */
+static void
+acct_step(PGconn *conn, void *arg, unsigned i)
+{
+	(void) arg;
+	switch (i % 6) {
+	case 0:
+		pgtest_exec(conn, "INSERT INTO acct (id, n) VALUES (nextval('acct_ids'), %u)", i);
+		break;
+	case 1:
+		pgtest_exec(conn, "DELETE FROM acct WHERE id = (SELECT id FROM acct ORDER BY random()"
+		                  " LIMIT 1)");
+		break;
+	default:
+		pgtest_exec(conn, "UPDATE acct SET n = n + 1 WHERE id = (SELECT id FROM acct"
+		                  " ORDER BY random() LIMIT 1)");
+	}
+}
+
+/* Runs one schema change on the source and returns a position between the
+ * commits before it and those after (taken under its lock). */
+static char *
+schema_change(tm_env *e, const char *ddl)
+{
+	char *lsn;
+
+	pgtest_exec(e->s, "BEGIN; %s", ddl);
+	lsn = pgtest_query_value(e->s, "SELECT pg_current_wal_insert_lsn()");
+	pgtest_exec(e->s, "COMMIT");
+	return lsn;
+}
+
+/*
+ * ADD COLUMN, RENAME COLUMN, a type change of int to bigint and DROP
+ * COLUMN while a workload writes a table with a history: every change is
+ * in the history once, with the columns as they were at its time: c NULL
+ * before it was added, old_name's values under its new name, gone's
+ * values kept after it was dropped.
+ */
+static void
+test_history_through_schema_changes(void **state)
+{
+	tm_env *e = tm_env_new("hist_ddl");
+	pgtest_workload *w;
+	pgtest_proc *run;
+	char *at_add, *at_drop;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE acct (id int PRIMARY KEY, n int NOT NULL,"
+	                  " old_name text DEFAULT 'd', gone text NOT NULL DEFAULT 'g');"
+	                  "CREATE SEQUENCE acct_ids START %d;"
+	                  "INSERT INTO acct SELECT g, 0, 'name' || g, 'gone' || g"
+	                  " FROM generate_series(1, %d) g", ACCTS + 1, ACCTS);
+	setup_with(e, "public.acct", NULL, NULL, NULL);
+	set_mode(e, "history", false);
+	tm_catch_up(e, 120);
+	log_changes(e, "acct");
+	run = tm_start_run(e, NULL);
+	w = pgtest_workload_start(e->src, acct_step, NULL);
+	wait_steps(w, 60);
+	at_add = schema_change(e, "ALTER TABLE acct ADD COLUMN c text DEFAULT 'x'");
+	pgtest_exec(e->s, "UPDATE acct SET c = 'c' || id WHERE id %% 3 = 0");
+	wait_steps(w, 60);
+	free(schema_change(e, "ALTER TABLE acct RENAME COLUMN old_name TO new_name"));
+	wait_steps(w, 60);
+	free(schema_change(e, "ALTER TABLE acct ALTER COLUMN n TYPE bigint"));
+	wait_steps(w, 60);
+	at_drop = schema_change(e, "ALTER TABLE acct DROP COLUMN gone");
+	wait_steps(w, 60);
+	pgtest_workload_stop(w, NULL);
+	tm_stop_and_catch_up(e, run, 180);
+	tm_assert_rows_equal(e->s, "public.acct", e->t, "public.acct", "id, n, c, new_name");
+	assert_history_is_log(e, "acct_history", "concat_ws('/', n, c, new_name, gone)",
+	                      "concat_ws('/', r->>'n', r->>'c', coalesce(r->>'new_name',"
+	                      " r->>'old_name'), r->>'gone')");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM acct_history WHERE"
+	                                         " (tidemark_lsn < '%s') <> (c IS NULL)", at_add), 0);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM acct_history WHERE new_name"
+	                                         " IS DISTINCT FROM CASE WHEN id <= %d THEN 'name'"
+	                                         " || id ELSE 'd' END", ACCTS), 0);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM acct_history WHERE"
+	                                         " (tidemark_lsn < '%s') <> (gone IS NOT NULL)",
+	                                   at_drop), 0);
+	assert_string_equal(pgtest_query_value(e->t, "SELECT format_type(atttypid, atttypmod)"
+	                                             " FROM pg_attribute WHERE attrelid ="
+	                                             " 'acct_history'::regclass AND attname = 'n'"),
+	                    "bigint");
+	assert_no_redundant_copy(e, "acct_history", "concat_ws('/', n, c, new_name, gone)");
+	free(at_add);
+	free(at_drop);
+	tm_env_free(e);
+}
+
+/* ---- deletes, key changes, TRUNCATE and unchanged TOAST values ---- */
+
+#define DOCS 20
+#define DOC_LEN 10000
+
+/*
+ * docs with a 10 kB body stored out of line and uncompressed, copied in
+ * mode; then updates of n only (the body unchanged TOAST, not sent), key
+ * changes, deletes, a key inserted again after its delete. Live rows
+ * left: DOCS - 1.
+ */
+static void
+docs_changes(tm_env *e, const char *mode)
+{
+	pgtest_exec(e->s, "CREATE TABLE docs (id int PRIMARY KEY, n int NOT NULL, body text);"
+	                  "ALTER TABLE docs ALTER body SET STORAGE EXTERNAL;"
+	                  "INSERT INTO docs SELECT g, 0, left(repeat(md5(g::text), 320), %d)"
+	                  " FROM generate_series(1, %d) g", DOC_LEN, DOCS);
+	setup_with(e, "public.docs", NULL, NULL, NULL);
+	set_mode(e, mode, false);
+	tm_catch_up(e, 120);
+	log_changes(e, "docs");
+	/* one transaction each (one string would be one transaction) */
+	pgtest_exec(e->s, "UPDATE docs SET n = n + 1");
+	pgtest_exec(e->s, "UPDATE docs SET id = id + 1000 WHERE id <= 5");
+	pgtest_exec(e->s, "DELETE FROM docs WHERE id IN (6, 7)");
+	pgtest_exec(e->s, "INSERT INTO docs VALUES (6, 0, left(repeat('y', %d), %d))", DOC_LEN,
+	            DOC_LEN);
+	pgtest_exec(e->s, "BEGIN; UPDATE docs SET n = n + 1 WHERE id IN (6, 1001);"
+	                  "UPDATE docs SET id = 2000 WHERE id = 1002; COMMIT");
+	tm_catch_up(e, 120);
+}
+
+/* Every entry holds the whole row; a key change is a delete of the old key
+ * and an update of the new one, in one transaction. */
+static void
+assert_docs_entries(tm_env *e)
+{
+	assert_history_is_log(e, "docs_history", "concat_ws('/', n, length(body), md5(body))",
+	                      "concat_ws('/', r->>'n', length(r->>'body'), md5(r->>'body'))");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM docs_history WHERE body IS"
+	                                         " NULL OR length(body) <> %d", DOC_LEN), 0);
+	assert_int_equal(pgtest_query_long(e->t,
+	                 "SELECT count(*) FROM docs_history d JOIN docs_history u"
+	                 " ON u.id = d.id + 1000 AND u.tidemark_lsn = d.tidemark_lsn"
+	                 " WHERE d.id <= 5 AND d.tidemark_op = 'delete' AND u.tidemark_op = 'update'"),
+	                 5);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM docs_history WHERE id > 1000"
+	                                         " AND tidemark_op = 'insert'"), 0);
+}
+
+/* TRUNCATE: a 'delete' entry, whole, of every live row at its position. */
+static void
+truncate_docs(tm_env *e)
+{
+	pgtest_exec(e->s, "TRUNCATE docs");
+	tm_catch_up(e, 120);
+	assert_int_equal(pgtest_query_long(e->t,
+	                 "SELECT count(*) FROM docs_history WHERE tidemark_op = 'delete' AND"
+	                 " length(body) = %d AND tidemark_lsn = (SELECT max(tidemark_lsn)"
+	                 " FROM docs_history)", DOC_LEN), DOCS - 1);
+	assert_docs_entries(e);
+}
+
+static void
+test_history_keys_truncate_toast(void **state)
+{
+	tm_env *e = tm_env_new("hist_keys");
+
+	(void) state;
+	docs_changes(e, "history");
+	tm_assert_rows_equal(e->s, "public.docs", e->t, "public.docs", "id, n, md5(body)");
+	assert_docs_entries(e);
+	truncate_docs(e);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM docs"), 0);
+	tm_env_free(e);
+}
+
+/* history,soft-delete: the same history, and the mirror keeps every key
+ * deleted (an old key of a key change too), marked. */
+static void
+test_history_soft_delete(void **state)
+{
+	tm_env *e = tm_env_new("hist_soft");
+
+	(void) state;
+	docs_changes(e, "history,soft-delete");
+	tm_assert_rows_equal(e->s, "public.docs", e->t,
+	                     "(SELECT * FROM docs WHERE tidemark_deleted_at IS NULL) live",
+	                     "id, n, md5(body)");
+	/* marked: 7 deleted (6 came back); a key change moves the row, as on the
+	 * source (the old key's end is in the history) */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM docs WHERE"
+	                                         " tidemark_deleted_at IS NOT NULL"), 1);
+	assert_docs_entries(e);
+	truncate_docs(e);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM docs WHERE"
+	                                         " tidemark_deleted_at IS NULL"), 0);
+	tm_env_free(e);
+}
+
+/* A key change onto a key the soft-delete mirror holds marked (deleted on
+ * the source before): the moved row takes the key, live. */
+static void
+test_soft_delete_key_onto_marked(void **state)
+{
+	tm_env *e = tm_env_new("soft_onto");
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE o (id int PRIMARY KEY, s text);"
+	                  "INSERT INTO o SELECT g, 'v' || g FROM generate_series(1, 4) g");
+	setup_with(e, "public.o", NULL, NULL, NULL);
+	set_mode(e, "history,soft-delete", false);
+	tm_catch_up(e, 120);
+	pgtest_exec(e->s, "DELETE FROM o WHERE id = 1");
+	pgtest_exec(e->s, "UPDATE o SET id = 1 WHERE id = 2");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.o", e->t,
+	                     "(SELECT * FROM o WHERE tidemark_deleted_at IS NULL) live", "id, s");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM o_versions WHERE"
+	                                         " tidemark_is_current"), 3);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_history_smoke),
 		cmocka_unit_test(test_soft_delete_smoke),
+		cmocka_unit_test(test_bank_history_through_kill9),
+		cmocka_unit_test(test_copy_under_writes),
+		cmocka_unit_test(test_history_through_schema_changes),
+		cmocka_unit_test(test_history_keys_truncate_toast),
+		cmocka_unit_test(test_history_soft_delete),
+		cmocka_unit_test(test_soft_delete_key_onto_marked),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
