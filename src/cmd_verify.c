@@ -19,6 +19,7 @@
 #include "pgconn.h"
 #include "pipeline.h"
 #include "report.h"
+#include "shape.h"
 #include "verify.h"
 #include "xalloc.h"
 
@@ -297,6 +298,7 @@ table_json(const verify_table *vt)
 {
 	json_t *diffs = json_array();
 	json_t *keys = json_array();
+	json_t *t;
 
 	for (int i = 0; i < vt->diffs.n; i++)
 		json_array_append_new(diffs, diff_json(vt, &vt->diffs.items[i]));
@@ -308,12 +310,17 @@ table_json(const verify_table *vt)
 		                                       (json_int_t) vt->multiset_target.rows));
 	for (int k = 0; k < vt->nkeys; k++)
 		json_array_append_new(keys, json_string(vt->keys[k]));
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:i, s:o}", "table",
-	                 vt->display, "comparison", vt->multiset ? "multiset" : "rows",
-	                 "schema", vt->source_schema, "name", vt->source_name,
-	                 "status", "compared", "key", keys, "columns", columns_json(vt),
-	                 "not_compared", not_compared_json(vt), "stats", stats_json(&vt->stats),
-	                 "difference_count", verify_table_differences(vt), "differences", diffs);
+	t = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:i, s:o}", "table",
+	              vt->display, "comparison", vt->multiset ? "multiset" : "rows",
+	              "schema", vt->source_schema, "name", vt->source_name,
+	              "status", "compared", "mode", shape_mode_name(vt->shape_mode), "key", keys,
+	              "columns", columns_json(vt), "not_compared", not_compared_json(vt),
+	              "stats", stats_json(&vt->stats),
+	              "difference_count", verify_table_differences(vt), "differences", diffs);
+	/* rows deleted on the source that the target keeps: not differences */
+	if (vt->soft_delete)
+		json_object_set_new(t, "kept_as_deleted", json_integer(vt->stats.kept_deleted));
+	return t;
 }
 
 static json_t *
@@ -395,10 +402,15 @@ print_keyed(const verify_table *vt)
 static void
 print_table(const verify_table *vt)
 {
+	long long n = vt->stats.kept_deleted;
+
 	if (vt->multiset)
 		print_multiset(vt);
 	else
 		print_keyed(vt);
+	if (vt->soft_delete)
+		printf("  %lld row%s kept as deleted (soft-delete): not compared\n", n,
+		       n == 1 ? "" : "s");
 }
 
 static void

@@ -70,6 +70,15 @@ shape_reserved_column(const char *name)
 }
 
 bool
+shape_mirror_column(unsigned mode, bool metadata, const char *name)
+{
+	if ((mode & SHAPE_SOFT_DELETE) != 0 && strcmp(name, SHAPE_DELETED_AT) == 0)
+		return true;
+	return metadata && (strcmp(name, "tidemark_lsn") == 0 ||
+	                    strcmp(name, "tidemark_synced_at") == 0);
+}
+
+bool
 shape_fits(const tabledef *def, unsigned mode, bool metadata)
 {
 	if (mode == 0 && !metadata)

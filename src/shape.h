@@ -30,6 +30,14 @@ unsigned shape_mode_of(const catalog_table *t);
 
 /* A column name tidemark gives its own columns (tidemark.shape_columns()). */
 bool shape_reserved_column(const char *name);
+/* The mirror's column that marks a row deleted on the source (soft-delete):
+ * NULL on a live row. */
+#define SHAPE_DELETED_AT "tidemark_deleted_at"
+/* Is name one of the columns tidemark adds to a mirror in mode (SHAPE_*)
+ * and with metadata columns or not: tidemark_deleted_at for soft deletes,
+ * tidemark_lsn and tidemark_synced_at for metadata columns. A plain mirror
+ * has none (a source column of such a name is the source's). */
+bool shape_mirror_column(unsigned mode, bool metadata, const char *name);
 /* Can def be replicated in mode (and with metadata columns)? When not,
  * says why, naming the table, and returns false. */
 bool shape_fits(const tabledef *def, unsigned mode, bool metadata);

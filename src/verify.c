@@ -11,6 +11,7 @@
 
 #include "codec.h"
 #include "log.h"
+#include "shape.h"
 #include "source_query.h"
 #include "verify_int.h"
 #include "xalloc.h"
@@ -48,9 +49,20 @@ target_columns(verify_table *vt, PGresult **out)
 	return rc;
 }
 
-static int
-find_target_column(const PGresult *r, const char *name)
+/* A column tidemark adds to the mirror in the table's mode: expected on
+ * the target, and not the source's even when the source has one of that
+ * name. */
+static bool
+is_own_column(const verify_table *vt, const char *name)
 {
+	return shape_mirror_column(vt->shape_mode, vt->shape_metadata, name);
+}
+
+static int
+find_target_column(const verify_table *vt, const PGresult *r, const char *name)
+{
+	if (is_own_column(vt, name))
+		return -1;
 	for (int i = 0; i < PQntuples(r); i++)
 		if (strcmp(PQgetvalue(r, i, 0), name) == 0)
 			return i;
@@ -67,7 +79,8 @@ is_compared(const verify_table *vt, const char *name)
 }
 
 /* Compared: the source's columns that the target has by name; the others
- * of either side are noted as not compared (names for now, shown later). */
+ * of either side are noted as not compared (names for now, shown later),
+ * but for the target's own columns of the table's mode. */
 static void
 match_columns(verify_table *vt, const tabledef *def, const PGresult *tcols)
 {
@@ -78,7 +91,7 @@ match_columns(verify_table *vt, const tabledef *def, const PGresult *tcols)
 	vt->skipped_on_target = xcalloc((size_t) (def->ncols + nt), sizeof(bool));
 	for (int i = 0; i < def->ncols; i++) {
 		const tabledef_column *c = &def->cols[i];
-		int t = find_target_column(tcols, c->name);
+		int t = find_target_column(vt, tcols, c->name);
 
 		if (t < 0)
 			vt->skipped[vt->nskipped++] = xstrdup(c->name);
@@ -87,10 +100,27 @@ match_columns(verify_table *vt, const tabledef *def, const PGresult *tcols)
 			                       PQgetvalue(tcols, t, 1));
 	}
 	for (int t = 0; t < nt; t++)
-		if (!is_compared(vt, PQgetvalue(tcols, t, 0))) {
+		if (!is_compared(vt, PQgetvalue(tcols, t, 0)) &&
+		    !is_own_column(vt, PQgetvalue(tcols, t, 0))) {
 			vt->skipped_on_target[vt->nskipped] = true;
 			vt->skipped[vt->nskipped++] = xstrdup(PQgetvalue(tcols, t, 0));
 		}
+}
+
+/* A soft-delete mirror must have its marking column: without it, its live
+ * rows cannot be told from the others. */
+static int
+check_deleted_column(const verify_table *vt, const PGresult *tcols)
+{
+	if (!vt->soft_delete)
+		return TM_OK;
+	for (int i = 0; i < PQntuples(tcols); i++)
+		if (strcmp(PQgetvalue(tcols, i, 0), SHAPE_DELETED_AT) == 0)
+			return TM_OK;
+	log_error("target: table %s.%s (the target of %s) is in soft-delete mode but has no column "
+	          "%s. Fix: `tidemark mode` with the table's mode makes it again", vt->target_schema,
+	          vt->target_name, vt->display, SHAPE_DELETED_AT);
+	return TM_EXIT_TARGET;
 }
 
 static int
@@ -201,6 +231,9 @@ table_new(PGconn *source, PGconn *target, const catalog_table *ct, long chunk_ro
 	vt->source_name = xstrdup(ct->source_table);
 	vt->target_schema = xstrdup(ct->target_schema);
 	vt->target_name = xstrdup(ct->target_table);
+	vt->shape_mode = shape_mode_of(ct);
+	vt->shape_metadata = ct->metadata;
+	vt->soft_delete = ct->soft_delete;
 	strbuf_append_qualified(&what, ct->source_schema, ct->source_table);
 	vt->display = strbuf_steal(&what);
 	strbuf_appendf(&what, "comparing %s", vt->display);
@@ -252,6 +285,8 @@ verify_table_open(PGconn *source, PGconn *target, const catalog_table *ct, long 
 		rc = source_query_partitioned(source, def->relid, &vt->source_partitioned);
 	if (rc == TM_OK)
 		rc = target_columns(vt, &tcols);
+	if (rc == TM_OK)
+		rc = check_deleted_column(vt, tcols);
 	if (rc == TM_OK) {
 		match_columns(vt, def, tcols);
 		vt->multiset = ct->nkeys == 0;
@@ -661,17 +696,31 @@ verify_table_differences(const verify_table *vt)
 	return vt->multiset ? vt->multiset_differs : vt->diffs.n;
 }
 
-int
-verify_table_pass(verify_table *vt)
+/* The target's rows kept as deleted (soft-delete), into the stats. */
+static int
+count_kept_deleted(verify_table *vt)
+{
+	verify_sql_table t = verify_side_table(vt, false);
+	verify_query q;
+	int rc;
+
+	verify_query_init(&q, vt, false);
+	q.strict = true;
+	verify_sql_marked_count(&q.sql, &t);
+	rc = verify_query_run(&q, NULL);
+	if (rc == TM_OK)
+		vt->stats.kept_deleted = atoll(PQgetvalue(q.res, 0, 0));
+	verify_query_clear(&q);
+	return rc;
+}
+
+static int
+keyed_pass(verify_table *vt)
 {
 	double start = clock_now_s();
 	page cur = {0}, next = {0};
 	char **prev = NULL;
-	int rc;
-
-	if (vt->multiset)
-		return verify_multiset_pass(vt);
-	rc = read_page(vt, NULL, false, &cur);
+	int rc = read_page(vt, NULL, false, &cur);
 
 	while (rc == TM_OK) {
 		char *const *hi = cur.last;
@@ -695,5 +744,15 @@ verify_table_pass(verify_table *vt)
 	free_strings(next.last, vt->nkeys);
 	vt->stats.candidates = vt->diffs.n;
 	vt->stats.seconds += clock_now_s() - start;
+	return rc;
+}
+
+int
+verify_table_pass(verify_table *vt)
+{
+	int rc = vt->multiset ? verify_multiset_pass(vt) : keyed_pass(vt);
+
+	if (rc == TM_OK && vt->soft_delete)
+		rc = count_kept_deleted(vt);
 	return rc;
 }

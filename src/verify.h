@@ -23,6 +23,10 @@
  * Values that a conversion cannot take (verify_sql.h) make the statement
  * fail with a data exception: that range, or that key, is then compared as
  * each side's plain text.
+ *
+ * A table in soft-delete mode (shape.h) keeps the rows deleted on the
+ * source in its mirror, marked: every statement on the target reads its
+ * live rows only, and the marked ones are counted apart, not differences.
  */
 #ifndef TIDEMARK_VERIFY_H
 #define TIDEMARK_VERIFY_H
@@ -54,6 +58,8 @@ typedef struct verify_stats {
 	long ranges;             /* ranges summed on both sides, pages included */
 	long long rows_read;     /* rows read one by one, both sides */
 	long plain_ranges;       /* ranges or keys compared as plain text */
+	long long kept_deleted;  /* target rows kept as deleted (soft-delete), after the
+	                          * pass: not compared, not in target_rows */
 	int candidates;          /* keys the pass found different, to re-check */
 	double seconds;          /* pass and re-checks */
 } verify_stats;
@@ -74,6 +80,10 @@ typedef struct verify_table {
 	bool source_partitioned;  /* read with its partitions; any other source table
 	                           * is read ONLY (an inheritance child is a table of
 	                           * its own) */
+	unsigned shape_mode;      /* the table's mode (shape.h: SHAPE_*) */
+	bool shape_metadata;      /* the mirror has metadata columns */
+	bool soft_delete;         /* only the target's live rows are compared: those
+	                           * marked deleted (SHAPE_DELETED_AT) are counted */
 	int nkeys;
 	char **keys;              /* the key columns (catalog order) */
 	int *key_idx;             /* their indexes among cols */
@@ -111,7 +121,9 @@ typedef struct verify_table {
 
 /*
  * Plans a table: the source's current columns that the target has by name
- * are compared, with the catalog's key columns. source and target stay the
+ * are compared, with the catalog's key columns; the columns tidemark adds
+ * to the mirror in the table's mode (shape.h) are neither compared nor
+ * listed as not compared. source and target stay the
  * caller's and must outlive the table. *out is new (verify_table_free) on
  * TM_OK. A key column missing on either side is a target error, logged.
  */
@@ -124,7 +136,8 @@ void verify_table_free(verify_table *vt);
 int verify_display_name(PGconn *target, const char *schema, const char *name, char **out);
 
 /* The pass over every key range; differences go to vt->diffs (a table
- * without a key: its two sums, multiset_differs). */
+ * without a key: its two sums, multiset_differs). Then, in soft-delete
+ * mode, the target's rows kept as deleted are counted (stats). */
 int verify_table_pass(verify_table *vt);
 /* Differences found: keys, or 1 for a multiset that differs. */
 int verify_table_differences(const verify_table *vt);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "shape.h"
 #include "verify_int.h"
 #include "xalloc.h"
 
@@ -56,7 +57,8 @@ verify_side_table(const verify_table *vt, bool source)
 	                      vt->nkeys, (const char *const *) vt->keys, vt->key_idx,
 	                      vt->ncols, vt->cols, source && !vt->source_partitioned,
 	                      (const char *const *) (source ? vt->source_key_types
-	                                                    : vt->target_key_types)};
+	                                                    : vt->target_key_types),
+	                      !source && vt->soft_delete ? SHAPE_DELETED_AT : NULL};
 
 	return t;
 }

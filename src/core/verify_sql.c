@@ -159,26 +159,50 @@ append_key_compare(strbuf *sql, const verify_sql_table *t, const char *op, int f
 	strbuf_append(sql, t->nkeys > 1 ? ")" : "");
 }
 
+/* FROM table t */
+static void
+append_table(strbuf *sql, const verify_sql_table *t)
+{
+	strbuf_append(sql, t->only ? " FROM ONLY " : " FROM ");
+	strbuf_append_qualified(sql, t->schema, t->name);
+	strbuf_append(sql, " t");
+}
+
+/* FROM table t, and WHERE t."c" IS NULL (live rows only) when t has a
+ * live column; returns whether it wrote WHERE (the next condition takes
+ * AND). */
+static bool
+append_from(strbuf *sql, const verify_sql_table *t)
+{
+	append_table(sql, t);
+	if (t->live_column == NULL)
+		return false;
+	strbuf_append(sql, " WHERE t.");
+	strbuf_append_ident(sql, t->live_column);
+	strbuf_append(sql, " IS NULL");
+	return true;
+}
+
 /*
- * FROM table t [WHERE bounds]; returns the number of parameters used. ORDER
- * BY names t's columns as t."c": an unqualified name would be an output
- * column of the same name (such as "c"::text) if there is one.
+ * FROM table t [WHERE live rows and bounds]; returns the number of
+ * parameters used. ORDER BY names t's columns as t."c": an unqualified
+ * name would be an output column of the same name (such as "c"::text) if
+ * there is one.
  */
 static int
 append_from_where(strbuf *sql, const verify_sql_table *t, unsigned flags)
 {
+	bool where = append_from(sql, t);
 	int n = 0;
 
-	strbuf_append(sql, t->only ? " FROM ONLY " : " FROM ");
-	strbuf_append_qualified(sql, t->schema, t->name);
-	strbuf_append(sql, " t");
 	if (flags & VERIFY_SQL_LOWER) {
-		strbuf_append(sql, " WHERE ");
+		strbuf_append(sql, where ? " AND " : " WHERE ");
 		append_key_compare(sql, t, ">", 1);
 		n += t->nkeys;
+		where = true;
 	}
 	if (flags & VERIFY_SQL_UPPER) {
-		strbuf_append(sql, n > 0 ? " AND " : " WHERE ");
+		strbuf_append(sql, where ? " AND " : " WHERE ");
 		append_key_compare(sql, t, "<=", n + 1);
 		n += t->nkeys;
 	}
@@ -302,8 +326,7 @@ void
 verify_sql_lookup(strbuf *sql, const verify_sql_table *t, unsigned flags, int nrows)
 {
 	append_row_columns(sql, t, flags);
-	append_from_where(sql, t, 0);
-	strbuf_append(sql, " WHERE (");
+	strbuf_append(sql, append_from(sql, t) ? " AND (" : " WHERE (");
 	append_key_operands(sql, t);
 	strbuf_append(sql, ") IN (");
 	for (int r = 0; r < nrows; r++) {
@@ -313,4 +336,14 @@ verify_sql_lookup(strbuf *sql, const verify_sql_table *t, unsigned flags, int nr
 	}
 	strbuf_appendc(sql, ')');
 	append_order_by(sql, t);
+}
+
+void
+verify_sql_marked_count(strbuf *sql, const verify_sql_table *t)
+{
+	strbuf_append(sql, "SELECT count(*)");
+	append_table(sql, t);
+	strbuf_append(sql, " WHERE t.");
+	strbuf_append_ident(sql, t->live_column);
+	strbuf_append(sql, " IS NOT NULL");
 }

@@ -70,6 +70,9 @@ typedef struct verify_sql_table {
 	                       * children's (never for a partitioned table) */
 	const char *const *key_types; /* per key, the base type its column and values are
 	                       * compared in (codec.h); NULL, or a NULL entry: none */
+	const char *live_column; /* when not NULL, only the rows where this column is
+	                       * NULL are read (a soft-delete mirror's live rows: its
+	                       * rows marked deleted are not the source's) */
 } verify_sql_table;
 
 /* Flags of the builders below. */
@@ -119,5 +122,9 @@ void verify_sql_rows(strbuf *sql, const verify_sql_table *t, unsigned flags);
 /* The same columns for the rows whose key is one of nrows keys (nrows *
  * nkeys parameters, key after key). Bounds flags are ignored. */
 void verify_sql_lookup(strbuf *sql, const verify_sql_table *t, unsigned flags, int nrows);
+
+/* The count of the rows that t->live_column leaves out (those marked
+ * deleted), one row; no parameters. Needs t->live_column. */
+void verify_sql_marked_count(strbuf *sql, const verify_sql_table *t);
 
 #endif

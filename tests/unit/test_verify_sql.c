@@ -2,7 +2,7 @@
  * test_verify_sql.c: how verify compares each column (the same type, a
  * widening on the target, a narrower target type, unrelated or unparsable
  * types) and the statements it builds: quoted names, parameters in order,
- * ORDER BY on the table's own columns.
+ * ORDER BY on the table's own columns, a soft-delete mirror's live rows.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,7 +73,7 @@ fixture_setup(void **state)
 	verify_sql_column_init(&f->cols[0], "Order Id", "integer", "integer");
 	verify_sql_column_init(&f->cols[1], "line", "smallint", "smallint");
 	verify_sql_column_init(&f->cols[2], "amount", "integer", "numeric(12,2)");
-	f->t = (verify_sql_table) {"public", "Line Items", 2, two_keys, two_key_idx, 3, f->cols, false, NULL};
+	f->t = (verify_sql_table) {"public", "Line Items", 2, two_keys, two_key_idx, 3, f->cols, false, NULL, NULL};
 	*state = f;
 	return 0;
 }
@@ -179,7 +179,7 @@ test_split_keys_in_source_type(void **state)
 {
 	static const char *const key[] = {"id"};
 	verify_sql_column col;
-	verify_sql_table t = {"public", "t", 1, key, first_col, 1, &col, false, NULL};
+	verify_sql_table t = {"public", "t", 1, key, first_col, 1, &col, false, NULL, NULL};
 	strbuf sql = STRBUF_INIT;
 
 	(void) state;
@@ -241,7 +241,7 @@ test_one_key_awkward_names(void **state)
 {
 	static const char *const key[] = {"x\"; DROP TABLE y; --"};
 	verify_sql_column col;
-	verify_sql_table t = {"we\"ird", "t", 1, key, first_col, 1, &col, false, NULL};
+	verify_sql_table t = {"we\"ird", "t", 1, key, first_col, 1, &col, false, NULL, NULL};
 	strbuf sql = STRBUF_INIT;
 
 	(void) state;
@@ -255,6 +255,61 @@ test_one_key_awkward_names(void **state)
 	verify_sql_column_clear(&col);
 }
 
+/* A soft-delete mirror on the target: every statement reads its live rows
+ * only, before the bounds; the rows it leaves out are counted apart. */
+static void
+test_live_rows(void **state)
+{
+	fixture *f = *state;
+
+	f->t.live_column = "tidemark_deleted_at";
+	verify_sql_range_sum(&f->sql, &f->t, VERIFY_SQL_LOWER | VERIFY_SQL_UPPER);
+	assert_string_equal(f->sql.data,
+	                    "SELECT count(*), coalesce(sum(" HASH_TARGET "), 0)::text"
+	                    " FROM \"public\".\"Line Items\" t WHERE t.\"tidemark_deleted_at\" IS NULL"
+	                    " AND (\"Order Id\", \"line\") > ($1, $2) AND (\"Order Id\", \"line\") <= ($3, $4)");
+	strbuf_reset(&f->sql);
+	/* unbounded: the filter alone */
+	verify_sql_range_sum(&f->sql, &f->t, 0);
+	assert_non_null(strstr(f->sql.data, " FROM \"public\".\"Line Items\" t"
+	                                    " WHERE t.\"tidemark_deleted_at\" IS NULL"));
+	assert_null(strstr(f->sql.data, " AND "));
+	strbuf_reset(&f->sql);
+	/* both scans of a page */
+	verify_sql_page(&f->sql, &f->t, VERIFY_SQL_UPPER);
+	assert_non_null(strstr(f->sql.data, " t WHERE t.\"tidemark_deleted_at\" IS NULL ORDER BY"
+	                                    " t.\"Order Id\", t.\"line\" LIMIT $1) p) a"));
+	assert_non_null(strstr(f->sql.data, " t WHERE t.\"tidemark_deleted_at\" IS NULL ORDER BY"
+	                                    " t.\"Order Id\", t.\"line\" OFFSET $2 LIMIT 1) l ON true"));
+	strbuf_reset(&f->sql);
+	verify_sql_split(&f->sql, &f->t, VERIFY_SQL_UPPER);
+	assert_non_null(strstr(f->sql.data, " t WHERE t.\"tidemark_deleted_at\" IS NULL"
+	                                    " AND (\"Order Id\", \"line\") <= ($1, $2)) x WHERE"
+	                                    " x.rn % $3 = 0 AND x.rn < $4"));
+	strbuf_reset(&f->sql);
+	verify_sql_part_sums(&f->sql, &f->t, VERIFY_SQL_LOWER, 1);
+	assert_non_null(strstr(f->sql.data, " t WHERE t.\"tidemark_deleted_at\" IS NULL"
+	                                    " AND (\"Order Id\", \"line\") > ($1, $2)) p"));
+	strbuf_reset(&f->sql);
+	verify_sql_rows(&f->sql, &f->t, VERIFY_SQL_LOWER);
+	assert_non_null(strstr(f->sql.data, " t WHERE t.\"tidemark_deleted_at\" IS NULL"
+	                                    " AND (\"Order Id\", \"line\") > ($1, $2) ORDER BY"));
+	strbuf_reset(&f->sql);
+	verify_sql_lookup(&f->sql, &f->t, 0, 1);
+	assert_non_null(strstr(f->sql.data, " t WHERE t.\"tidemark_deleted_at\" IS NULL"
+	                                    " AND (\"Order Id\", \"line\") IN (($1, $2))"
+	                                    " ORDER BY t.\"Order Id\", t.\"line\""));
+	strbuf_reset(&f->sql);
+	verify_sql_marked_count(&f->sql, &f->t);
+	assert_string_equal(f->sql.data, "SELECT count(*) FROM \"public\".\"Line Items\" t"
+	                                 " WHERE t.\"tidemark_deleted_at\" IS NOT NULL");
+	strbuf_reset(&f->sql);
+	/* a name that needs quoting stays a name */
+	f->t.live_column = "x\" IS NULL OR true; --";
+	verify_sql_range_sum(&f->sql, &f->t, 0);
+	assert_non_null(strstr(f->sql.data, " WHERE t.\"x\"\" IS NULL OR true; --\" IS NULL"));
+}
+
 int
 main(void)
 {
@@ -264,6 +319,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_range_sum_both_sides, fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_split_rows_lookup, fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_part_sums, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_live_rows, fixture_setup, fixture_teardown),
 		cmocka_unit_test(test_split_keys_in_source_type),
 		cmocka_unit_test(test_one_key_awkward_names),
 	};
