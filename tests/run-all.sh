@@ -90,7 +90,8 @@ run_ctest() {
 }
 
 # The sanitizer build runs every test but the slow fault-injection loops
-# (label "slow"), which the normal build runs: the suite stays well under
+# (label "slow": test_faults, and test_modes with its kill -9 proof of the
+# history), which the normal build runs: the suite stays well under
 # 15 minutes on two cores.
 run_ctest_sanitized() {
 	ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1 \
