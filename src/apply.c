@@ -70,6 +70,21 @@ before_join(const apply *a, const catalog_table *t)
 	return a->in_source_tx && a->final_lsn < t->registered_lsn;
 }
 
+static void rel_forget_statements(apply *a, apply_rel *r);
+
+/* A table whose mode changed (`tidemark mode`): the statements built for
+ * its relations are of its old shape. */
+static void
+forget_reshaped(apply *a, const catalog_table *old, const catalog_table *now)
+{
+	if (old->history == now->history && old->soft_delete == now->soft_delete &&
+	    old->metadata == now->metadata)
+		return;
+	for (int i = 0; i < a->nrels; i++)
+		if (a->rels[i]->table == old)
+			rel_forget_statements(a, a->rels[i]);
+}
+
 /*
  * Refreshes known tables in place (relations point at them) and adds new
  * ones. The replaced contents are gathered at the front of arr and freed.
@@ -98,6 +113,7 @@ apply_reload_tables(apply *a)
 		if (old != NULL) {
 			catalog_table replaced = *old;
 
+			forget_reshaped(a, old, &arr[i]);
 			*old = arr[i];
 			arr[stale++] = replaced;
 		} else

@@ -23,7 +23,7 @@
 
 static const char *const command_names[CLI_NCOMMANDS] = {
 	"setup", "run", "status", "snapshot", "schema", "ddl-log", "verify", "teardown", "policy",
-	"resync",
+	"mode", "resync",
 };
 
 /* ---- the option table ------------------------------------------------------ */
@@ -94,6 +94,14 @@ const cli_option cli_option_table[] = {
 	 "`tidemark policy`)"},
 	{"table-policy", 0, "SCHEMA.TABLE=P", LIST(table_policies, ntable_policies), ON(SETUP),
 	 ON(SETUP), "the same, for one table of this setup (repeatable)"},
+	{"table-mode", 0, "SCHEMA.TABLE=MODE", LIST(table_modes, ntable_modes), ON(SETUP),
+	 ON(SETUP),
+	 "what the target keeps of a table of this setup:\n"
+	 "mirror, history, soft-delete or history,soft-delete\n"
+	 "(repeatable; kept: see `tidemark mode`)"},
+	{"metadata-columns", 0, NULL, FLAG(metadata_columns), ON(SETUP), ON(SETUP),
+	 "the columns tidemark_lsn and tidemark_synced_at on\n"
+	 "every table of this setup and the tables joining later"},
 	{"until-caught-up", 0, NULL, FLAG(until_caught_up), RUNS, NONE,
 	 "exit 0 once everything the source had written when run\n"
 	 "started is applied and no snapshot is pending"},
@@ -132,6 +140,11 @@ const cli_option cli_option_table[] = {
 	{"all", 0, NULL, FLAG(all), ON(DDL_LOG), NONE, "the DDL of every pipeline of the target, each named"},
 	{"default", 0, "P", STRING(policy), ON(POLICY), NONE,
 	 "the default policy (initially widen)"},
+	{"metadata-columns", 0, NULL, FLAG(metadata_columns), ON(MODE), NONE,
+	 "the columns tidemark_lsn and tidemark_synced_at on\n"
+	 "every replicated table and the tables joining later"},
+	{"no-metadata-columns", 0, NULL, FLAG(no_metadata_columns), ON(MODE), NONE,
+	 "remove them from every replicated table"},
 	{"table", 0, "SCHEMA.TABLE", LIST(tables, ntables), ON(SNAPSHOT), NONE,
 	 "a table to copy again (repeatable; or as an argument)"},
 	{"table", 0, "SCHEMA.TABLE", LIST(tables, ntables), ON(DDL_LOG), NONE,
@@ -143,7 +156,7 @@ const cli_option cli_option_table[] = {
 	{"chunk-rows", 0, "N", LONG(chunk_rows, 1, 10000000), ON(VERIFY), NONE,
 	 "rows per compared page (default 10000)"},
 	{"json", 0, NULL, FLAG(json),
-	 ON(STATUS) | ON(SCHEMA) | ON(DDL_LOG) | ON(VERIFY) | ON(POLICY), NONE,
+	 ON(STATUS) | ON(SCHEMA) | ON(DDL_LOG) | ON(VERIFY) | ON(POLICY) | ON(MODE), NONE,
 	 "the output as one JSON document"},
 	{"drop-target-catalog", 0, NULL, FLAG(drop_target), ON(TEARDOWN), NONE,
 	 "also drop the tidemark schema on the target"},
@@ -383,6 +396,16 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"`run` (a run's --policy / --table-policy override them for that run only).\n"
 		"SCHEMA.TABLE=P sets a replicated table's policy; P default: the table follows the\n"
 		"default again.\n",
+	[CLI_MODE] =
+		"Usage: tidemark mode [OPTIONS] [SCHEMA.TABLE=MODE]...\n"
+		"                     [--metadata-columns | --no-metadata-columns] [--json]\n"
+		"Sets, then lists, what the target keeps of each replicated table: mirror (the\n"
+		"source's rows as they are now), history (also every version of every row, in\n"
+		"<table>_history beside it), soft-delete (a row deleted on the source stays,\n"
+		"marked with tidemark_deleted_at) or history,soft-delete. Turning history on\n"
+		"copies the table again, so that its history starts with every row; turning\n"
+		"soft-delete off removes the marked rows; a history turned off is kept, no\n"
+		"longer written.\n",
 	[CLI_RESYNC] =
 		"Usage: tidemark resync [OPTIONS] [--table SCHEMA.TABLE]...\n"
 		"After the target was restored from a backup, the slot was lost or invalidated, or\n"
@@ -445,6 +468,7 @@ cli_print_help(cli_command command)
 		       "  verify     compare source and target\n"
 		       "  teardown   remove the slot, publication and capture objects\n"
 		       "  policy     the stored schema-change policies\n"
+		       "  mode       what the target keeps of each table: history, soft deletes\n"
 		       "  resync     copy everything again in place after a restore or a failover\n\n"
 		       "`tidemark COMMAND --help` describes a command; `tidemark --version` says which\n"
 		       "tidemark this is. A config file (--config) takes every option below and\n"
@@ -579,16 +603,21 @@ parse_options(int argc, char **argv, cli_options *o, cli_given *g)
 	return TM_OK;
 }
 
-/* snapshot's and schema's SCHEMA.TABLE arguments, policy's SCHEMA.TABLE=P */
+/* snapshot's and schema's SCHEMA.TABLE arguments, policy's SCHEMA.TABLE=P,
+ * mode's SCHEMA.TABLE=MODE */
 static int
 take_positionals(int argc, char **argv, cli_options *o, cli_given *g)
 {
 	static const cli_option tables = {.field = F(tables), .count = F(ntables)};
 	static const cli_option policies = {.field = F(table_policies), .count = F(ntable_policies)};
-	const cli_option *into = o->command == CLI_POLICY ? &policies : &tables;
+	static const cli_option modes = {.field = F(table_modes), .count = F(ntable_modes)};
+	const cli_option *into = o->command == CLI_POLICY ? &policies
+	                         : o->command == CLI_MODE ? &modes
+	                                                  : &tables;
 
 	for (int i = optind; i < argc; i++) {
-		if (o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA && o->command != CLI_POLICY) {
+		if (o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA && o->command != CLI_POLICY &&
+		    o->command != CLI_MODE) {
 			fprintf(stderr, "tidemark %s: unexpected argument \"%s\"\n",
 			        command_names[o->command], argv[i]);
 			return TM_EXIT_USAGE;
@@ -615,7 +644,7 @@ static void
 libpq_environment(cli_options *o)
 {
 	bool source = o->command != CLI_SNAPSHOT && o->command != CLI_SCHEMA &&
-	              o->command != CLI_DDL_LOG;
+	              o->command != CLI_DDL_LOG && o->command != CLI_MODE;
 	bool target = o->command != CLI_TEARDOWN || o->drop_target;
 
 	if (source && !given(o->source) && (!target || given(o->target))) {
@@ -718,9 +747,11 @@ cli_options_free(cli_options *o)
 	free(o->tables);
 	free(o->schemas);
 	free(o->table_policies);
+	free(o->table_modes);
 	free(o->exclude_tables);
 	free(o->map_schemas);
-	o->tables = o->schemas = o->table_policies = o->exclude_tables = o->map_schemas = NULL;
+	o->tables = o->schemas = o->table_policies = o->table_modes = o->exclude_tables =
+		o->map_schemas = NULL;
 	free_secret(&o->source_password);
 	free_secret(&o->target_password);
 	for (int i = 0; i < o->nowned; i++)

@@ -12,8 +12,8 @@
  * config file (--config FILE, or TIDEMARK_CONFIG), the TIDEMARK_SOURCE /
  * TIDEMARK_TARGET variables, libpq's environment (PGHOST, PGSERVICE, ...)
  * for a side not given at all. A repeatable option (--table, --schema,
- * --exclude-table, --table-policy) given on the command line replaces the
- * file's list instead of adding to it.
+ * --exclude-table, --table-policy, --table-mode) given on the command
+ * line replaces the file's list instead of adding to it.
  */
 #ifndef TIDEMARK_CLI_H
 #define TIDEMARK_CLI_H
@@ -30,6 +30,7 @@ typedef enum cli_command {
 	CLI_VERIFY,
 	CLI_TEARDOWN,
 	CLI_POLICY,
+	CLI_MODE,
 	CLI_RESYNC,               /* takes run's options too (it runs afterwards) */
 	CLI_NCOMMANDS
 } cli_command;
@@ -69,6 +70,11 @@ typedef struct cli_options {
 	const char **table_policies; /* owned array of borrowed "SCHEMA.TABLE=POLICY": setup and
 	                              * run --table-policy, policy's arguments */
 	int ntable_policies;
+	const char **table_modes; /* owned array of borrowed "SCHEMA.TABLE=MODE": setup
+	                           * --table-mode, mode's arguments */
+	int ntable_modes;
+	bool metadata_columns;    /* setup, mode: --metadata-columns */
+	bool no_metadata_columns; /* mode: --no-metadata-columns */
 	double progress_interval; /* run: seconds between progress lines */
 	const char *metrics_listen; /* run: --metrics-listen ADDR:PORT, NULL: no metrics */
 	int verbose;              /* -v count; -q sets -1 */

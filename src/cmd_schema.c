@@ -98,7 +98,11 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 	                     /* through the row's JSON: a catalog before migration 005 lacks them */
 	                     " (to_jsonb(t) ->> 'key_order_same')::boolean AS key_order_same,"
 	                     " to_jsonb(t) ->> 'key_order_reason' AS key_order_reason,"
-	                     " cardinality(t.key_columns) AS key_columns"
+	                     " cardinality(t.key_columns) AS key_columns,"
+	                     /* and before migration 014 the modes */
+	                     " coalesce(to_jsonb(t) ->> 'mode', 'mirror') AS mode,"
+	                     " coalesce((to_jsonb(t) ->> 'metadata_columns')::boolean, false)"
+	                     "   AS metadata_columns"
 	                     " FROM tidemark.tables t JOIN tidemark.schema_versions v USING (table_id)"
 	                     " WHERE t.slot_name = $1 AND t.source_schema = $2 AND t.source_table = $3"
 	                     " ORDER BY v.version", 3, p, &r);
@@ -114,8 +118,10 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 		PQclear(r);
 		return rc;
 	}
-	doc = json_pack("{s:s, s:s, s:o, s:o, s:o}", "table", name, "schema", schema, "key_order",
-	                key_order_json(r), "policy", policy, "versions", report_rows(r));
+	doc = json_pack("{s:s, s:s, s:o, s:o, s:s, s:b, s:o}", "table", name, "schema", schema,
+	                "key_order", key_order_json(r), "policy", policy, "mode", PQgetvalue(r, 0, 8),
+	                "metadata_columns", strcmp(PQgetvalue(r, 0, 9), "t") == 0, "versions",
+	                report_rows(r));
 	if (o->json)
 		report_print_json(doc);
 	else {
@@ -134,6 +140,8 @@ show(PGconn *conn, const cli_options *o, const char *schema, const char *name)
 		if (json_is_object(policy))
 			printf("schema-change policy: %s (set by: %s)\n", report_str(policy, "policy"),
 			       report_str(policy, "set_by"));
+		printf("mode: %s%s\n", PQgetvalue(r, 0, 8),
+		       strcmp(PQgetvalue(r, 0, 9), "t") == 0 ? ", metadata columns" : "");
 		json_array_foreach(json_object_get(doc, "versions"), i, v)
 			print_version(v);
 	}

@@ -15,9 +15,11 @@
 #include "key_order.h"
 #include "log.h"
 #include "migrate.h"
+#include "mode.h"
 #include "pgconn.h"
 #include "pipeline.h"
 #include "policy.h"
+#include "shape.h"
 #include "source.h"
 #include "source_query.h"
 #include "strbuf.h"
@@ -538,10 +540,113 @@ check_policies(const setup_tables *t, const policy_settings *ps)
 	return rc;
 }
 
+/* --table-mode names tables of this setup (a table set up before gets its
+ * mode from `tidemark mode`), and each table fits the mode it is given
+ * (shape_fits: a key for a history or soft deletes, no column under one of
+ * tidemark's names), every table at fault said before the target changes. */
+static int
+check_modes(const setup_tables *t, const mode_settings *ms, bool metadata)
+{
+	int bad = 0;
+	int rc = TM_OK;
+
+	for (int i = 0; i < ms->n; i++)
+		if (!tables_has(t, ms->items[i].schema, ms->items[i].name)) {
+			log_error("--table-mode %s.%s: the table is not among the tables of this setup. "
+			          "Fix: name it with --table (or its --schema), or give a table set up "
+			          "before its mode with `tidemark mode`", ms->items[i].schema,
+			          ms->items[i].name);
+			rc = TM_EXIT_USAGE;
+		}
+	for (int i = 0; rc == TM_OK && i < t->n; i++) {
+		const mode_setting *set = mode_settings_find(ms, t->defs[i]->schema, t->defs[i]->name);
+
+		if ((set != NULL || metadata) &&
+		    !shape_fits(t->defs[i], set != NULL ? set->mode : 0, metadata))
+			bad++;
+	}
+	if (rc == TM_OK && bad > 0) {
+		log_error("setup stopped: %d table(s) cannot be replicated in the mode asked (see "
+		          "above)", bad);
+		rc = TM_EXIT_CONFIG;
+	}
+	return rc;
+}
+
+/* One table of this setup to the mode it is given, and with
+ * --metadata-columns to them; a table not named keeps its mode. */
+static int
+store_mode(sink *s, const cli_options *o, const tabledef *def, const mode_settings *ms,
+           json_t *changes)
+{
+	const mode_setting *set = mode_settings_find(ms, def->schema, def->name);
+	catalog_table *known = NULL;
+	json_t *change = NULL;
+	int rc;
+
+	if (set == NULL && !o->metadata_columns)
+		return TM_OK;
+	rc = catalog_load_table(s, o->slot, def->schema, def->name, &known);
+	if (rc == TM_OK && known != NULL) {
+		mode_target mt = {known->table_id, set != NULL ? set->mode : shape_mode_of(known),
+		                  o->metadata_columns || known->metadata, def};
+
+		rc = mode_change(s, &mt, &change);
+	}
+	if (change != NULL)
+		json_array_append_new(changes, change);
+	catalog_table_free(known);
+	return rc;
+}
+
+/* "target: public.t: mode history (was mirror): made ...; ..." */
+static void
+log_mode(json_t *c)
+{
+	strbuf sb = STRBUF_INIT;
+	size_t i;
+	json_t *d;
+
+	json_array_foreach(json_object_get(c, "done"), i, d)
+		strbuf_appendf(&sb, "%s%s", i > 0 ? "; " : ": ", json_string_value(d));
+	log_info("target: %s: mode %s%s (was %s%s)%s", json_string_value(json_object_get(c, "table")),
+	         json_string_value(json_object_get(c, "mode")),
+	         json_is_true(json_object_get(c, "metadata_columns")) ? ", metadata columns" : "",
+	         json_string_value(json_object_get(c, "was")),
+	         json_is_true(json_object_get(c, "was_metadata_columns")) ? ", metadata columns" : "",
+	         sb.len > 0 ? sb.data : "");
+	strbuf_free(&sb);
+}
+
+/* setup --table-mode, --metadata-columns: stored once the tables are
+ * registered, every change in one transaction (mode.h). */
+static int
+store_modes(sink *s, const cli_options *o, const setup_tables *t, const mode_settings *ms)
+{
+	json_t *changes = json_array(), *c;
+	size_t i;
+	int rc = sink_begin(s);
+
+	if (rc == TM_OK && o->metadata_columns)
+		rc = mode_set_default(s, o->slot, true);
+	for (int k = 0; rc == TM_OK && k < t->n; k++)
+		rc = store_mode(s, o, t->defs[k], ms, changes);
+	if (rc == TM_OK)
+		rc = sink_commit(s, NULL);
+	else
+		sink_rollback(s);
+	if (rc == TM_OK)
+		json_array_foreach(changes, i, c)
+			log_mode(c);
+	json_decref(changes);
+	return rc;
+}
+
 static int
 prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
                const setup_pipeline *sp, const char *key_hex, tm_lsn valid_from,
-               const policy_settings *ps, bool slot_new, setup_done *done)
+               const policy_settings *ps, const mode_settings *ms, bool slot_new,
+               setup_done *done)
 {
 	PGconn *plain;
 	sink *s = NULL;
@@ -599,6 +704,9 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
 	/* setup --policy, --table-policy: kept in the catalog, for every run */
 	if (rc == TM_OK && ps->n > 0)
 		rc = policy_store(s, o->slot, ps);
+	/* setup --table-mode, --metadata-columns: kept too, their objects made */
+	if (rc == TM_OK && (ms->n > 0 || o->metadata_columns))
+		rc = store_modes(s, o, t, ms);
 	sink_close(s);
 	return rc;
 }
@@ -659,6 +767,7 @@ cmd_setup(const cli_options *o)
 	setup_pipeline pipeline = {{NULL, NULL, NULL}, SCHEMA_MAP_INIT};
 	setup_done done = {0};
 	policy_settings policies = {0};
+	mode_settings modes = {0};
 	PGconn *src = NULL;
 	tm_lsn lsn = LSN_INVALID, slot_lsn = LSN_INVALID;
 	char *key_hex = NULL; /* owned: the source's capture key */
@@ -674,6 +783,8 @@ cmd_setup(const cli_options *o)
 	rc = policy_settings_parse(o->policy, o->table_policies, o->ntable_policies,
 	                           "--table-policy", false, &policies);
 	if (rc == TM_OK)
+		rc = mode_settings_parse(o->table_modes, o->ntable_modes, "--table-mode", &modes);
+	if (rc == TM_OK)
 		rc = parse_exclusions(o, &tables);
 	if (rc == TM_OK)
 		rc = stored_exclusions(o, &tables);
@@ -688,14 +799,16 @@ cmd_setup(const cli_options *o)
 	if (rc == TM_OK)
 		rc = check_policies(&tables, &policies);
 	if (rc == TM_OK)
+		rc = check_modes(&tables, &modes, o->metadata_columns);
+	if (rc == TM_OK)
 		rc = source_query_capture_key(src, &key_hex);
 	if (rc == TM_OK)
 		rc = source_query_current_lsn(src, &lsn);
 	if (rc == TM_OK)
 		rc = source_query_slot_exists(src, o->slot, &slot_exists);
 	if (rc == TM_OK)
-		rc = prepare_target(o, src, &tables, &pipeline, key_hex, lsn, &policies, !slot_exists,
-		                    &done);
+		rc = prepare_target(o, src, &tables, &pipeline, key_hex, lsn, &policies, &modes,
+		                    !slot_exists, &done);
 	if (rc == TM_OK)
 		rc = source_query_ensure_publication(src, o->publication, tables.defs, tables.n,
 		                                     o->schemas, o->nschemas);
@@ -718,6 +831,7 @@ cmd_setup(const cli_options *o)
 	pipeline_source_clear(&pipeline.source);
 	schema_map_clear(&pipeline.map);
 	policy_settings_free(&policies);
+	mode_settings_free(&modes);
 	free(key_hex);
 	PQfinish(src);
 	return rc;

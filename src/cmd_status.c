@@ -154,6 +154,10 @@ target_part(const cli_options *o, PGconn *conn, json_t *out)
 		                "   WHERE w.table_id = t.table_id) AS sweep_keys_checked"
 		              : ", NULL::bigint AS sweep_keys_checked");
 		strbuf_append(&sql, policy_columns(conn));
+		/* through the row's JSON: a catalog before migration 014 has no modes */
+		strbuf_append(&sql, ", coalesce(to_jsonb(t) ->> 'mode', 'mirror') AS mode,"
+		              " coalesce((to_jsonb(t) ->> 'metadata_columns')::boolean, false)"
+		              "   AS metadata_columns");
 		strbuf_append(&sql, " FROM tidemark.tables t WHERE slot_name = $1 ORDER BY 1");
 		rc = pgconn_exec(conn, PGCONN_TARGET, "reading the tables", sql.data, 1, p, &r);
 	}
@@ -209,6 +213,8 @@ print_table(json_t *t)
 	if (json_is_string(json_object_get(t, "policy")))
 		printf("  %-40s schema-change policy %s (set by: %s)\n", "", report_str(t, "policy"),
 		       report_str(t, "policy_set_by"));
+	printf("  %-40s mode %s%s\n", "", report_str(t, "mode"),
+	       json_is_true(json_object_get(t, "metadata_columns")) ? ", metadata columns" : "");
 	if (num(t, "rows_to_read_again") > 0)
 		printf("  %-40s %lld row(s) to read again (moved by key changes while being copied)\n", "",
 		       num(t, "rows_to_read_again"));

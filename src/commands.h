@@ -16,6 +16,7 @@ int cmd_ddl_log(const cli_options *opts);
 int cmd_verify(const cli_options *opts);
 int cmd_teardown(const cli_options *opts);
 int cmd_policy(const cli_options *opts);
+int cmd_mode(const cli_options *opts);
 int cmd_resync(const cli_options *opts);
 
 #endif

@@ -16,7 +16,7 @@ static const command_fn commands[CLI_NCOMMANDS] = {
 	[CLI_SETUP] = cmd_setup,       [CLI_RUN] = cmd_run,         [CLI_STATUS] = cmd_status,
 	[CLI_SNAPSHOT] = cmd_snapshot, [CLI_SCHEMA] = cmd_schema,   [CLI_DDL_LOG] = cmd_ddl_log,
 	[CLI_VERIFY] = cmd_verify,     [CLI_TEARDOWN] = cmd_teardown, [CLI_POLICY] = cmd_policy,
-	[CLI_RESYNC] = cmd_resync,
+	[CLI_MODE] = cmd_mode,         [CLI_RESYNC] = cmd_resync,
 };
 
 const char *

@@ -580,6 +580,7 @@ scan_catalog(snapshot *s)
 {
 	const char *p[] = {s->cfg.slot};
 	PGresult *r;
+	bool asked = false;
 	int rc = sink_query(s->sink, "reading the tables to copy",
 	                    "SELECT table_id, source_schema, source_table,"
 	                    " array_to_json(key_columns)::text, array_to_json(snapshot_last_key)::text,"
@@ -603,13 +604,20 @@ scan_catalog(snapshot *s)
 		if (t == NULL) {
 			if (!(t = track(s, r, i))->done)
 				submit(s, t);
+			asked = true;
 			continue;
 		}
 		refresh_names(t, r, i);
-		if (strcmp(t->request, PQgetvalue(r, i, 5)) != 0)
+		if (strcmp(t->request, PQgetvalue(r, i, 5)) != 0) {
 			rerequested(s, t, r, i);
+			asked = true;
+		}
 	}
 	PQclear(r);
+	/* a copy asked for may come with a new mode (`tidemark mode`): the
+	 * apply writes the table's changes in it from here on */
+	if (asked && s->apply != NULL && (rc = apply_reload_tables(s->apply)) != TM_OK)
+		return rc;
 	for (int i = 0; i < s->ntables; i++)
 		if (s->tables[i]->restart && !s->tables[i]->done)
 			submit(s, s->tables[i]);

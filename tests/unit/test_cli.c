@@ -19,6 +19,8 @@
 
 #include "cli.h"
 #include "exitcode.h"
+#include "mode.h"
+#include "shape.h"
 
 #define CONFIG_DIR FIXTURES_DIR "/config/"
 
@@ -169,6 +171,105 @@ test_command_line(void **state)
 	cli_options_free(&o);
 }
 
+/* setup --table-mode and --metadata-columns; mode's SCHEMA.TABLE=MODE
+ * arguments and its metadata flags; neither where they do not apply. */
+static void
+test_table_modes(void **state)
+{
+	cli_options o;
+
+	(void) state;
+	assert_int_equal(parse(&o, "setup", "--table", "a.b", "--table-mode",
+	                       "public.\"Line Items\"=history", "--table-mode", "a.b=soft-delete",
+	                       "--metadata-columns", NULL), TM_OK);
+	assert_list(o.table_modes, o.ntable_modes,
+	            LIST("public.\"Line Items\"=history", "a.b=soft-delete"));
+	assert_true(o.metadata_columns && !o.no_metadata_columns);
+	cli_options_free(&o);
+
+	assert_int_equal(parse(&o, "mode", "--target", "host=b", "public.t=history,soft-delete",
+	                       "u=mirror", "--no-metadata-columns", "--json", NULL), TM_OK);
+	assert_int_equal(o.command, CLI_MODE);
+	assert_list(o.table_modes, o.ntable_modes, LIST("public.t=history,soft-delete", "u=mirror"));
+	assert_true(o.no_metadata_columns && !o.metadata_columns && o.json);
+	assert_int_equal(o.ntables, 0);
+	cli_options_free(&o);
+	assert_int_equal(parse(&o, "mode", "--target", "host=b", "--metadata-columns", NULL), TM_OK);
+	assert_true(o.metadata_columns);
+	assert_int_equal(o.ntable_modes, 0);
+	cli_options_free(&o);
+
+	assert_int_equal(parse(&o, "mode", "--table-mode", "a.b=history", NULL), TM_EXIT_USAGE);
+	assert_stderr_has("--table-mode does not apply to this command");
+	cli_options_free(&o);
+	assert_int_equal(parse(&o, "run", "--metadata-columns", NULL), TM_EXIT_USAGE);
+	assert_stderr_has("--metadata-columns does not apply to this command");
+	cli_options_free(&o);
+	assert_int_equal(parse(&o, "setup", "--no-metadata-columns", NULL), TM_EXIT_USAGE);
+	assert_stderr_has("--no-metadata-columns does not apply to this command");
+	cli_options_free(&o);
+	assert_int_equal(parse(&o, "setup", "a.b=history", NULL), TM_EXIT_USAGE);
+	assert_stderr_has("unexpected argument \"a.b=history\"");
+	cli_options_free(&o);
+}
+
+/* mode_settings_parse, standard error kept in stderr_text. */
+static int
+parse_modes(const char *const *texts, mode_settings *ms)
+{
+	int n = 0, rc;
+
+	while (texts[n] != NULL)
+		n++;
+	capture_begin();
+	rc = mode_settings_parse(texts, n, "--table-mode", ms);
+	capture_end();
+	return rc;
+}
+
+/* SCHEMA.TABLE=MODE: names read the SQL way, the schema public by default,
+ * either order of history and soft-delete; a mode that is none, a name
+ * that does not parse, or one table with two modes is exit 2. */
+static void
+test_table_mode_values(void **state)
+{
+	mode_settings ms;
+
+	(void) state;
+	assert_int_equal(parse_modes(LIST("public.\"Line Items\"=history", "Orders=soft-delete",
+	                                  "\"a=b\".c=soft-delete,history", "x.y=mirror",
+	                                  "x.y=mirror"), &ms), TM_OK);
+	assert_int_equal(ms.n, 4);
+	assert_string_equal(ms.items[0].schema, "public");
+	assert_string_equal(ms.items[0].name, "Line Items");
+	assert_int_equal(ms.items[0].mode, SHAPE_HISTORY);
+	assert_string_equal(ms.items[1].schema, "public");
+	assert_string_equal(ms.items[1].name, "orders");
+	assert_int_equal(ms.items[1].mode, SHAPE_SOFT_DELETE);
+	assert_string_equal(ms.items[2].schema, "a=b");
+	assert_int_equal(ms.items[2].mode, SHAPE_HISTORY | SHAPE_SOFT_DELETE);
+	assert_int_equal(ms.items[3].mode, 0);
+	assert_non_null(mode_settings_find(&ms, "public", "Line Items"));
+	assert_null(mode_settings_find(&ms, "public", "line items"));
+	mode_settings_free(&ms);
+
+	assert_int_equal(parse_modes(LIST("public.t=archive"), &ms), TM_EXIT_USAGE);
+	assert_stderr_has("--table-mode public.t=archive: expected "
+	                  "SCHEMA.TABLE=mirror|history|soft-delete|history,soft-delete");
+	mode_settings_free(&ms);
+	assert_int_equal(parse_modes(LIST("public.t"), &ms), TM_EXIT_USAGE);
+	assert_stderr_has("--table-mode public.t: expected SCHEMA.TABLE=");
+	mode_settings_free(&ms);
+	assert_int_equal(parse_modes(LIST("public.t=History"), &ms), TM_EXIT_USAGE);
+	mode_settings_free(&ms);
+	assert_int_equal(parse_modes(LIST("a.b.c=history"), &ms), TM_EXIT_USAGE);
+	assert_stderr_has("--table-mode a.b.c=history: ");
+	mode_settings_free(&ms);
+	assert_int_equal(parse_modes(LIST("public.t=history", "t=mirror"), &ms), TM_EXIT_USAGE);
+	assert_stderr_has("public.t is given two modes, history and mirror");
+	mode_settings_free(&ms);
+}
+
 /* Every key of the file, for the commands that take it. */
 static void
 test_config_valid(void **state)
@@ -206,7 +307,16 @@ test_config_valid(void **state)
 	assert_string_equal(o.policy, "quarantine");
 	assert_list(o.table_policies, o.ntable_policies,
 	            LIST("shop.orders=follow", "billing.invoices=stop"));
+	assert_list(o.table_modes, o.ntable_modes, LIST("shop.orders=history"));
+	assert_true(o.metadata_columns);
 	assert_string_equal(o.slot, "shop");
+	cli_options_free(&o);
+
+	/* setup's modes are not the mode command's (its flags are for the
+	 * command line) */
+	assert_int_equal(parse(&o, "mode", "--config", CONFIG_DIR "valid.conf", NULL), TM_OK);
+	assert_int_equal(o.ntable_modes, 0);
+	assert_false(o.metadata_columns);
 	cli_options_free(&o);
 
 	/* verify has its own --chunk-rows (a page), and --table of its own */
@@ -419,6 +529,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_command_line),
+		cmocka_unit_test(test_table_modes),
+		cmocka_unit_test(test_table_mode_values),
 		cmocka_unit_test(test_config_valid),
 		cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_config_repeatable),
