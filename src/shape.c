@@ -254,7 +254,8 @@ shape_set_position(sink *s, tm_lsn lsn, long long commit_time)
 {
 	static const char *const sql = "SELECT set_config('tidemark.lsn', $1, true),"
 	                               " set_config('tidemark.commit_time', $2, true)";
-	char l[LSN_TEXT_MAX], ts[48];
+	/* room for any int the compiler may think the fields hold (-Wformat-truncation) */
+	char l[LSN_TEXT_MAX], ts[96];
 	const char *p[] = {lsn_format(lsn, l), ts};
 
 	format_commit_time(commit_time, ts, sizeof ts);
