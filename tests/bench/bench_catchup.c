@@ -161,21 +161,6 @@ scraper(void *arg)
 }
 
 static int
-compare_doubles(const void *a, const void *b)
-{
-	double x = *(const double *) a, y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, int n)
-{
-	qsort(v, (size_t) n, sizeof *v, compare_doubles);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static int
 metrics_overhead(int n, int rounds)
 {
 	double off[64], on[64];
@@ -209,8 +194,8 @@ metrics_overhead(int n, int rounds)
 		       with ? "with" : "without", secs, n / secs);
 	}
 	printf("median catch-up: without metrics %.2f s, with metrics %.2f s (%+.1f%%)\n",
-	       median(off, noff), median(on, non),
-	       100.0 * (median(on, non) - median(off, noff)) / median(off, noff));
+	       bench_median(off, noff), bench_median(on, non),
+	       100.0 * (bench_median(on, non) - bench_median(off, noff)) / bench_median(off, noff));
 	pgtest_cluster_stop(src);
 	pgtest_cluster_stop(dst);
 	return 0;

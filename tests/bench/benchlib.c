@@ -75,6 +75,21 @@ bench_wait_value(PGconn *conn, const char *sql, const char *expected, double tim
 	return -1;
 }
 
+static int
+compare_doubles(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+double
+bench_median(double *v, int n)
+{
+	qsort(v, (size_t) n, sizeof *v, compare_doubles);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 const char *const bench_orders_sql =
 	"CREATE TABLE orders (id bigint PRIMARY KEY, customer int NOT NULL, status text NOT NULL,"
 	" amount numeric(12,2), note text, created timestamptz NOT NULL)";

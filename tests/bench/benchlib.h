@@ -14,6 +14,8 @@ int bench_run_measured(const char *const argv[], double timeout_s, double *secon
 /* Polls a query until it returns expected; returns the seconds waited, or
  * a negative number on timeout. */
 double bench_wait_value(PGconn *conn, const char *sql, const char *expected, double timeout_s);
+/* The median of n values (n > 0); sorts v. */
+double bench_median(double *v, int n);
 
 /* The benchmarks' orders table: id bigint key, customer, status, amount
  * numeric(12,2), note (about 70 bytes), created timestamptz. */
