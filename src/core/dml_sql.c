@@ -335,13 +335,17 @@ void
 dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *present, int *nparams)
 {
 	dml_sql_table plain = *t;
+	dml_sql_shape no_history = {false, false, NULL, 0, NULL};
 	bool hist = has_history(t);
 	int n;
 
 	/* the history's statement comes beside the update, at the top level
 	 * (a data-modifying WITH cannot nest) */
-	if (hist)
-		plain.shape = &(dml_sql_shape){t->shape->metadata, t->shape->soft_delete, NULL, 0, NULL};
+	if (hist) {
+		no_history.metadata = t->shape->metadata;
+		no_history.soft_delete = t->shape->soft_delete;
+		plain.shape = &no_history;
+	}
 	strbuf_append(sql, "WITH moved AS (");
 	dml_sql_update_present(sql, &plain, present, &n);
 	if (hist) {
