@@ -94,7 +94,10 @@ apply_reload_tables(apply *a)
 {
 	catalog_table *arr;
 	int n, stale = 0;
-	int rc = catalog_load_tables(a->sink, a->cfg.slot, &arr, &n);
+	int rc = apply_net_flush(a); /* the changes held are of the tables as they were */
+
+	if (rc == TM_OK)
+		rc = catalog_load_tables(a->sink, a->cfg.slot, &arr, &n);
 
 	if (rc != TM_OK)
 		return rc;
@@ -204,6 +207,7 @@ apply_new(sink *s, const apply_config *cfg, apply **out)
 		apply_adopt_table(a, &arr[i]);
 	free(arr);
 	a->keyless = keyless_new(s);
+	a->net = cfg->net_changes ? net_new() : NULL;
 	*out = a;
 	return TM_OK;
 }
@@ -212,6 +216,7 @@ static void
 rel_forget_statements(apply *a, apply_rel *r)
 {
 	sink_stmt_release(a->sink, r->upsert);
+	sink_stmt_release(a->sink, r->upsert_plain);
 	sink_stmt_release(a->sink, r->delete);
 	for (int i = 0; i < r->npartials; i++) {
 		sink_stmt_release(a->sink, r->partials[i].stmt);
@@ -220,7 +225,7 @@ rel_forget_statements(apply *a, apply_rel *r)
 	free(r->partials);
 	r->partials = NULL;
 	r->npartials = 0;
-	r->upsert = r->delete = NULL;
+	r->upsert = r->delete = r->upsert_plain = NULL;
 	apply_shape_forget(r);
 }
 
@@ -279,6 +284,7 @@ apply_free(apply *a)
 	free(a->tables);
 	free(a->marker);
 	keyless_free(a->keyless);
+	apply_net_free(a);
 	free(a);
 }
 
@@ -536,7 +542,10 @@ static int
 apply_relation(apply *a, const pgoutput_msg *m)
 {
 	apply_rel *r = find_rel(a, m->u.relation.relid);
+	int rc = apply_net_flush(a); /* held changes have the columns described before */
 
+	if (rc != TM_OK)
+		return rc;
 	if (r == NULL)
 		r = new_rel(a, m->u.relation.relid);
 	apply_keep_described(a, r, m);
@@ -574,7 +583,7 @@ rel_sql_table(const apply_rel *r)
 static int
 shape_nparams(const apply_rel *r)
 {
-	return apply_shaped(r) && r->table->history ? 2 : 0;
+	return apply_shaped(r) && r->table->history ? DML_SQL_HISTORY_PARAMS : 0;
 }
 
 static sink_stmt *
@@ -666,11 +675,12 @@ value_param(const pgoutput_value *v, arena *scratch)
 	return arena_strndup(scratch, v->data, v->len);
 }
 
-/* (room for the history's two parameters after them: apply_shape_params) */
+/* (room for the history's parameters after them: apply_shape_params) */
 static const char **
 tuple_params(const pgoutput_tuple *t, arena *scratch)
 {
-	const char **p = arena_alloc(scratch, sizeof(char *) * ((size_t) t->ncols + 3));
+	const char **p = arena_alloc(scratch,
+	                             sizeof(char *) * ((size_t) t->ncols + DML_SQL_HISTORY_PARAMS + 1));
 
 	for (int i = 0; i < t->ncols; i++)
 		p[i] = value_param(&t->values[i], scratch);
@@ -680,7 +690,8 @@ tuple_params(const pgoutput_tuple *t, arena *scratch)
 static const char **
 key_params(const apply_rel *r, const pgoutput_tuple *t, arena *scratch)
 {
-	const char **p = arena_alloc(scratch, sizeof(char *) * ((size_t) r->nkeys + 3));
+	const char **p = arena_alloc(scratch,
+	                             sizeof(char *) * ((size_t) r->nkeys + DML_SQL_HISTORY_PARAMS + 1));
 
 	for (int k = 0; k < r->nkeys; k++)
 		p[k] = value_param(&t->values[r->key_idx[k]], scratch);
@@ -919,6 +930,77 @@ send_delete(apply *a, apply_rel *r, const pgoutput_tuple *t, arena *scratch)
 	return sink_send(a->sink, stmt_delete(a, r), p, NULL);
 }
 
+int
+apply_send_row(apply *a, apply_rel *r, const char **values, arena *scratch)
+{
+	(void) scratch;
+	if (apply_shaped(r)) {
+		if (r->upsert_plain == NULL) {
+			strbuf sql = STRBUF_INIT;
+			dml_sql_table t = rel_sql_table(r);
+
+			t.shape = NULL;
+			dml_sql_upsert(&sql, &t);
+			r->upsert_plain = sink_stmt_hold(a->sink, sql.data, r->ncols);
+			strbuf_free(&sql);
+		}
+		return sink_send(a->sink, r->upsert_plain, values, NULL);
+	}
+	return sink_send(a->sink, stmt_upsert(a, r), values, NULL);
+}
+
+static const char **
+key_values(const apply_rel *r, const char *const *values, int extra, arena *scratch)
+{
+	const char **p = arena_alloc(scratch, sizeof(char *) * ((size_t) (r->nkeys + extra) +
+	                                                        DML_SQL_HISTORY_PARAMS + 1));
+
+	for (int k = 0; k < r->nkeys; k++)
+		p[extra + k] = values[r->key_idx[k]];
+	return p;
+}
+
+int
+apply_send_delete_key(apply *a, apply_rel *r, const char *const *values, arena *scratch)
+{
+	const char **p = key_values(r, values, 0, scratch);
+
+	apply_shape_params(a, r, p, r->nkeys, "delete", scratch);
+	return sink_send(a->sink, stmt_delete(a, r), p, NULL);
+}
+
+int
+apply_send_partial(apply *a, apply_rel *r, const bool *present, const char *const *values,
+                   arena *scratch)
+{
+	const char **p = key_values(r, values, r->ncols, scratch);
+	int n = 0;
+
+	for (int i = 0; i < r->ncols; i++)
+		if (present[i])
+			p[n++] = values[i];
+	for (int k = 0; k < r->nkeys; k++)
+		p[n + k] = p[r->ncols + k];
+	n += r->nkeys;
+	apply_shape_params(a, r, p, n, "update", scratch);
+	return sink_send(a->sink, stmt_partial(a, r, present, false), p, NULL);
+}
+
+apply_rel *
+apply_find_rel(apply *a, uint32_t relid)
+{
+	return find_rel(a, relid);
+}
+
+/* A change of a table whose changes are netted (apply_nets), put. */
+static int
+net_change(apply *a, apply_rel *r, net_kind kind, const pgoutput_tuple *t)
+{
+	bool conflict;
+
+	return apply_net_put(a, r, kind, t, NULL, &conflict);
+}
+
 static int
 apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 {
@@ -937,7 +1019,14 @@ apply_insert(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	count_change(a, METRICS_ROWS_INSERTED);
 	observe_row(a, r, &m->u.insert.newtup, scratch);
-	return send_upsert(a, r, &m->u.insert.newtup, "insert", scratch);
+	switch (apply_net_way_of(a, r)) {
+	case APPLY_NET_ALL:
+		return net_change(a, r, NET_ROW, &m->u.insert.newtup);
+	case APPLY_NET_ROWS:
+		return apply_net_history_row(a, r, "insert", &m->u.insert.newtup, scratch);
+	default:
+		return send_upsert(a, r, &m->u.insert.newtup, "insert", scratch);
+	}
 }
 
 /* An update some of whose columns were not sent (unchanged TOAST): set the
@@ -949,7 +1038,8 @@ update_partial(apply *a, apply_rel *r, const pgoutput_tuple *oldt, const pgoutpu
                bool moved, arena *scratch)
 {
 	bool *present = arena_alloc(scratch, sizeof(bool) * (size_t) r->ncols);
-	const char **p = arena_alloc(scratch, sizeof(char *) * (size_t) (r->ncols + 2 * r->nkeys + 4));
+	const char **p = arena_alloc(scratch, sizeof(char *) * (size_t) (r->ncols + 2 * r->nkeys + 2 +
+	                                                                 DML_SQL_HISTORY_PARAMS + 1));
 	const char **keys = key_params(r, moved ? oldt : newt, scratch);
 	int n = 0, rc;
 
@@ -981,11 +1071,41 @@ update_partial(apply *a, apply_rel *r, const pgoutput_tuple *oldt, const pgoutpu
 	return sink_send(a->sink, stmt_partial(a, r, present, moved), p, NULL);
 }
 
+/* An update some of whose columns were not sent: put as a net change,
+ * unless it moves the key (it may ask for a reread, which depends on what
+ * the target holds) or meets a delete of the group: then the target gets
+ * every change held first, and this one alone. */
+static int
+net_or_partial(apply *a, apply_rel *r, const pgoutput_tuple *oldt, const pgoutput_tuple *newt,
+               bool moved, arena *scratch)
+{
+	int rc = TM_OK;
+
+	apply_net_way way = apply_net_way_of(a, r);
+
+	if (way == APPLY_NET_NONE)
+		return update_partial(a, r, oldt, newt, moved, scratch);
+	if (way == APPLY_NET_ALL && !moved) {
+		bool *present = arena_alloc(scratch, sizeof(bool) * (size_t) r->ncols);
+		bool conflict;
+
+		for (int i = 0; i < r->ncols; i++)
+			present[i] = newt->values[i].kind != PGOUTPUT_VALUE_UNCHANGED;
+		rc = apply_net_put(a, r, NET_PARTIAL, newt, present, &conflict);
+		if (rc != TM_OK || !conflict)
+			return rc;
+	}
+	if ((rc = apply_net_flush(a)) != TM_OK)
+		return rc;
+	return update_partial(a, r, oldt, newt, moved, scratch);
+}
+
 static int
 apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 {
 	const pgoutput_tuple *newt = &m->u.update.newtup;
 	const pgoutput_tuple *oldt = &m->u.update.oldtup;
+	apply_net_way way;
 	bool moved;
 	int rc;
 	apply_rel *r = change_rel(a, m->u.update.relid, m, &rc);
@@ -1007,9 +1127,20 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 		observe_row(a, r, oldt, scratch);
 	if (has_unchanged(newt)) {
 		observe_partial(a, r, newt, scratch);
-		return update_partial(a, r, oldt, newt, moved, scratch);
+		return net_or_partial(a, r, oldt, newt, moved, scratch);
 	}
 	observe_row(a, r, newt, scratch);
+	way = apply_net_way_of(a, r);
+	if (way == APPLY_NET_ALL) {
+		if (moved && (rc = net_change(a, r, NET_DELETE, oldt)) != TM_OK)
+			return rc;
+		return net_change(a, r, NET_ROW, newt);
+	}
+	if (way == APPLY_NET_ROWS && !moved)
+		return apply_net_history_row(a, r, "update", newt, scratch);
+	/* a history's key change: its entries read the mirror's row */
+	if (way == APPLY_NET_ROWS && (rc = apply_net_flush(a)) != TM_OK)
+		return rc;
 	if (moved && (rc = send_delete(a, r, oldt, scratch)) != TM_OK)
 		return rc;
 	return send_upsert(a, r, newt, "update", scratch);
@@ -1031,7 +1162,16 @@ apply_delete(apply *a, const pgoutput_msg *m, arena *scratch)
 		return rc;
 	count_change(a, METRICS_ROWS_DELETED);
 	observe_row(a, r, &m->u.delete.oldtup, scratch);
-	return send_delete(a, r, &m->u.delete.oldtup, scratch);
+	switch (apply_net_way_of(a, r)) {
+	case APPLY_NET_ALL:
+		return net_change(a, r, NET_DELETE, &m->u.delete.oldtup);
+	case APPLY_NET_ROWS: /* its entry reads the mirror's row */
+		if ((rc = apply_net_flush(a)) != TM_OK)
+			return rc;
+		/* fall through */
+	default:
+		return send_delete(a, r, &m->u.delete.oldtup, scratch);
+	}
 }
 
 static int
@@ -1046,6 +1186,8 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 
 	if (a->skipping)
 		return TM_OK;
+	if ((rc = apply_net_flush(a)) != TM_OK)
+		return rc;
 	for (uint32_t i = 0; i < m->u.truncate.nrelids; i++) {
 		apply_rel *r = change_rel(a, m->u.truncate.relids[i], m, &rc);
 		bool applied = r != NULL && applies(a, r, &rc);
@@ -1097,8 +1239,10 @@ static int
 group_commit(apply *a)
 {
 	tm_lsn wal_end = LSN_INVALID;
-	int rc = catalog_save_progress(a->sink, a->cfg.slot, a->group_end, a->group_commit_time);
+	int rc = apply_net_flush(a);
 
+	if (rc == TM_OK)
+		rc = catalog_save_progress(a->sink, a->cfg.slot, a->group_end, a->group_commit_time);
 	if (rc == TM_OK)
 		rc = sink_commit(a->sink, &wal_end);
 	a->group_open = false;
@@ -1138,7 +1282,9 @@ apply_begin(apply *a, const pgoutput_msg *m)
 	a->final_lsn = m->u.begin.final_lsn;
 	a->commit_time = m->u.begin.commit_time;
 	a->position_set = false;
+	a->position_text = false;
 	a->hist_seq = 0;
+	a->tx_messaged = false;
 	/* the server resumes after our position; this guards the rule */
 	a->skipping = m->u.begin.final_lsn < a->applied;
 	if (a->skipping || a->group_open)
@@ -1168,8 +1314,12 @@ apply_commit(apply *a, const pgoutput_msg *m)
 		a->skipping = false;
 		return TM_OK;
 	}
-	/* tables that join at this commit, in its target transaction */
-	if (a->cfg.hooks.before_commit != NULL)
+	/* tables that join at this commit, in its target transaction: after a
+	 * capture message, what it left for the commit meets the target
+	 * holding the changes before it */
+	if (a->tx_messaged)
+		rc = apply_net_flush(a);
+	if (rc == TM_OK && a->cfg.hooks.before_commit != NULL)
 		rc = a->cfg.hooks.before_commit(a->cfg.hooks.commit_ctx, m->u.commit.end_lsn);
 	if (rc == TM_OK)
 		rc = apply_join_at_commit(a, m->u.commit.end_lsn);
@@ -1198,7 +1348,13 @@ apply_logical_message(apply *a, const pgoutput_msg *m)
 		return TM_OK;
 	}
 	if (strncmp(m->u.message.prefix, "tidemark.", 9) == 0 && a->cfg.hooks.on_message != NULL) {
-		int rc = a->cfg.hooks.on_message(a->cfg.hooks.message_ctx, m, a->commit_time);
+		/* what it runs (a schema change, a chunk's load) meets the target
+		 * holding every change before it */
+		int rc = apply_net_flush(a);
+
+		a->tx_messaged = true;
+		if (rc == TM_OK)
+			rc = a->cfg.hooks.on_message(a->cfg.hooks.message_ctx, m, a->commit_time);
 
 		a->tx_wrote = true;
 		return rc;

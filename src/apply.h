@@ -10,6 +10,18 @@
  * position reported to the source as flushed follows the target's flushed
  * WAL, so a crash of the target loses nothing the source still needs.
  *
+ * Net changes (cfg.net_changes): within a group only each key's last state
+ * is seen by readers, so the changes of tables with a key in mirror mode
+ * are reduced to one per key (net_change.h) and sent when the group needs
+ * the target to hold them: before its commit, before anything else that
+ * reads or changes the target (a capture or watermark message and what it
+ * runs: schema changes, chunk loads; a relation described again; a
+ * TRUNCATE; tables joining at a commit; a key-changing update whose
+ * unchanged TOAST values were not sent), and when they exceed
+ * APPLY_NET_BYTES. Quarantine and the snapshot's windows see every change
+ * as it comes; tables in another mode (a history) and tables without a
+ * key get every change.
+ *
  * Rows: inserts and updates are keyed upserts, deletes by key, updates that
  * change the key delete the old key; a column sent as "unchanged TOAST"
  * keeps the target's value (a partial UPDATE), never becomes NULL. A
@@ -115,6 +127,7 @@ typedef struct apply_config {
 	apply_hooks hooks;         /* members may be NULL */
 	metrics *metrics;          /* borrowed; NULL: none. Counts are staged and
 	                            * committed with each target transaction */
+	bool net_changes;          /* a group applies each key's net change (below) */
 } apply_config;
 
 typedef struct apply_stats {

@@ -11,6 +11,7 @@
 
 #include "apply.h"
 #include "dml_sql.h"
+#include "net_change.h"
 #include "shape.h"
 #include "sqltype.h"
 
@@ -19,6 +20,8 @@
 /* The changes of relations without a table kept in one source transaction,
  * at most (apply_join.c): beyond, such a table's rows are copied. */
 #define APPLY_KEEP_BYTES (16LL * 1024 * 1024)
+/* A group's net changes held before they are sent, at most (apply_net.c). */
+#define APPLY_NET_BYTES ((size_t) 32 * 1024 * 1024)
 
 typedef struct apply_kept apply_kept; /* apply_join.c */
 
@@ -66,6 +69,7 @@ typedef struct apply_rel {
 	bool *checked;          /* owned, per column: check[i] applies */
 	int nchecked;
 	sink_stmt *upsert;      /* borrowed; built on first use */
+	sink_stmt *upsert_plain; /* the same without the table's history (apply_net.c) */
 	sink_stmt *delete;
 	int npartials;
 	apply_partial *partials; /* owned */
@@ -113,6 +117,14 @@ struct apply {
 	bool position_set;          /* the session knows this source tx's position
 	                             * (shape_set_position) */
 	long long hist_seq;         /* history entries this source tx wrote so far */
+	bool position_text;         /* pos_lsn and pos_time hold this source tx's: */
+	char pos_lsn[LSN_TEXT_MAX]; /* its commit position and time as text, the */
+	char pos_time[SHAPE_TIME_TEXT_MAX]; /* parameters of its history entries */
+	net_set *net;               /* owned: the group's net changes (apply_net.c) */
+	struct apply_hist_buf *hist_bufs; /* owned: history entries held for COPY (apply_net.c) */
+	int nhist_bufs;
+	size_t hist_bytes;
+	bool tx_messaged;           /* this source tx had a tidemark message (on_message) */
 };
 
 /* Takes ownership of *t's contents into a new table of the list. */
@@ -132,8 +144,8 @@ const dml_sql_shape *apply_shape_of(const apply_rel *r);
  * position set for the source transaction. */
 int apply_shape_ready(apply *a, apply_rel *r);
 void apply_shape_forget(apply_rel *r);
-/* With a history: the entry's op and next seq as parameters n and n + 1
- * of p (which has room for them). */
+/* With a history: the entry's op, next seq, position and commit time as
+ * parameters n to n + 3 of p (which has room for them). */
 void apply_shape_params(apply *a, const apply_rel *r, const char **p, int n, const char *op,
                         arena *scratch);
 /* With a history, before an update moves the row under key (parameters,
@@ -143,6 +155,45 @@ int apply_shape_before_move(apply *a, apply_rel *r, const char **key, arena *scr
  * marks of soft deletes; *keep: the rows stay (soft deletes), so the
  * TRUNCATE leaves the table out. */
 int apply_shape_truncate(apply *a, apply_rel *r, bool *keep);
+
+/* ---- apply.c: statements of one change, for apply_net.c ---- */
+
+/* An upsert of the whole row (values: ncols NUL-terminated or NULL), of
+ * the mirror alone. */
+int apply_send_row(apply *a, apply_rel *r, const char **values, arena *scratch);
+/* A delete by key (values: the row's columns; only the key's are read). */
+int apply_send_delete_key(apply *a, apply_rel *r, const char *const *values, arena *scratch);
+/* An update of the present columns, by key. */
+int apply_send_partial(apply *a, apply_rel *r, const bool *present, const char *const *values,
+                       arena *scratch);
+apply_rel *apply_find_rel(apply *a, uint32_t relid);
+
+/* ---- apply_net.c: a group's net changes (apply.h) ---- */
+
+/* How r's changes go (its shape ready):
+ *   APPLY_NET_NONE  each sent as it comes
+ *   APPLY_NET_ALL   each put as a net change (a table with its key in
+ *                   mirror mode)
+ *   APPLY_NET_ROWS  whole rows put as net changes of the mirror, their
+ *                   history entries held and written with COPY at the
+ *                   flush; the other changes (deletes, updates that leave
+ *                   TOAST values unsent or move the key) sent alone after
+ *                   a flush, as their entries need the mirror's row (a
+ *                   history whose columns are the stream's, without
+ *                   metadata columns or soft deletes) */
+typedef enum apply_net_way { APPLY_NET_NONE, APPLY_NET_ALL, APPLY_NET_ROWS } apply_net_way;
+apply_net_way apply_net_way_of(const apply *a, const apply_rel *r);
+/* APPLY_NET_ROWS: a whole row put, with its history entry (op). */
+int apply_net_history_row(apply *a, apply_rel *r, const char *op, const pgoutput_tuple *t,
+                          arena *scratch);
+void apply_net_free(apply *a);
+/* Puts a change of r: NET_ROW and NET_PARTIAL from t (present: the
+ * columns sent), NET_DELETE from t's key. *conflict: not put (a partial
+ * onto a key this group deleted): the caller flushes and sends it alone. */
+int apply_net_put(apply *a, apply_rel *r, net_kind kind, const pgoutput_tuple *t,
+                  const bool *present, bool *conflict);
+/* Sends every net change held (a barrier: the target must hold them). */
+int apply_net_flush(apply *a);
 
 /* ---- apply_join.c ---- */
 

@@ -36,6 +36,20 @@ apply_shape_forget(apply_rel *r)
 	r->shape_ready = false;
 }
 
+/* The session's position: what a mirror's metadata, a soft delete's mark
+ * and a copy's or a TRUNCATE's history entries read. */
+static int
+session_position(apply *a)
+{
+	int rc = TM_OK;
+
+	if (!a->position_set) {
+		rc = shape_set_position(a->sink, a->final_lsn, (long long) a->commit_time);
+		a->position_set = rc == TM_OK;
+	}
+	return rc;
+}
+
 int
 apply_shape_ready(apply *a, apply_rel *r)
 {
@@ -50,10 +64,9 @@ apply_shape_ready(apply *a, apply_rel *r)
 			return rc;
 		r->shape_ready = true;
 	}
-	if (!a->position_set) {
-		rc = shape_set_position(a->sink, a->final_lsn, (long long) a->commit_time);
-		a->position_set = rc == TM_OK;
-	}
+	/* a history's entries take the position as parameters */
+	if (r->table->metadata || r->table->soft_delete)
+		rc = session_position(a);
 	return rc;
 }
 
@@ -67,8 +80,15 @@ apply_shape_params(apply *a, const apply_rel *r, const char **p, int n, const ch
 		return;
 	seq = arena_alloc(scratch, 24);
 	snprintf(seq, 24, "%lld", ++a->hist_seq);
+	if (!a->position_text) {
+		lsn_format(a->final_lsn, a->pos_lsn);
+		shape_format_commit_time((long long) a->commit_time, a->pos_time, sizeof a->pos_time);
+		a->position_text = true;
+	}
 	p[n] = op;
 	p[n + 1] = seq;
+	p[n + 2] = a->pos_lsn;
+	p[n + 3] = a->pos_time;
 }
 
 static dml_sql_table
@@ -92,11 +112,12 @@ apply_shape_before_move(apply *a, apply_rel *r, const char **key, arena *scratch
 	if (!apply_shaped(r) || !r->table->history)
 		return TM_OK;
 	t = shape_table(r);
-	p = arena_alloc(scratch, sizeof(char *) * ((size_t) r->nkeys + 3));
+	p = arena_alloc(scratch, sizeof(char *) * ((size_t) r->nkeys + DML_SQL_HISTORY_PARAMS + 1));
 	memcpy(p, key, sizeof(char *) * (size_t) r->nkeys);
 	apply_shape_params(a, r, p, r->nkeys, "delete", scratch);
 	dml_sql_history_of_key(&sql, &t);
-	rc = sink_send(a->sink, sink_stmt_get(a->sink, sql.data, r->nkeys + 2), p, NULL);
+	rc = sink_send(a->sink,
+	               sink_stmt_get(a->sink, sql.data, r->nkeys + DML_SQL_HISTORY_PARAMS), p, NULL);
 	strbuf_free(&sql);
 	return rc;
 }
@@ -114,7 +135,7 @@ apply_shape_truncate(apply *a, apply_rel *r, bool *keep)
 	*keep = false;
 	if (!apply_shaped(r))
 		return TM_OK;
-	if ((rc = apply_shape_ready(a, r)) != TM_OK)
+	if ((rc = apply_shape_ready(a, r)) != TM_OK || (rc = session_position(a)) != TM_OK)
 		return rc;
 	t = shape_table(r);
 	if (!dml_sql_truncate_shaped(&sql, &t))

@@ -122,6 +122,9 @@ const cli_option cli_option_table[] = {
 	{"drop-columns", 0, NULL, FLAG(drop_columns), RUNS, RUNS,
 	 "drop on the target the columns dropped on the source\n"
 	 "(default: keep them, no longer filled)"},
+	{"no-net-changes", 0, NULL, FLAG(no_net_changes), RUNS, RUNS,
+	 "apply every source change as it came (default: each\n"
+	 "key's net change per target transaction)"},
 	{"drop-tables", 0, NULL, FLAG(drop_tables), RUNS, RUNS,
 	 "drop on the target the tables dropped on the source\n"
 	 "(default: keep them, no longer replicated)"},

@@ -603,7 +603,8 @@ session_open(run_state *st)
 	                                     source_table_name, NULL, NULL, source_publish_table},
 	                          .type_boundary = type_boundary, .boundary_ctx = st,
 	                          .metrics = st->metrics};
-	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}, st->metrics};
+	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}, st->metrics,
+	                    !o->no_net_changes};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
 	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);

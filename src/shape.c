@@ -231,10 +231,10 @@ shape_load(sink *s, int table_id, shape_loaded *out)
 	return rc;
 }
 
-/* ISO 8601 in UTC with microseconds: exact, whatever the session's
- * DateStyle. */
-static void
-format_commit_time(long long pg_us, char *out, size_t size)
+/* (SHAPE_TIME_TEXT_MAX: room for any int the compiler may think the
+ * fields hold, -Wformat-truncation) */
+void
+shape_format_commit_time(long long pg_us, char *out, size_t size)
 {
 	int64_t unix_us = pgoutput_timestamp_to_unix_us((pg_timestamp) pg_us);
 	time_t secs = (time_t) (unix_us / 1000000);
@@ -255,10 +255,9 @@ shape_set_position(sink *s, tm_lsn lsn, long long commit_time)
 {
 	static const char *const sql = "SELECT set_config('tidemark.lsn', $1, true),"
 	                               " set_config('tidemark.commit_time', $2, true)";
-	/* room for any int the compiler may think the fields hold (-Wformat-truncation) */
-	char l[LSN_TEXT_MAX], ts[96];
+	char l[LSN_TEXT_MAX], ts[SHAPE_TIME_TEXT_MAX];
 	const char *p[] = {lsn_format(lsn, l), ts};
 
-	format_commit_time(commit_time, ts, sizeof ts);
+	shape_format_commit_time(commit_time, ts, sizeof ts);
 	return sink_send(s, sink_stmt_get(s, sql, 2), p, NULL);
 }

@@ -73,5 +73,9 @@ void shape_loaded_free(shape_loaded *l);
  * deletes read them. commit_time: microseconds since 2000-01-01 UTC. Sent
  * in the pipeline (errors at the next sync point). */
 int shape_set_position(sink *s, tm_lsn lsn, long long commit_time);
+/* A commit time as text: ISO 8601 in UTC with microseconds, exact whatever
+ * the session's DateStyle (SHAPE_TIME_TEXT_MAX bytes are enough). */
+#define SHAPE_TIME_TEXT_MAX 96
+void shape_format_commit_time(long long commit_time, char *out, size_t size);
 
 #endif

@@ -75,12 +75,17 @@ append_hist_cols(strbuf *sql, const dml_sql_table *t, const char *alias)
 	}
 }
 
+/* INSERT INTO hist (tidemark_op, tidemark_seq[, tidemark_lsn,
+ * tidemark_commit_time], columns): without the position, the history's
+ * defaults take it from the session */
 static void
-append_history_insert(strbuf *sql, const dml_sql_table *t)
+append_history_insert(strbuf *sql, const dml_sql_table *t, bool position)
 {
 	strbuf_append(sql, "INSERT INTO ");
 	strbuf_append_qualified(sql, t->schema, t->shape->history);
 	strbuf_append(sql, " (tidemark_op, tidemark_seq");
+	if (position)
+		strbuf_append(sql, ", tidemark_lsn, tidemark_commit_time");
 	if (t->shape->nhist > 0)
 		strbuf_append(sql, ", ");
 	append_hist_cols(sql, t, NULL);
@@ -97,28 +102,49 @@ append_returning(strbuf *sql, const dml_sql_table *t)
 	append_hist_cols(sql, t, NULL);
 }
 
-void
-dml_sql_history_close(strbuf *sql, const dml_sql_table *t, const char *op, const char *seq)
+/* the entry's leading values: four parameters from $first on (op, seq,
+ * position, commit time) */
+static void
+append_entry_params(strbuf *sql, int first)
+{
+	strbuf_appendf(sql, " SELECT $%d::text, $%d::bigint, $%d::pg_lsn, $%d::timestamptz", first,
+	               first + 1, first + 2, first + 3);
+}
+
+/* ... its end: RETURNING the columns, the history's INSERT from them;
+ * entry: the leading values, written (as append_entry_params does) */
+static void
+close_history(strbuf *sql, const dml_sql_table *t, const char *entry, bool position)
 {
 	append_returning(sql, t);
 	strbuf_append(sql, ") ");
-	append_history_insert(sql, t);
-	strbuf_appendf(sql, " SELECT %s, %s", op, seq);
+	append_history_insert(sql, t, position);
+	strbuf_append(sql, entry);
 	if (t->shape->nhist > 0)
 		strbuf_append(sql, ", ");
 	append_hist_cols(sql, t, "m");
 	strbuf_append(sql, " FROM m");
 }
 
-/* the history's op and seq: the two parameters after the n of a statement */
+void
+dml_sql_history_close(strbuf *sql, const dml_sql_table *t, const char *op, const char *seq)
+{
+	strbuf entry = STRBUF_INIT;
+
+	strbuf_appendf(&entry, " SELECT %s, %s", op, seq);
+	close_history(sql, t, strbuf_str(&entry), false);
+	strbuf_free(&entry);
+}
+
+/* the history's entry values: the parameters after the n of a statement */
 static void
 close_with_params(strbuf *sql, const dml_sql_table *t, int n)
 {
-	char op[32], seq[32];
+	strbuf entry = STRBUF_INIT;
 
-	snprintf(op, sizeof op, "$%d::text", n + 1);
-	snprintf(seq, sizeof seq, "$%d::bigint", n + 2);
-	dml_sql_history_close(sql, t, op, seq);
+	append_entry_params(&entry, n + 1);
+	close_history(sql, t, strbuf_str(&entry), true);
+	strbuf_free(&entry);
 }
 
 /* , tidemark_lsn = ..., tidemark_synced_at = ... (from the row's defaults,
@@ -207,8 +233,8 @@ dml_sql_delete(strbuf *sql, const dml_sql_table *t)
 void
 dml_sql_history_of_key(strbuf *sql, const dml_sql_table *t)
 {
-	append_history_insert(sql, t);
-	strbuf_appendf(sql, " SELECT $%d::text, $%d::bigint", t->nkeys + 1, t->nkeys + 2);
+	append_history_insert(sql, t, true);
+	append_entry_params(sql, t->nkeys + 1);
 	if (t->shape->nhist > 0)
 		strbuf_append(sql, ", ");
 	append_hist_cols(sql, t, NULL);
@@ -225,7 +251,7 @@ dml_sql_truncate_shaped(strbuf *sql, const dml_sql_table *t)
 	if (!has_history(t) && !soft_deletes(t))
 		return false;
 	if (has_history(t) && !soft_deletes(t)) {
-		append_history_insert(sql, t);
+		append_history_insert(sql, t, false);
 		strbuf_append(sql, " SELECT 'delete', $1::bigint + row_number() OVER ()");
 		if (t->shape->nhist > 0)
 			strbuf_append(sql, ", ");
@@ -260,7 +286,7 @@ dml_sql_history_next_seq(strbuf *sql, const dml_sql_table *t)
 void
 dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond)
 {
-	append_history_insert(sql, t);
+	append_history_insert(sql, t, false);
 	strbuf_append(sql, " SELECT 'copy', ");
 	dml_sql_history_next_seq(sql, t);
 	if (t->shape->nhist > 0)
@@ -327,7 +353,7 @@ dml_sql_update_present(strbuf *sql, const dml_sql_table *t, const bool *present,
 	*nparams = n + t->nkeys;
 	if (has_history(t)) {
 		close_with_params(sql, t, *nparams);
-		*nparams += 2;
+		*nparams += DML_SQL_HISTORY_PARAMS;
 	}
 }
 
@@ -349,15 +375,12 @@ dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *present, i
 	strbuf_append(sql, "WITH moved AS (");
 	dml_sql_update_present(sql, &plain, present, &n);
 	if (hist) {
-		int last = n + 1 + t->nkeys + 1; /* id, new key, lsn; then op and seq */
-		char op[32], seq[32];
+		int last = n + 1 + t->nkeys + 1; /* id, new key, lsn; then the entry's */
 
 		append_returning(sql, t);
 		strbuf_append(sql, "), h AS (");
-		append_history_insert(sql, t);
-		snprintf(op, sizeof op, "$%d::text", last + 1);
-		snprintf(seq, sizeof seq, "$%d::bigint", last + 2);
-		strbuf_appendf(sql, " SELECT %s, %s", op, seq);
+		append_history_insert(sql, t, true);
+		append_entry_params(sql, last + 1);
 		if (t->shape->nhist > 0)
 			strbuf_append(sql, ", ");
 		append_hist_cols(sql, t, "moved");
@@ -372,7 +395,7 @@ dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *present, i
 	strbuf_appendf(sql, "], $%d::pg_lsn WHERE NOT EXISTS (SELECT FROM moved)", ++n);
 	strbuf_append(sql, " ON CONFLICT (table_id, key) DO UPDATE SET requested_lsn ="
 	                   " greatest(snapshot_rereads.requested_lsn, EXCLUDED.requested_lsn)");
-	*nparams = hist ? n + 2 : n;
+	*nparams = hist ? n + DML_SQL_HISTORY_PARAMS : n;
 }
 
 void

@@ -17,11 +17,16 @@
  * sql): metadata columns on the mirror, filled by their defaults from the
  * session's tidemark.lsn (set per source transaction, and to a chunk's high
  * watermark for a copy); soft deletes, which mark a row instead of
- * removing it; a history beside the mirror, which each statement writes
- * in the same statement, from the mirror's row as the change left it
- * (RETURNING). A statement with a history takes two more parameters after
- * all its own: the entry's tidemark_op and tidemark_seq.
+ * removing it, with the session's tidemark.commit_time; a history beside
+ * the mirror, which each statement writes in the same statement, from the
+ * mirror's row as the change left it (RETURNING). A statement of a change
+ * with a history takes DML_SQL_HISTORY_PARAMS more parameters after all
+ * its own: the entry's tidemark_op, tidemark_seq, tidemark_lsn and
+ * tidemark_commit_time (the statements of a copy take the last two from
+ * the session).
  */
+#define DML_SQL_HISTORY_PARAMS 4
+
 typedef struct dml_sql_shape {
 	bool metadata;
 	bool soft_delete;
@@ -73,7 +78,7 @@ void dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *prese
 
 /* A history entry of the row under a key, as the mirror holds it, before
  * a change moves it to another key (the old key's 'delete' entry):
- *   INSERT INTO hist (...) SELECT $k+1, $k+2, cols FROM t WHERE key = $1..
+ *   INSERT INTO hist (...) SELECT $k+1, .. $k+4, cols FROM t WHERE key = $1..
  * Needs t->shape->history. */
 void dml_sql_history_of_key(strbuf *sql, const dml_sql_table *t);
 

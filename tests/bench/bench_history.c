@@ -32,12 +32,16 @@ static pgtest_cluster *src, *dst;
 typedef struct pipeline {
 	const char *name; /* slot, publication and target database */
 	const char *mode;
+	bool each;        /* run --no-net-changes */
 	char *target;
 	double secs[MAX_ROUNDS];
 } pipeline;
 
-static pipeline mirror = {"tm_mirror", "mirror", NULL, {0}};
-static pipeline history = {"tm_history", "history", NULL, {0}};
+/* a mirror with net changes (the default), one applying each change as
+ * it came (what a history must do), and a history */
+static pipeline mirror = {"tm_mirror", "mirror", false, NULL, {0}};
+static pipeline each = {"tm_each", "mirror", true, NULL, {0}};
+static pipeline history = {"tm_history", "history", false, NULL, {0}};
 
 static void
 prepare(void)
@@ -49,9 +53,11 @@ prepare(void)
 	dst = pgtest_cluster_start_with("dst", "max_wal_size=4GB", "shared_buffers=256MB");
 	a = pgtest_connect(dst);
 	pgtest_exec(a, "CREATE DATABASE tm_mirror");
+	pgtest_exec(a, "CREATE DATABASE tm_each");
 	pgtest_exec(a, "CREATE DATABASE tm_history");
 	PQfinish(a);
 	mirror.target = pgtest_conninfo_db(dst, mirror.name);
+	each.target = pgtest_conninfo_db(dst, each.name);
 	history.target = pgtest_conninfo_db(dst, history.name);
 	s = pgtest_connect(src);
 	pgtest_exec(s, "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);"
@@ -69,7 +75,7 @@ tidemark(const pipeline *p, const char *cmd, double *secs)
 	                            "public.accounts", "--quiet", NULL};
 	const char *run_argv[] = {"run", "--source", src->conninfo, "--target", p->target,
 	                          "--slot", p->name, "--publication", p->name, "--until-caught-up",
-	                          "--quiet", NULL};
+	                          "--quiet", p->each ? "--no-net-changes" : NULL, NULL};
 	double s;
 	long kb;
 
@@ -157,9 +163,11 @@ check(int n, int rounds)
 	PGconn *m = pgtest_connect_str(mirror.target);
 	PGconn *h = pgtest_connect_str(history.target);
 	long want = (long) ACCOUNTS + 2L * (n / 2 * 2) * rounds;
+	PGconn *e = pgtest_connect_str(each.target);
 	long entries = pgtest_query_long(h, "SELECT count(*) FROM accounts_history");
 
 	tm_assert_rows_equal(s, "public.accounts", m, "public.accounts", "id, balance");
+	tm_assert_rows_equal(s, "public.accounts", e, "public.accounts", "id, balance");
 	tm_assert_rows_equal(s, "public.accounts", h, "public.accounts", "id, balance");
 	if (entries != want) {
 		fprintf(stderr, "accounts_history holds %ld entries, expected %ld\n", entries, want);
@@ -168,6 +176,7 @@ check(int n, int rounds)
 	printf("targets equal to the source; accounts_history: %ld entries\n", entries);
 	PQfinish(s);
 	PQfinish(m);
+	PQfinish(e);
 	PQfinish(h);
 }
 
@@ -176,7 +185,7 @@ main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 40000;
 	int rounds = argc > 2 ? atoi(argv[2]) : 5;
-	double floor_s[MAX_ROUNDS], ratio[MAX_ROUNDS], m, h;
+	double floor_s[MAX_ROUNDS], ratio[MAX_ROUNDS], ratio_each[MAX_ROUNDS], m, e, h;
 
 	if (n < 2 || rounds < 1 || rounds > MAX_ROUNDS) {
 		fprintf(stderr, "usage: bench_history [TRANSACTIONS (>= 2) [ROUNDS (1..%d)]]\n",
@@ -184,7 +193,8 @@ main(int argc, char **argv)
 		return 2;
 	}
 	prepare();
-	if (prepare_pipeline(&mirror) != 0 || prepare_pipeline(&history) != 0)
+	if (prepare_pipeline(&mirror) != 0 || prepare_pipeline(&each) != 0 ||
+	    prepare_pipeline(&history) != 0)
 		return 1;
 	floor_catch_up(); /* the copies' and setups' changes */
 	for (int round = 0; round < rounds; round++) {
@@ -194,23 +204,31 @@ main(int argc, char **argv)
 		backlog(n);
 		floor_s[round] = floor_catch_up();
 		catch_up(first, round);
+		catch_up(&each, round);
 		catch_up(second, round);
 		printf("round %d: %d two-row transactions: floor %.2f s, mirror %.2f s (%.0f tx/s),"
-		       " history %.2f s (%.0f tx/s): history / mirror %.2f\n", round + 1, n,
-		       floor_s[round], mirror.secs[round], n / mirror.secs[round], history.secs[round],
-		       n / history.secs[round], history.secs[round] / mirror.secs[round]);
+		       " mirror applying each change %.2f s, history %.2f s (%.0f tx/s): history /"
+		       " mirror %.2f, history / each change %.2f\n", round + 1, n, floor_s[round],
+		       mirror.secs[round], n / mirror.secs[round], each.secs[round],
+		       history.secs[round], n / history.secs[round],
+		       history.secs[round] / mirror.secs[round], history.secs[round] / each.secs[round]);
 		ratio[round] = history.secs[round] / mirror.secs[round];
+		ratio_each[round] = history.secs[round] / each.secs[round];
 		fflush(stdout);
 	}
 	check(n, rounds);
 	m = bench_median(mirror.secs, rounds);
+	e = bench_median(each.secs, rounds);
 	h = bench_median(history.secs, rounds);
 	printf("median of %d rounds: floor (pg_recvlogical to /dev/null) %.2f s, mirror %.2f s,"
-	       " history %.2f s\n", rounds, bench_median(floor_s, rounds), m, h);
+	       " mirror applying each change %.2f s, history %.2f s\n", rounds,
+	       bench_median(floor_s, rounds), m, e, h);
 	/* the rounds' own ratios too: the two runs of a round share the machine's
 	 * load of the moment, so they vary less from round to round */
 	printf("history / mirror (medians): %.2f, median of the rounds' ratios %.2f"
 	       " (goal: at most 1.5)\n", h / m, bench_median(ratio, rounds));
+	printf("history / mirror applying each change (medians): %.2f, median of the rounds'"
+	       " ratios %.2f\n", h / e, bench_median(ratio_each, rounds));
 	pgtest_cluster_stop(src);
 	pgtest_cluster_stop(dst);
 	return 0;

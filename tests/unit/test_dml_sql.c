@@ -130,35 +130,40 @@ test_shaped_changes(void **state)
 	                 " CONFLICT (\"id\") DO UPDATE SET \"v\" = EXCLUDED.\"v\", tidemark_lsn ="
 	                 " EXCLUDED.tidemark_lsn, tidemark_synced_at = EXCLUDED.tidemark_synced_at,"
 	                 " tidemark_deleted_at = NULL RETURNING \"id\", \"v\") INSERT INTO"
-	                 " \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\") SELECT"
-	                 " $3::text, $4::bigint, m.\"id\", m.\"v\" FROM m");
+	                 " \"s\".\"t_history\" (tidemark_op, tidemark_seq, tidemark_lsn,"
+	                 " tidemark_commit_time, \"id\", \"v\") SELECT $3::text, $4::bigint,"
+	                 " $5::pg_lsn, $6::timestamptz, m.\"id\", m.\"v\" FROM m");
 	dml_sql_delete(&sql, &shaped);
 	assert_sql(&sql, "WITH m AS (UPDATE \"s\".\"t\" SET tidemark_deleted_at ="
 	                 " current_setting('tidemark.commit_time')::timestamptz, tidemark_lsn ="
 	                 " DEFAULT, tidemark_synced_at = DEFAULT WHERE \"id\" = $1 AND"
 	                 " tidemark_deleted_at IS NULL RETURNING \"id\", \"v\") INSERT INTO"
-	                 " \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\") SELECT"
-	                 " $2::text, $3::bigint, m.\"id\", m.\"v\" FROM m");
+	                 " \"s\".\"t_history\" (tidemark_op, tidemark_seq, tidemark_lsn,"
+	                 " tidemark_commit_time, \"id\", \"v\") SELECT $2::text, $3::bigint,"
+	                 " $4::pg_lsn, $5::timestamptz, m.\"id\", m.\"v\" FROM m");
 	dml_sql_update_present(&sql, &shaped, present, &n);
-	assert_int_equal(n, 4);
+	assert_int_equal(n, 2 + DML_SQL_HISTORY_PARAMS);
 	assert_sql(&sql, "WITH m AS (UPDATE \"s\".\"t\" SET \"v\" = $1, tidemark_lsn = DEFAULT,"
 	                 " tidemark_synced_at = DEFAULT WHERE \"id\" = $2 RETURNING \"id\", \"v\")"
-	                 " INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
-	                 " SELECT $3::text, $4::bigint, m.\"id\", m.\"v\" FROM m");
-	/* the history's statement beside the update, op and seq last */
+	                 " INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, tidemark_lsn,"
+	                 " tidemark_commit_time, \"id\", \"v\") SELECT $3::text, $4::bigint,"
+	                 " $5::pg_lsn, $6::timestamptz, m.\"id\", m.\"v\" FROM m");
+	/* the history's statement beside the update, its entry's values last */
 	dml_sql_update_moved(&sql, &hist_only, present, &n);
-	assert_int_equal(n, 7);
+	assert_int_equal(n, 5 + DML_SQL_HISTORY_PARAMS);
 	assert_sql(&sql, "WITH moved AS (UPDATE \"s\".\"t\" SET \"v\" = $1 WHERE \"id\" = $2 RETURNING"
 	                 " \"id\", \"v\"), h AS (INSERT INTO \"s\".\"t_history\" (tidemark_op,"
-	                 " tidemark_seq, \"id\", \"v\") SELECT $6::text, $7::bigint, moved.\"id\","
-	                 " moved.\"v\" FROM moved RETURNING 1) INSERT INTO tidemark.snapshot_rereads"
-	                 " (table_id, key, requested_lsn) SELECT $3::integer, ARRAY[$4::text],"
-	                 " $5::pg_lsn WHERE NOT EXISTS (SELECT FROM moved) ON CONFLICT (table_id, key)"
-	                 " DO UPDATE SET requested_lsn = greatest(snapshot_rereads.requested_lsn,"
+	                 " tidemark_seq, tidemark_lsn, tidemark_commit_time, \"id\", \"v\") SELECT"
+	                 " $6::text, $7::bigint, $8::pg_lsn, $9::timestamptz, moved.\"id\", moved.\"v\""
+	                 " FROM moved RETURNING 1) INSERT INTO tidemark.snapshot_rereads (table_id,"
+	                 " key, requested_lsn) SELECT $3::integer, ARRAY[$4::text], $5::pg_lsn WHERE"
+	                 " NOT EXISTS (SELECT FROM moved) ON CONFLICT (table_id, key) DO UPDATE SET"
+	                 " requested_lsn = greatest(snapshot_rereads.requested_lsn,"
 	                 " EXCLUDED.requested_lsn)");
 	dml_sql_history_of_key(&sql, &hist_only);
-	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
-	                 " SELECT $2::text, $3::bigint, \"id\", \"v\" FROM \"s\".\"t\" WHERE \"id\" = $1");
+	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, tidemark_lsn,"
+	                 " tidemark_commit_time, \"id\", \"v\") SELECT $2::text, $3::bigint,"
+	                 " $4::pg_lsn, $5::timestamptz, \"id\", \"v\" FROM \"s\".\"t\" WHERE \"id\" = $1");
 }
 
 static void

@@ -1,0 +1,164 @@
+/*
+ * Integration tests of net changes (apply.h): a group applies each key's
+ * last state. Hot keys updated in thousands of transactions, unchanged
+ * TOAST values, deletes and inserts again, key moves, TRUNCATE in the
+ * middle and a copy under the same writes: the target equals the source
+ * (plain SQL), and a trigger on the target counts the row writes the apply
+ * made, which must be far fewer than the source's.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tm_fixture.h"
+
+#define HOT_TXS 3000
+
+/* On the source: HOT_TXS transactions, each updating one of 5 hot rows
+ * (a third of them only n, leaving the TOASTed text unchanged), every
+ * 100th deleting a hot row and inserting it again, every 250th moving a
+ * key away and back in two transactions. */
+static void
+hot_workload(tm_env *e)
+{
+	pgtest_exec(e->s,
+	            "CREATE PROCEDURE hot(txs int) LANGUAGE plpgsql AS $$"
+	            " BEGIN FOR i IN 1 .. txs LOOP"
+	            "   IF i %% 3 = 0 THEN UPDATE h SET n = n + 1 WHERE id = i %% 5;"
+	            "   ELSE UPDATE h SET n = n + 1, big = repeat(i::text, 3000) WHERE id = i %% 5;"
+	            "   END IF;"
+	            "   IF i %% 100 = 0 THEN DELETE FROM h WHERE id = (i / 100) %% 5;"
+	            "     INSERT INTO h VALUES ((i / 100) %% 5, i, repeat('r', 9000)); END IF;"
+	            "   COMMIT;"
+	            "   IF i %% 250 = 0 THEN UPDATE h SET id = id + 100 WHERE id = 2; COMMIT;"
+	            "     UPDATE h SET id = id - 100 WHERE id = 102; COMMIT; END IF;"
+	            " END LOOP; END $$");
+	/* alone: a CALL that commits cannot share a multi-statement string */
+	pgtest_exec(e->s, "CALL hot(%d)", HOT_TXS);
+}
+
+static void
+create_hot(tm_env *e)
+{
+	pgtest_exec(e->s, "CREATE TABLE h (id int PRIMARY KEY, n int, big text);"
+	                  "ALTER TABLE h ALTER big SET STORAGE EXTERNAL;"
+	                  "INSERT INTO h SELECT g, 0, repeat('b', 9000) FROM generate_series(0, 4) g");
+}
+
+/* A trigger on the target counting the rows the apply writes into h. */
+static void
+count_target_writes(tm_env *e)
+{
+	pgtest_exec(e->t, "CREATE TABLE writes (n bigint); INSERT INTO writes VALUES (0);"
+	                  "CREATE FUNCTION count_write() RETURNS trigger LANGUAGE plpgsql AS"
+	                  " $$ BEGIN UPDATE writes SET n = n + 1; RETURN NULL; END $$;"
+	                  "CREATE TRIGGER count_write AFTER INSERT OR UPDATE OR DELETE ON h"
+	                  " FOR EACH ROW EXECUTE FUNCTION count_write();"
+	                  "ALTER TABLE h ENABLE ALWAYS TRIGGER count_write");
+}
+
+static void
+assert_h_equal(tm_env *e)
+{
+	tm_assert_rows_equal(e->s, "public.h", e->t, "public.h", "id, n, md5(big)");
+}
+
+static void
+test_hot_keys_netted(void **state)
+{
+	tm_env *e = tm_env_new("net_hot");
+	long writes;
+
+	(void) state;
+	create_hot(e);
+	tm_setup_table(e, "public.h");
+	tm_catch_up(e, 120);
+	count_target_writes(e);
+	hot_workload(e);
+	pgtest_exec(e->s, "TRUNCATE h; INSERT INTO h SELECT g, -1, 'after' FROM generate_series(0, 4) g");
+	pgtest_exec(e->s, "DROP PROCEDURE hot");
+	hot_workload(e);
+	tm_catch_up(e, 300);
+	assert_h_equal(e);
+	writes = pgtest_query_long(e->t, "SELECT n FROM writes");
+	/* the source wrote more than HOT_TXS rows; groups of whole transactions
+	 * write each hot key about once each */
+	if (writes * 5 > HOT_TXS)
+		fail_msg("the apply wrote %ld rows for %d source transactions: not netted", writes,
+		         HOT_TXS);
+	tm_env_free(e);
+}
+
+/* --no-net-changes: every change applied, the same result. */
+static void
+test_each_change(void **state)
+{
+	tm_env *e = tm_env_new("net_each");
+	char *out = NULL;
+	int rc;
+
+	(void) state;
+	create_hot(e);
+	tm_setup_table(e, "public.h");
+	tm_catch_up(e, 120);
+	count_target_writes(e);
+	pgtest_exec(e->s, "CREATE PROCEDURE few() LANGUAGE plpgsql AS $$ BEGIN"
+	                  " FOR i IN 1 .. 200 LOOP UPDATE h SET n = n + 1 WHERE id = i %% 5; COMMIT;"
+	                  " END LOOP; END $$");
+	pgtest_exec(e->s, "CALL few()");
+	rc = tm_run(e, 120, &out, "run", "--until-caught-up", "--no-net-changes", NULL);
+	if (rc != 0)
+		fail_msg("run exited %d:\n%s", rc, out);
+	free(out);
+	assert_h_equal(e);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT n FROM writes"), 200);
+	tm_env_free(e);
+}
+
+/* The hot writes while a larger table is copied in small chunks: the
+ * chunks' windows see every change, the loads meet the target holding
+ * the changes before them. */
+static void
+test_netted_during_copy(void **state)
+{
+	tm_env *e = tm_env_new("net_copy");
+	pgtest_proc *run;
+
+	(void) state;
+	create_hot(e);
+	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, v int, pad text);"
+	                  "INSERT INTO big SELECT g, 0, repeat('p', 200) FROM generate_series(1, 30000) g;"
+	                  "CREATE PROCEDURE churn(txs int) LANGUAGE plpgsql AS $$ BEGIN"
+	                  " FOR i IN 1 .. txs LOOP"
+	                  "   UPDATE big SET v = v + 1 WHERE id = 1 + (i * 7919) %% 30000;"
+	                  "   UPDATE big SET v = v + 1 WHERE id = 1 + (i %% 50);"
+	                  "   IF i %% 40 = 0 THEN DELETE FROM big WHERE id = 1 + (i * 31) %% 30000;"
+	                  "     INSERT INTO big VALUES (30000 + i, i, 'new'); END IF;"
+	                  "   COMMIT; END LOOP; END $$");
+	tm_run(e, 60, NULL, "setup", "--table", "public.h", "--table", "public.big", NULL);
+	run = tm_start_run(e, "--chunk-rows", "500", NULL);
+	pgtest_exec(e->s, "CALL churn(3000)");
+	hot_workload(e);
+	tm_stop_and_catch_up(e, run, 300);
+	assert_h_equal(e);
+	tm_assert_rows_equal(e->s, "public.big", e->t, "public.big", "id, v, pad");
+	tm_env_free(e);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hot_keys_netted),
+		cmocka_unit_test(test_each_change),
+		cmocka_unit_test(test_netted_during_copy),
+	};
+
+	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
+}
