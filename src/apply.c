@@ -226,6 +226,7 @@ rel_forget_statements(apply *a, apply_rel *r)
 	r->partials = NULL;
 	r->npartials = 0;
 	r->upsert = r->delete = r->upsert_plain = NULL;
+	apply_net_forget_rel(a, r);
 	apply_shape_forget(r);
 }
 

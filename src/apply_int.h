@@ -20,8 +20,11 @@
 /* The changes of relations without a table kept in one source transaction,
  * at most (apply_join.c): beyond, such a table's rows are copied. */
 #define APPLY_KEEP_BYTES (16LL * 1024 * 1024)
-/* A group's net changes held before they are sent, at most (apply_net.c). */
-#define APPLY_NET_BYTES ((size_t) 32 * 1024 * 1024)
+/* A group's net changes held before they are sent, at most, and the array
+ * parameters of one statement of many rows (apply_net.c): a transaction
+ * of any size streams through in bounded memory. */
+#define APPLY_NET_BYTES ((size_t) 8 * 1024 * 1024)
+#define APPLY_NET_BATCH_BYTES ((size_t) 2 * 1024 * 1024)
 
 typedef struct apply_kept apply_kept; /* apply_join.c */
 
@@ -70,6 +73,11 @@ typedef struct apply_rel {
 	int nchecked;
 	sink_stmt *upsert;      /* borrowed; built on first use */
 	sink_stmt *upsert_plain; /* the same without the table's history (apply_net.c) */
+	sink_stmt *upsert_rows;  /* many rows at once (apply_net.c) */
+	sink_stmt *history_rows; /* many history entries at once (apply_net.c) */
+	bool types_loaded;
+	char **types;            /* owned, per column: its target type rendered (NULL: not
+	                          * known, and no statement of many rows) */
 	sink_stmt *delete;
 	int npartials;
 	apply_partial *partials; /* owned */
@@ -121,7 +129,7 @@ struct apply {
 	char pos_lsn[LSN_TEXT_MAX]; /* its commit position and time as text, the */
 	char pos_time[SHAPE_TIME_TEXT_MAX]; /* parameters of its history entries */
 	net_set *net;               /* owned: the group's net changes (apply_net.c) */
-	struct apply_hist_buf *hist_bufs; /* owned: history entries held for COPY (apply_net.c) */
+	struct row_batch *hist_bufs; /* owned: history entries held, per table (apply_net.c) */
 	int nhist_bufs;
 	size_t hist_bytes;
 	bool tx_messaged;           /* this source tx had a tidemark message (on_message) */
@@ -175,18 +183,20 @@ apply_rel *apply_find_rel(apply *a, uint32_t relid);
  *   APPLY_NET_ALL   each put as a net change (a table with its key in
  *                   mirror mode)
  *   APPLY_NET_ROWS  whole rows put as net changes of the mirror, their
- *                   history entries held and written with COPY at the
- *                   flush; the other changes (deletes, updates that leave
+ *                   history entries held and written by one statement at
+ *                   the flush; the other changes (deletes, updates that leave
  *                   TOAST values unsent or move the key) sent alone after
  *                   a flush, as their entries need the mirror's row (a
  *                   history whose columns are the stream's, without
  *                   metadata columns or soft deletes) */
 typedef enum apply_net_way { APPLY_NET_NONE, APPLY_NET_ALL, APPLY_NET_ROWS } apply_net_way;
-apply_net_way apply_net_way_of(const apply *a, const apply_rel *r);
+apply_net_way apply_net_way_of(apply *a, apply_rel *r);
 /* APPLY_NET_ROWS: a whole row put, with its history entry (op). */
 int apply_net_history_row(apply *a, apply_rel *r, const char *op, const pgoutput_tuple *t,
                           arena *scratch);
 void apply_net_free(apply *a);
+/* Forgets r's statements of many rows and its column types. */
+void apply_net_forget_rel(apply *a, apply_rel *r);
 /* Puts a change of r: NET_ROW and NET_PARTIAL from t (present: the
  * columns sent), NET_DELETE from t's key. *conflict: not put (a partial
  * onto a key this group deleted): the caller flushes and sends it alone. */

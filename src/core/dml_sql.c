@@ -161,25 +161,13 @@ append_metadata_set(strbuf *sql, const dml_sql_table *t, const char *from)
 		strbuf_append(sql, ", tidemark_lsn = DEFAULT, tidemark_synced_at = DEFAULT");
 }
 
-void
-dml_sql_upsert(strbuf *sql, const dml_sql_table *t)
+/* ON CONFLICT (keys) DO UPDATE SET c = EXCLUDED.c ... (and a shape's) */
+static void
+append_upsert_tail(strbuf *sql, const dml_sql_table *t)
 {
 	bool any_nonkey = false;
 
-	if (has_history(t))
-		dml_sql_history_open(sql);
-	strbuf_append(sql, "INSERT INTO ");
-	strbuf_append_qualified(sql, t->schema, t->name);
-	strbuf_append(sql, " (");
-	for (int i = 0; i < t->ncols; i++) {
-		if (i > 0)
-			strbuf_append(sql, ", ");
-		strbuf_append_ident(sql, t->cols[i]);
-	}
-	strbuf_append(sql, ") VALUES (");
-	for (int i = 0; i < t->ncols; i++)
-		strbuf_appendf(sql, "%s$%d", i > 0 ? ", " : "", i + 1);
-	strbuf_append(sql, ") ON CONFLICT (");
+	strbuf_append(sql, " ON CONFLICT (");
 	append_key_list(sql, t);
 	strbuf_append(sql, ") DO ");
 	for (int i = 0; i < t->ncols; i++) {
@@ -205,8 +193,97 @@ dml_sql_upsert(strbuf *sql, const dml_sql_table *t)
 	append_metadata_set(sql, t, "EXCLUDED");
 	if (soft_deletes(t))
 		strbuf_append(sql, ", tidemark_deleted_at = NULL");
+}
+
+static void
+append_insert_head(strbuf *sql, const dml_sql_table *t)
+{
+	strbuf_append(sql, "INSERT INTO ");
+	strbuf_append_qualified(sql, t->schema, t->name);
+	strbuf_append(sql, " (");
+	for (int i = 0; i < t->ncols; i++) {
+		if (i > 0)
+			strbuf_append(sql, ", ");
+		strbuf_append_ident(sql, t->cols[i]);
+	}
+	strbuf_append(sql, ")");
+}
+
+void
+dml_sql_upsert(strbuf *sql, const dml_sql_table *t)
+{
+	if (has_history(t))
+		dml_sql_history_open(sql);
+	append_insert_head(sql, t);
+	strbuf_append(sql, " VALUES (");
+	for (int i = 0; i < t->ncols; i++)
+		strbuf_appendf(sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+	strbuf_append(sql, ")");
+	append_upsert_tail(sql, t);
 	if (has_history(t))
 		close_with_params(sql, t, t->ncols);
+}
+
+/* unnest($first::types[0][], ...) */
+static void
+append_unnest(strbuf *sql, int n, const char *const *types, int first)
+{
+	strbuf_append(sql, " SELECT * FROM unnest(");
+	for (int i = 0; i < n; i++)
+		strbuf_appendf(sql, "%s$%d::%s[]", i > 0 ? ", " : "", first + i, types[i]);
+	strbuf_append(sql, ")");
+}
+
+void
+dml_sql_upsert_rows(strbuf *sql, const dml_sql_table *t, const char *const *types)
+{
+	append_insert_head(sql, t);
+	append_unnest(sql, t->ncols, types, 1);
+	append_upsert_tail(sql, t);
+}
+
+void
+dml_sql_history_rows(strbuf *sql, const dml_sql_table *t, const char *const *types)
+{
+	static const char *const entry[] = {"text", "bigint", "pg_lsn", "timestamptz"};
+
+	strbuf_append(sql, "INSERT INTO ");
+	strbuf_append_qualified(sql, t->schema, t->shape->history);
+	strbuf_append(sql, " (tidemark_op, tidemark_seq, tidemark_lsn, tidemark_commit_time");
+	for (int i = 0; i < t->ncols; i++) {
+		strbuf_append(sql, ", ");
+		strbuf_append_ident(sql, t->cols[i]);
+	}
+	strbuf_append(sql, ")");
+	append_unnest(sql, 4, entry, 1);
+	sql->len--; /* the columns' arrays follow the entry's */
+	sql->data[sql->len] = '\0';
+	for (int i = 0; i < t->ncols; i++)
+		strbuf_appendf(sql, ", $%d::%s[]", 5 + i, types[i]);
+	strbuf_append(sql, ")");
+}
+
+void
+dml_sql_array_element(strbuf *sb, const char *v, size_t len)
+{
+	strbuf_appendc(sb, sb->len == 0 ? '{' : ',');
+	if (v == NULL) {
+		strbuf_append(sb, "NULL");
+		return;
+	}
+	strbuf_appendc(sb, '"');
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] == '"' || v[i] == '\\')
+			strbuf_appendc(sb, '\\');
+		strbuf_appendc(sb, v[i]);
+	}
+	strbuf_appendc(sb, '"');
+}
+
+void
+dml_sql_array_end(strbuf *sb)
+{
+	strbuf_append(sb, sb->len == 0 ? "{}" : "}");
 }
 
 void

@@ -53,6 +53,24 @@ typedef struct dml_sql_table {
  *   every column is a key). */
 void dml_sql_upsert(strbuf *sql, const dml_sql_table *t);
 
+/*
+ * Many rows in one statement, one array parameter per column (their
+ * literals built with dml_sql_array_element and dml_sql_array_end; the
+ * elements are the values' text, read by each type's input function):
+ *   INSERT INTO t (c1..cn) SELECT * FROM unnest($1::T1[], .., $n::Tn[])
+ *     ON CONFLICT (keys) DO UPDATE SET ... (as dml_sql_upsert)
+ * types: each column's type, rendered (target_ddl_append_type). The keys
+ * of the rows must differ (a group's net changes). Without a history.
+ */
+void dml_sql_upsert_rows(strbuf *sql, const dml_sql_table *t, const char *const *types);
+/* History entries of many whole rows: t's columns, after the entries'
+ * arrays $1 (op, text), $2 (seq), $3 (position), $4 (commit time). */
+void dml_sql_history_rows(strbuf *sql, const dml_sql_table *t, const char *const *types);
+/* An element appended to an array literal in sb ('{' first; NULL: SQL
+ * NULL), and its end ("{}" for none). */
+void dml_sql_array_element(strbuf *sb, const char *v, size_t len);
+void dml_sql_array_end(strbuf *sb);
+
 /* DELETE FROM t WHERE k1 = $1 AND ... (parameters: the key values in
  * key_idx order). */
 void dml_sql_delete(strbuf *sql, const dml_sql_table *t);

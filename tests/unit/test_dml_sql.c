@@ -200,6 +200,35 @@ test_shaped_truncate_and_copy(void **state)
 	                 " m.\"id\"::text AND l.\"v\"::text IS NOT DISTINCT FROM m.\"v\"::text)");
 }
 
+/* Many rows in one statement: one typed array per column. */
+static void
+test_many_rows(void **state)
+{
+	static const char *const types[] = {"integer", "\"public\".\"mood\""};
+	strbuf sql = STRBUF_INIT;
+
+	(void) state;
+	dml_sql_upsert_rows(&sql, &((dml_sql_table){"s", "t", 2, s_cols, 1, s_keys, NULL, NULL}),
+	                    types);
+	assert_sql(&sql, "INSERT INTO \"s\".\"t\" (\"id\", \"v\") SELECT * FROM unnest($1::integer[],"
+	                 " $2::\"public\".\"mood\"[]) ON CONFLICT (\"id\") DO UPDATE SET \"v\" ="
+	                 " EXCLUDED.\"v\"");
+	dml_sql_history_rows(&sql, &hist_only, types);
+	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, tidemark_lsn,"
+	                 " tidemark_commit_time, \"id\", \"v\") SELECT * FROM unnest($1::text[],"
+	                 " $2::bigint[], $3::pg_lsn[], $4::timestamptz[], $5::integer[],"
+	                 " $6::\"public\".\"mood\"[])");
+	/* elements quoted, backslashes and quotes escaped, NULL bare */
+	dml_sql_array_element(&sql, "a\"b\\c", 5);
+	dml_sql_array_element(&sql, NULL, 0);
+	dml_sql_array_element(&sql, "NULL", 4);
+	dml_sql_array_element(&sql, "", 0);
+	dml_sql_array_end(&sql);
+	assert_sql(&sql, "{\"a\\\"b\\\\c\",NULL,\"NULL\",\"\"}");
+	dml_sql_array_end(&sql);
+	assert_sql(&sql, "{}");
+}
+
 int
 main(void)
 {
@@ -210,6 +239,7 @@ main(void)
 		cmocka_unit_test(test_update_moved),
 		cmocka_unit_test(test_shaped_changes),
 		cmocka_unit_test(test_shaped_truncate_and_copy),
+		cmocka_unit_test(test_many_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
