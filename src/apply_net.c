@@ -12,7 +12,6 @@
 #include "exitcode.h"
 #include "log.h"
 #include "strbuf.h"
-#include "target_ddl.h"
 #include "xalloc.h"
 
 /* A history table's own entries: whole rows are those of the stream
@@ -66,8 +65,13 @@ load_types(apply *a, apply_rel *r)
 		goto out;
 	r->types_loaded = true;
 	r->types = xcalloc((size_t) r->ncols + 1, sizeof(char *));
+	/* the type by its catalog name, without modifiers: the column applies
+	 * them as it does to a parameter (a cast to varchar(n) would cut a value
+	 * silently, and "character" without a length is char(1)) */
 	if (sink_query(a->sink, "reading a target table's column types",
-	               "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+	               "SELECT a.attname, n.nspname, t.typname FROM pg_attribute a"
+	               " JOIN pg_type t ON t.oid = a.atttypid"
+	               " JOIN pg_namespace n ON n.oid = t.typnamespace"
 	               " WHERE a.attrelid = format('%I.%I', $1::text, $2::text)::regclass"
 	               " AND a.attnum > 0 AND NOT a.attisdropped", 2, p, &res) != TM_OK) {
 		PQclear(res);
@@ -77,11 +81,9 @@ load_types(apply *a, apply_rel *r)
 		for (int j = 0; j < PQntuples(res) && r->types[i] == NULL; j++)
 			if (strcmp(PQgetvalue(res, j, 0), r->colnames[i]) == 0) {
 				strbuf sb = STRBUF_INIT;
-				tm_error err;
 
-				if (target_ddl_append_type(&sb, PQgetvalue(res, j, 1), &err) == 0)
-					r->types[i] = strbuf_steal(&sb);
-				strbuf_free(&sb);
+				strbuf_append_qualified(&sb, PQgetvalue(res, j, 1), PQgetvalue(res, j, 2));
+				r->types[i] = strbuf_steal(&sb);
 			}
 	PQclear(res);
 out:

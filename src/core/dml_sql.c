@@ -1,6 +1,7 @@
 #include "dml_sql.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "codec.h"
 
@@ -224,13 +225,21 @@ dml_sql_upsert(strbuf *sql, const dml_sql_table *t)
 		close_with_params(sql, t, t->ncols);
 }
 
-/* unnest($first::types[0][], ...) */
+/* SELECT u.c1::T1, .. FROM unnest($first::text[], ..) AS u (c1, ..): every
+ * array of text, each element cast to its column's type (an array of a
+ * composite or of arrays would not unnest into one column of it) */
 static void
 append_unnest(strbuf *sql, int n, const char *const *types, int first)
 {
-	strbuf_append(sql, " SELECT * FROM unnest(");
+	strbuf_append(sql, " SELECT ");
 	for (int i = 0; i < n; i++)
-		strbuf_appendf(sql, "%s$%d::%s[]", i > 0 ? ", " : "", first + i, types[i]);
+		strbuf_appendf(sql, "%su.c%d::%s", i > 0 ? ", " : "", i + 1, types[i]);
+	strbuf_append(sql, " FROM unnest(");
+	for (int i = 0; i < n; i++)
+		strbuf_appendf(sql, "%s$%d::text[]", i > 0 ? ", " : "", first + i);
+	strbuf_append(sql, ") AS u (");
+	for (int i = 0; i < n; i++)
+		strbuf_appendf(sql, "%sc%d", i > 0 ? ", " : "", i + 1);
 	strbuf_append(sql, ")");
 }
 
@@ -245,8 +254,16 @@ dml_sql_upsert_rows(strbuf *sql, const dml_sql_table *t, const char *const *type
 void
 dml_sql_history_rows(strbuf *sql, const dml_sql_table *t, const char *const *types)
 {
-	static const char *const entry[] = {"text", "bigint", "pg_lsn", "timestamptz"};
+	const char **all = calloc((size_t) t->ncols + 5, sizeof(char *));
 
+	if (all == NULL)
+		abort();
+	all[0] = "text";
+	all[1] = "bigint";
+	all[2] = "pg_lsn";
+	all[3] = "timestamptz";
+	for (int i = 0; i < t->ncols; i++)
+		all[4 + i] = types[i];
 	strbuf_append(sql, "INSERT INTO ");
 	strbuf_append_qualified(sql, t->schema, t->shape->history);
 	strbuf_append(sql, " (tidemark_op, tidemark_seq, tidemark_lsn, tidemark_commit_time");
@@ -255,12 +272,8 @@ dml_sql_history_rows(strbuf *sql, const dml_sql_table *t, const char *const *typ
 		strbuf_append_ident(sql, t->cols[i]);
 	}
 	strbuf_append(sql, ")");
-	append_unnest(sql, 4, entry, 1);
-	sql->len--; /* the columns' arrays follow the entry's */
-	sql->data[sql->len] = '\0';
-	for (int i = 0; i < t->ncols; i++)
-		strbuf_appendf(sql, ", $%d::%s[]", 5 + i, types[i]);
-	strbuf_append(sql, ")");
+	append_unnest(sql, t->ncols + 4, all, 1);
+	free(all);
 }
 
 void

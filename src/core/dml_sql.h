@@ -54,13 +54,15 @@ typedef struct dml_sql_table {
 void dml_sql_upsert(strbuf *sql, const dml_sql_table *t);
 
 /*
- * Many rows in one statement, one array parameter per column (their
- * literals built with dml_sql_array_element and dml_sql_array_end; the
- * elements are the values' text, read by each type's input function):
- *   INSERT INTO t (c1..cn) SELECT * FROM unnest($1::T1[], .., $n::Tn[])
- *     ON CONFLICT (keys) DO UPDATE SET ... (as dml_sql_upsert)
- * types: each column's type, rendered (target_ddl_append_type). The keys
- * of the rows must differ (a group's net changes). Without a history.
+ * Many rows in one statement, one array of text per column (its literal
+ * built with dml_sql_array_element and dml_sql_array_end; each element is
+ * the value's text, cast to the column's type, which reads it with the
+ * type's input function as a single-row statement does):
+ *   INSERT INTO t (c1..cn) SELECT u.c1::T1, .. FROM unnest($1::text[], ..)
+ *     AS u (c1, ..) ON CONFLICT (keys) DO UPDATE SET ... (as dml_sql_upsert)
+ * types: each column's type without its modifiers (the column's own apply
+ * when the row is stored, as for a parameter), rendered. The keys of the
+ * rows must differ (a group's net changes). Without a history.
  */
 void dml_sql_upsert_rows(strbuf *sql, const dml_sql_table *t, const char *const *types);
 /* History entries of many whole rows: t's columns, after the entries'

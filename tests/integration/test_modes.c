@@ -650,6 +650,41 @@ test_soft_delete_key_onto_marked(void **state)
 	tm_env_free(e);
 }
 
+/* The quarantine policy and a history: a narrowing the target does not
+ * follow keeps the mirror's and the history's type; a value that does not
+ * fit is quarantined, and its change leaves no entry in the history (the
+ * same statement writes both). */
+static void
+test_history_quarantine(void **state)
+{
+	tm_env *e = tm_env_new("hist_quarantine");
+	pgtest_proc *run;
+	char *type;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE q (id int PRIMARY KEY, amount numeric(12,2));"
+	                  "INSERT INTO q SELECT g, g + 0.5 FROM generate_series(1, 10) g");
+	setup_with(e, "public.q", NULL, NULL, NULL);
+	set_mode(e, "history", false);
+	tm_catch_up(e, 120);
+	run = tm_start_run(e, "--table-policy", "public.q=quarantine", NULL);
+	pgtest_exec(e->s, "ALTER TABLE q ALTER COLUMN amount TYPE numeric(20,0)");
+	pgtest_exec(e->s, "INSERT INTO q VALUES (100, 77), (101, 123456789012345);"
+	                  "UPDATE q SET amount = 99999999999999 WHERE id = 5");
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.quarantine", "2", 60));
+	tm_stop_and_catch_up(e, run, 120);
+	type = pgtest_query_value(e->t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+	                                " WHERE attrelid = 'q_history'::regclass AND attname = 'amount'");
+	assert_string_equal(type, "numeric(12,2)");
+	free(type);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM q_history WHERE id = 100"
+	                                         " AND tidemark_op = 'insert' AND amount = 77"), 1);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM q_history WHERE id = 101"), 0);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM q_history WHERE id = 5"), 1);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM q_history"), 10 + 1);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -662,6 +697,7 @@ main(void)
 		cmocka_unit_test(test_history_keys_truncate_toast),
 		cmocka_unit_test(test_history_soft_delete),
 		cmocka_unit_test(test_soft_delete_key_onto_marked),
+		cmocka_unit_test(test_history_quarantine),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
