@@ -270,19 +270,36 @@ drop_metadata(sink *s, const table_now *now, const tabledef *def, json_t *done)
 	return rc;
 }
 
+/* sql, of one parameter: the table's id */
 static int
-request_copy(sink *s, int table_id)
+table_command(sink *s, int table_id, const char *what, const char *sql)
 {
 	char id[16];
 	const char *p[] = {id};
 
 	snprintf(id, sizeof id, "%d", table_id);
-	return sink_command(s, "asking for the table to be copied again",
-	                    "UPDATE tidemark.tables SET state = 'snapshot_pending',"
-	                    " snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
-	                    " snapshot_started_at = NULL, snapshot_finished_at = NULL,"
-	                    " snapshot_requested_at = clock_timestamp() WHERE table_id = $1::int", 1,
-	                    p);
+	return sink_command(s, what, sql, 1, p);
+}
+
+static int
+request_copy(sink *s, int table_id)
+{
+	return table_command(s, table_id, "asking for the table to be copied again",
+	                     "UPDATE tidemark.tables SET state = 'snapshot_pending',"
+	                     " snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
+	                     " snapshot_started_at = NULL, snapshot_finished_at = NULL,"
+	                     " snapshot_requested_at = clock_timestamp() WHERE table_id = $1::int");
+}
+
+/* A history turned on lacks what the mirror holds: until its table's copy
+ * ends, it is indexed by key and the copy compares with its latest entries
+ * (015_history_append_only.sql). */
+static int
+mark_history_behind(sink *s, int table_id)
+{
+	return table_command(s, table_id, "marking the history behind its mirror",
+	                     "UPDATE tidemark.tables SET history_behind = true"
+	                     " WHERE table_id = $1::int");
 }
 
 /* What is turned off: removed or kept (mode.h). */
@@ -315,9 +332,11 @@ turn_on(sink *s, const mode_target *t, const table_now *now, json_t *done, char 
         bool *copy)
 {
 	unsigned on = t->mode & ~now->mode;
-	int rc = shape_sync(s, t->table_id, NULL, 0, synced);
+	int rc = (on & SHAPE_HISTORY) != 0 ? mark_history_behind(s, t->table_id) : TM_OK;
 
 	*copy = false;
+	if (rc == TM_OK)
+		rc = shape_sync(s, t->table_id, NULL, 0, synced);
 	if (rc == TM_OK && (on & SHAPE_SOFT_DELETE) != 0)
 		say(done, "a row deleted on the source stays from now on, marked with "
 		    "tidemark_deleted_at");
@@ -326,7 +345,7 @@ turn_on(sink *s, const mode_target *t, const table_now *now, json_t *done, char 
 		    now->pending ? "" : " (tidemark_lsn is NULL in the rows not written since)");
 	if (rc != TM_OK || (t->mode & SHAPE_HISTORY) == 0)
 		return rc;
-	if ((on & SHAPE_HISTORY) != 0 && now->history_kept)
+	if (rc == TM_OK && (on & SHAPE_HISTORY) != 0 && now->history_kept)
 		say(done, "the history %s goes on: the changes made while history was off are "
 		    "missing from it", now->history);
 	*copy = !now->pending && ((on & SHAPE_HISTORY) != 0 || !now->history_kept);

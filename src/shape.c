@@ -205,7 +205,7 @@ shape_load(sink *s, int table_id, shape_loaded *out)
 	rc = sink_query(s, "reading a table's mode",
 	                "SELECT mode, metadata_columns, target_schema, target_table,"
 	                " array_to_json(tidemark.history_columns(table_id))::text,"
-	                " (SELECT relname FROM pg_class WHERE oid = history_relid)"
+	                " (SELECT relname FROM pg_class WHERE oid = history_relid), history_behind"
 	                " FROM tidemark.tables WHERE table_id = $1::int", 1, p, &r);
 	if (rc != TM_OK || PQntuples(r) != 1) {
 		PQclear(r);
@@ -216,6 +216,7 @@ shape_load(sink *s, int table_id, shape_loaded *out)
 	out->shape.metadata = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
 	out->shape.soft_delete = (out->mode & SHAPE_SOFT_DELETE) != 0;
 	out->shaped = out->mode != 0 || out->shape.metadata;
+	out->history_behind = strcmp(PQgetvalue(r, 0, 6), "t") == 0;
 	if ((out->mode & SHAPE_HISTORY) != 0 && (PQgetisnull(r, 0, 4) || PQgetisnull(r, 0, 5))) {
 		log_error("target: table %s.%s is in history mode but its history table is missing. "
 		          "Fix: `tidemark mode` with the table's mode makes it again",

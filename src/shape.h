@@ -55,6 +55,8 @@ int shape_sync_named(sink *s, const char *slot, const char *schema, const char *
  * catalog; owns the strings shape points to. */
 typedef struct shape_loaded {
 	bool shaped;            /* not a plain mirror: shape applies */
+	bool history_behind;    /* the history lacks what the mirror holds: the table's
+	                         * copy looks its latest entries up (snap_load.c) */
 	unsigned mode;          /* SHAPE_* */
 	dml_sql_shape shape;
 	char *history;          /* owned: shape.history */

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "pgconn.h"
 #include "shape.h"
+#include "xalloc.h"
 
 /* The base type key column k and its values are compared in (codec.h). */
 static const char *
@@ -361,44 +362,103 @@ gone_close(strbuf *sql, const snap_load_chunk *c)
 	free(key_idx);
 }
 
-/* A history's 'copy' entries for the rows the chunk wrote: those of its
- * key range, or of its staged keys (by_keys, upsert_only). */
+/* The mirror's rows (alias m) a history's 'copy' entries look at: those
+ * of the chunk's key range, or of its staged keys (by_keys, upsert_only).
+ * Returns the count of params used. */
 static int
-copy_entries(sink *s, const snap_load_chunk *c)
+entries_cond(const snap_load_chunk *c, strbuf *cond, const char **params)
 {
-	const char **params = calloc((size_t) c->nkeys * 2 + 1, sizeof(char *));
-	int *key_idx = calloc((size_t) c->nkeys + 1, sizeof(int));
-	strbuf sql = STRBUF_INIT, cond = STRBUF_INIT;
-	dml_sql_table t;
-	int n = 0, rc;
+	int n = 0;
 
-	if (params == NULL || key_idx == NULL)
-		abort();
-	t = shape_table(c, key_idx);
 	if (c->upsert_only || c->by_keys) {
-		strbuf_append(&cond, " AND EXISTS (SELECT 1 FROM ");
-		temp_name(&cond, c, "stage");
-		strbuf_append(&cond, " s WHERE ");
+		strbuf_append(cond, " AND EXISTS (SELECT 1 FROM ");
+		temp_name(cond, c, "stage");
+		strbuf_append(cond, " s WHERE ");
 		for (int k = 0; k < c->nkeys; k++) {
 			if (k > 0)
-				strbuf_append(&cond, " AND ");
-			codec_append_key_operand(&cond, "s", c->key_columns[k], key_type(c, k));
-			strbuf_append(&cond, " = ");
-			codec_append_key_operand(&cond, "m", c->key_columns[k], key_type(c, k));
+				strbuf_append(cond, " AND ");
+			codec_append_key_operand(cond, "s", c->key_columns[k], key_type(c, k));
+			strbuf_append(cond, " = ");
+			codec_append_key_operand(cond, "m", c->key_columns[k], key_type(c, k));
 		}
-		strbuf_appendc(&cond, ')');
+		strbuf_appendc(cond, ')');
 	} else {
-		n = append_range(&cond, c, "m", params);
+		n = append_range(cond, c, "m", params);
 		if (n > 0) /* " WHERE (" becomes " AND (" */
-			memcpy(cond.data, " AND  ", 6);
+			memcpy(cond->data, " AND  ", 6);
 	}
-	dml_sql_history_copy(&sql, &t, strbuf_str(&cond));
-	rc = sink_command(s, "writing a copy's entries into the history", sql.data, n, params);
+	return n;
+}
+
+/* Runs sql (a statement over the mirror's rows of entries_cond, which
+ * build appends to sql). */
+typedef void (*entries_sql)(strbuf *sql, const snap_load_chunk *c, const dml_sql_table *t,
+                            const char *cond, dml_sql_copy_against against);
+
+static int
+entries_command(sink *s, const snap_load_chunk *c, entries_sql build,
+                dml_sql_copy_against against, const char *what)
+{
+	const char **params = xcalloc((size_t) c->nkeys * 2 + 1, sizeof(char *));
+	int *key_idx = xcalloc((size_t) c->nkeys + 1, sizeof(int));
+	strbuf sql = STRBUF_INIT, cond = STRBUF_INIT;
+	dml_sql_table t = shape_table(c, key_idx);
+	int n = entries_cond(c, &cond, params), rc;
+
+	build(&sql, c, &t, strbuf_str(&cond), against);
+	rc = sink_command(s, what, sql.data, n, params);
 	strbuf_free(&sql);
 	strbuf_free(&cond);
 	free(params);
 	free(key_idx);
 	return rc;
+}
+
+static void
+build_before(strbuf *sql, const snap_load_chunk *c, const dml_sql_table *t, const char *cond,
+             dml_sql_copy_against against)
+{
+	(void) against;
+	strbuf_append(sql, "CREATE TEMP TABLE ");
+	temp_name(sql, c, "before");
+	strbuf_append(sql, " AS SELECT ");
+	dml_sql_history_row_text(sql, t, "m");
+	strbuf_append(sql, " AS r FROM ");
+	strbuf_append_qualified(sql, c->target_schema, c->target_table);
+	strbuf_appendf(sql, " m WHERE true%s", cond);
+	if (c->shape->soft_delete)
+		strbuf_append(sql, " AND m.tidemark_deleted_at IS NULL");
+}
+
+static void
+build_copy(strbuf *sql, const snap_load_chunk *c, const dml_sql_table *t, const char *cond,
+           dml_sql_copy_against against)
+{
+	strbuf before = STRBUF_INIT;
+
+	temp_name(&before, c, "before");
+	dml_sql_history_copy(sql, t, cond, against, strbuf_str(&before));
+	strbuf_free(&before);
+}
+
+/* The mirror's rows the chunk may write, as they are before it is loaded:
+ * what its 'copy' entries are compared with (DML_SQL_COPY_BEFORE). */
+static int
+before_image(sink *s, const snap_load_chunk *c)
+{
+	int rc = temp_drop(s, c, "before", true);
+
+	if (rc == TM_OK)
+		rc = entries_command(s, c, build_before, DML_SQL_COPY_BEFORE,
+		                     "keeping the rows a chunk replaces, for the history");
+	return rc;
+}
+
+/* A history's 'copy' entries for the rows the chunk wrote. */
+static int
+copy_entries(sink *s, const snap_load_chunk *c, dml_sql_copy_against against)
+{
+	return entries_command(s, c, build_copy, against, "writing a copy's entries into the history");
 }
 
 /* Rows of the range on the target that the source no longer has. */
@@ -425,12 +485,14 @@ stage_delete_gone(sink *s, const snap_load_chunk *c)
 }
 
 static int
-load_staged(sink *s, const snap_load_chunk *c)
+load_staged(sink *s, const snap_load_chunk *c, dml_sql_copy_against against)
 {
 	int rc = stage_create(s, c);
 
 	if (rc == TM_OK)
 		rc = stage_fill(s, c);
+	if (rc == TM_OK && against == DML_SQL_COPY_BEFORE)
+		rc = before_image(s, c);
 	if (rc == TM_OK)
 		rc = stage_upsert(s, c);
 	if (rc == TM_OK && !c->upsert_only && !c->by_keys)
@@ -443,7 +505,11 @@ drop_staged(sink *s, const snap_load_chunk *c)
 {
 	int rc = temp_drop(s, c, "stage", false);
 
-	return rc == TM_OK ? temp_drop(s, c, "touched", false) : rc;
+	if (rc == TM_OK)
+		rc = temp_drop(s, c, "touched", false);
+	if (rc == TM_OK && c->shape != NULL && c->shape->history != NULL)
+		rc = temp_drop(s, c, "before", true);
+	return rc;
 }
 
 /* Does the target hold any of the keys the chunk loads? Asked by key, not
@@ -534,11 +600,23 @@ load_shape(sink *s, const snap_load_chunk *c, shape_loaded *sl, snap_load_chunk 
 	return rc;
 }
 
+/* What the chunk's 'copy' entries are compared with: the mirror's rows
+ * before the load, nothing when it holds none of the chunk's; a history
+ * behind its mirror (015_history_append_only.sql) is looked up by key. */
+static dml_sql_copy_against
+copy_against(bool behind, bool has)
+{
+	if (behind)
+		return DML_SQL_COPY_LATEST;
+	return has ? DML_SQL_COPY_BEFORE : DML_SQL_COPY_ALL;
+}
+
 static int
-load(sink *s, const snap_load_chunk *c, bool *fast)
+load(sink *s, const snap_load_chunk *c, bool behind, bool *fast)
 {
 	bool history = c->shape != NULL && c->shape->history != NULL;
 	bool has = c->upsert_only || (history && c->by_keys);
+	dml_sql_copy_against against;
 	int rc = TM_OK;
 
 	if (!has && c->by_keys)
@@ -549,14 +627,15 @@ load(sink *s, const snap_load_chunk *c, bool *fast)
 	if (rc != TM_OK || (c->upsert_only && c->nrows == 0))
 		return rc;
 	*fast = !has;
+	against = copy_against(behind, has);
 	if (!has)
 		rc = c->nrows > 0 ? load_direct(s, c) : TM_OK;
 	else
-		rc = load_staged(s, c);
+		rc = load_staged(s, c, history ? against : DML_SQL_COPY_ALL);
 	for (int i = 0; rc == TM_OK && i < c->noverlays; i++)
 		rc = apply_overlay(s, c, &c->overlays[i]);
 	if (rc == TM_OK && history)
-		rc = copy_entries(s, c);
+		rc = copy_entries(s, c, against);
 	if (rc == TM_OK && has)
 		rc = drop_staged(s, c);
 	return rc;
@@ -570,7 +649,7 @@ snap_load(sink *s, const snap_load_chunk *c, bool *fast)
 	int rc = load_shape(s, c, &sl, &shaped);
 
 	if (rc == TM_OK)
-		rc = load(s, &shaped, fast);
+		rc = load(s, &shaped, sl.history_behind, fast);
 	shape_loaded_free(&sl);
 	return rc;
 }

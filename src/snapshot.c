@@ -1002,6 +1002,8 @@ save_progress(snapshot *s, snap_table *t, const snap_result *res, long rows)
 		" state = CASE WHEN $4::bool THEN 'streaming' ELSE 'snapshotting' END,"
 		" snapshot_started_at = coalesce(snapshot_started_at, now()),"
 		" snapshot_finished_at = CASE WHEN $4::bool THEN now() END,"
+		" history_behind = CASE WHEN $4::bool AND history_behind"
+		"   THEN tidemark.history_caught_up(history_relid) ELSE history_behind END,"
 		" snapshot_estimate = coalesce(snapshot_estimate, nullif($5::bigint, -1))"
 		" WHERE table_id = $1::int AND coalesce(snapshot_requested_at::text, '') = $6";
 	char id[16], nrows[24], est[24];

@@ -374,19 +374,17 @@ dml_sql_history_next_seq(strbuf *sql, const dml_sql_table *t)
 }
 
 void
-dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond)
+dml_sql_history_row_text(strbuf *sql, const dml_sql_table *t, const char *alias)
 {
-	append_history_insert(sql, t, false);
-	strbuf_append(sql, " SELECT 'copy', ");
-	dml_sql_history_next_seq(sql, t);
-	if (t->shape->nhist > 0)
-		strbuf_append(sql, ", ");
-	append_hist_cols(sql, t, "m");
-	strbuf_append(sql, " FROM ");
-	strbuf_append_qualified(sql, t->schema, t->name);
-	strbuf_appendf(sql, " m WHERE true%s", cond != NULL ? cond : "");
-	if (soft_deletes(t))
-		strbuf_append(sql, " AND m.tidemark_deleted_at IS NULL");
+	strbuf_append(sql, "ROW(");
+	append_hist_cols(sql, t, alias);
+	strbuf_append(sql, ")::text");
+}
+
+/* AND NOT EXISTS (the key's latest entry, of the same values) */
+static void
+append_not_latest(strbuf *sql, const dml_sql_table *t)
+{
 	strbuf_append(sql, " AND NOT EXISTS (SELECT 1 FROM (SELECT h.tidemark_op");
 	if (t->shape->nhist > 0)
 		strbuf_append(sql, ", ");
@@ -412,6 +410,30 @@ dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond)
 		strbuf_append(sql, "::text");
 	}
 	strbuf_appendc(sql, ')');
+}
+
+void
+dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond,
+                     dml_sql_copy_against against, const char *before)
+{
+	append_history_insert(sql, t, false);
+	strbuf_append(sql, " SELECT 'copy', ");
+	dml_sql_history_next_seq(sql, t);
+	if (t->shape->nhist > 0)
+		strbuf_append(sql, ", ");
+	append_hist_cols(sql, t, "m");
+	strbuf_append(sql, " FROM ");
+	strbuf_append_qualified(sql, t->schema, t->name);
+	strbuf_appendf(sql, " m WHERE true%s", cond != NULL ? cond : "");
+	if (soft_deletes(t))
+		strbuf_append(sql, " AND m.tidemark_deleted_at IS NULL");
+	if (against == DML_SQL_COPY_LATEST)
+		append_not_latest(sql, t);
+	else if (against == DML_SQL_COPY_BEFORE) {
+		strbuf_appendf(sql, " AND NOT EXISTS (SELECT 1 FROM %s b WHERE b.r = ", before);
+		dml_sql_history_row_text(sql, t, "m");
+		strbuf_appendc(sql, ')');
+	}
 }
 
 void

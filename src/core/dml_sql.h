@@ -124,15 +124,36 @@ void dml_sql_history_close(strbuf *sql, const dml_sql_table *t, const char *op, 
  * position. */
 void dml_sql_history_next_seq(strbuf *sql, const dml_sql_table *t);
 
+/* What a copy's entries are compared with. The mirror's row before a chunk
+ * is loaded is its key's latest entry (every change writes both in one
+ * statement), so the history is looked up by key only while it is behind
+ * its mirror (README: Table modes). */
+typedef enum dml_sql_copy_against {
+	DML_SQL_COPY_ALL,    /* nothing: every row (the mirror held none of the chunk's) */
+	DML_SQL_COPY_BEFORE, /* the mirror's rows as they were before the load: the
+	                      * relation `before` (column r, dml_sql_history_row_text) */
+	DML_SQL_COPY_LATEST, /* each key's latest entry, looked up: a history behind its
+	                      * mirror (turned on for a mirror with rows), indexed by key
+	                      * until the table's copy ends */
+} dml_sql_copy_against;
+
+/* ROW(alias.c1, ...)::text of the columns the history has: a row's values
+ * as one text, compared with what a mirror row was (DML_SQL_COPY_BEFORE). */
+void dml_sql_history_row_text(strbuf *sql, const dml_sql_table *t, const char *alias);
+
 /*
  * The 'copy' entries of a copied range: the mirror's rows (alias m) that
  * cond selects (SQL appended after WHERE true, may be empty) and whose
- * values differ from their key's latest history entry, or whose latest
- * entry is a delete, or that have none. Values are compared as text (the
- * types' output), so the history never fills with copies of what it
- * already holds. With soft deletes, marked rows are left out.
+ * values differ from those the mirror held before (DML_SQL_COPY_BEFORE)
+ * or from their key's latest entry (DML_SQL_COPY_LATEST); no row, a
+ * marked one or a delete count as different. Values are
+ * compared as text (the types' output), so the history does not fill with
+ * copies of what it already holds. With soft deletes, marked rows are
+ * left out.
+ * before: the relation's SQL name for DML_SQL_COPY_BEFORE, else unused.
  */
-void dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond);
+void dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond,
+                          dml_sql_copy_against against, const char *before);
 
 /* The commit time of the change being applied, from the session
  * (tidemark.commit_time): a soft delete's mark. */

@@ -3,7 +3,8 @@
  * two-row update transactions, caught up by two pipelines on the same
  * source, each into its own target database: one keeps the table as a
  * mirror, the other in history mode (every version also appended to
- * accounts_history, in the same statement). Beside them the floor: the
+ * accounts_history, in the same statement; appended by position only,
+ * no index by key). Beside them the floor: the
  * same WAL decoded by pg_recvlogical into /dev/null, what any consumer of
  * the slot pays before it applies anything.
  *

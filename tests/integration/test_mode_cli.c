@@ -216,6 +216,11 @@ test_mode_history(void **state)
 	free(out);
 	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM h_history WHERE tidemark_op ="
 	                                    " 'copy'", "20", 60));
+	/* its index by key served the copy that started it, and went with it */
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM pg_index WHERE indrelid ="
+	                                    " 'h_history'::regclass", "1", 60));
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables WHERE"
+	                                         " history_behind"), 0);
 	pgtest_exec(e->s, "UPDATE h SET n = n + 100 WHERE id = 1");
 	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM h_history WHERE tidemark_op ="
 	                                    " 'update' AND id = 1 AND n = 101", "1", 60));
@@ -247,9 +252,13 @@ test_mode_history(void **state)
 	free(out);
 	assert_false(target_has_column(e, "h", "tidemark_lsn"));
 	tm_catch_up(e, 120);
-	/* id 2 changed while history was off: its copy entry brings it up to date */
+	/* id 2 changed while history was off: its copy entry brings it up to
+	 * date; the other rows' latest entries were right: no copy of them */
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM h_history WHERE id = 2 AND"
 	                                         " tidemark_op = 'copy' AND n = 102"), 1);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM h_history"), 22);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_index WHERE indrelid ="
+	                                         " 'h_history'::regclass"), 1);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM h_versions WHERE"
 	                                         " tidemark_is_current"), 20);
 	tm_assert_equal(e, "h", "id");

@@ -59,6 +59,12 @@ test_history_smoke(void **state)
 	tm_catch_up(e, 120);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM w_history WHERE tidemark_op"
 	                                         " = 'copy'"), 5);
+	/* only appended, by position: the primary key is its one index; one of
+	 * the user's own by key stays through a schema change */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_index WHERE indrelid ="
+	                                         " 'w_history'::regclass"), 1);
+	pgtest_exec(e->t, "CREATE INDEX w_history_by_id ON w_history (id, tidemark_lsn)");
+	pgtest_exec(e->s, "ALTER TABLE w ADD COLUMN note text");
 	pgtest_exec(e->s, "UPDATE w SET big = repeat('x', 10000) WHERE id = 1;"
 	                  "UPDATE w SET bal = bal - 10 WHERE id = 1;" /* big unchanged TOAST */
 	                  "BEGIN; UPDATE w SET bal = bal + 10 WHERE id = 2;"
@@ -67,8 +73,13 @@ test_history_smoke(void **state)
 	                  "DELETE FROM w WHERE id = 5;"
 	                  "INSERT INTO w VALUES (6, 1, 'new')");
 	tm_catch_up(e, 120);
-	tm_assert_rows_equal(e->s, "public.w", e->t, "public.w", "id, bal, big");
+	tm_assert_rows_equal(e->s, "public.w", e->t, "public.w", "id, bal, big, note");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM w_history"), 5 + 8);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_index WHERE indrelid ="
+	                                         " 'w_history'::regclass"), 2);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM information_schema.columns"
+	                                         " WHERE table_name = 'w_history' AND"
+	                                         " column_name = 'note'"), 1);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT length(big) FROM w_history WHERE id = 1"
 	                                         " ORDER BY tidemark_lsn DESC, tidemark_seq DESC"
 	                                         " LIMIT 1"), 10000);
@@ -84,6 +95,15 @@ test_history_smoke(void **state)
 	}
 	tm_catch_up(e, 120);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM w_history"), 5 + 8);
+	/* values the source computed (USING): copied again, a copy entry for
+	 * each row, of its new value */
+	pgtest_exec(e->s, "ALTER TABLE w ALTER bal TYPE bigint USING bal * 2");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.w", e->t, "public.w", "id, bal, big, note");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM w_history"), 5 + 8 + 5);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM w_versions v JOIN w USING (id)"
+	                                         " WHERE v.tidemark_is_current AND"
+	                                         " v.tidemark_op = 'copy' AND v.bal = w.bal"), 5);
 	pgtest_exec(e->s, "TRUNCATE w");
 	tm_catch_up(e, 120);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM w_history WHERE"

@@ -186,8 +186,25 @@ test_shaped_truncate_and_copy(void **state)
 	                 " RETURNING \"id\", \"v\") INSERT INTO \"s\".\"t_history\" (tidemark_op,"
 	                 " tidemark_seq, \"id\", \"v\") SELECT 'delete', $1::bigint + row_number() OVER"
 	                 " (), m.\"id\", m.\"v\" FROM m");
-	/* only rows whose values are not their latest entry's, compared as text */
-	dml_sql_history_copy(&sql, &shaped, " AND (m.\"id\") > ($1)");
+	/* only rows whose values are not those the mirror held before the load */
+	dml_sql_history_copy(&sql, &shaped, " AND (m.\"id\") > ($1)", DML_SQL_COPY_BEFORE,
+	                     "pg_temp.\"b\"");
+	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
+	                 " SELECT 'copy', (SELECT coalesce(max(tidemark_seq), 0) FROM"
+	                 " \"s\".\"t_history\" WHERE tidemark_lsn ="
+	                 " current_setting('tidemark.lsn')::pg_lsn) + row_number() OVER (), m.\"id\","
+	                 " m.\"v\" FROM \"s\".\"t\" m WHERE true AND (m.\"id\") > ($1) AND"
+	                 " m.tidemark_deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM pg_temp.\"b\" b"
+	                 " WHERE b.r = ROW(m.\"id\", m.\"v\")::text)");
+	/* every row: the mirror held none of them */
+	dml_sql_history_copy(&sql, &shaped, "", DML_SQL_COPY_ALL, NULL);
+	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
+	                 " SELECT 'copy', (SELECT coalesce(max(tidemark_seq), 0) FROM"
+	                 " \"s\".\"t_history\" WHERE tidemark_lsn ="
+	                 " current_setting('tidemark.lsn')::pg_lsn) + row_number() OVER (), m.\"id\","
+	                 " m.\"v\" FROM \"s\".\"t\" m WHERE true AND m.tidemark_deleted_at IS NULL");
+	/* a history behind its mirror: each key's latest entry looked up */
+	dml_sql_history_copy(&sql, &shaped, " AND (m.\"id\") > ($1)", DML_SQL_COPY_LATEST, NULL);
 	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
 	                 " SELECT 'copy', (SELECT coalesce(max(tidemark_seq), 0) FROM"
 	                 " \"s\".\"t_history\" WHERE tidemark_lsn ="
@@ -198,6 +215,8 @@ test_shaped_truncate_and_copy(void **state)
 	                 " m.\"id\" ORDER BY h.tidemark_lsn DESC, h.tidemark_seq DESC LIMIT 1) l WHERE"
 	                 " l.tidemark_op <> 'delete' AND l.\"id\"::text IS NOT DISTINCT FROM"
 	                 " m.\"id\"::text AND l.\"v\"::text IS NOT DISTINCT FROM m.\"v\"::text)");
+	dml_sql_history_row_text(&sql, &shaped, "x");
+	assert_sql(&sql, "ROW(x.\"id\", x.\"v\")::text");
 }
 
 /* Many rows in one statement: an array of text per column, cast. */
