@@ -153,6 +153,19 @@ create_target_table(sink *s, const char *tschema, tabledef *def)
 	return rc;
 }
 
+/* The first of def's columns named like one of tidemark's own, NULL for
+ * none (shape.h). */
+static const char *
+reserved_column(const tabledef *def)
+{
+	for (int i = 0; i < def->ncols; i++)
+		if (shape_reserved_column(def->cols[i].name))
+			return def->cols[i].name;
+	return NULL;
+}
+
+/* A table joins: metadata columns if the pipeline has them, unless one of
+ * its columns has their name (then a plain mirror, said). */
 static int
 insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_from, bool *added)
 {
@@ -161,11 +174,12 @@ insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_fr
 	char *cols_text = json_dumps(cols, JSON_COMPACT);
 	char lsn[LSN_TEXT_MAX], relid[16];
 	const char *p[] = {slot, def->schema, def->name, keys, cols_text, lsn_format(valid_from, lsn),
-	                   relid};
+	                   relid, NULL};
 	PGresult *r = NULL;
 	int rc;
 
 	snprintf(relid, sizeof relid, "%u", def->relid);
+	p[7] = reserved_column(def) != NULL ? "false" : "true";
 	rc = sink_query(
 		s, "registering a table",
 		"WITH t AS (INSERT INTO tidemark.tables (slot_name, source_schema, source_table,"
@@ -175,14 +189,22 @@ insert_table_row(sink *s, const char *slot, const tabledef *def, tm_lsn valid_fr
 		"   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $7::oid, $6::pg_lsn,"
 		"   (SELECT slot_generation FROM tidemark.progress WHERE slot_name = $1),"
 		"   coalesce((SELECT metadata_columns FROM tidemark.progress WHERE slot_name = $1),"
-		"     false)"
+		"     false) AND $8::boolean"
 		"  ON CONFLICT (slot_name, source_schema, source_table) DO NOTHING RETURNING table_id)"
 		" INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
-		" SELECT table_id, 1, $6::pg_lsn, $5::jsonb FROM t RETURNING table_id",
-		7, p, &r);
+		" SELECT table_id, 1, $6::pg_lsn, $5::jsonb FROM t RETURNING table_id,"
+		"  (SELECT metadata_columns FROM tidemark.progress WHERE slot_name = $1)",
+		8, p, &r);
 
 	if (rc == TM_OK)
 		*added = PQntuples(r) > 0;
+	if (rc == TM_OK && *added && strcmp(PQgetvalue(r, 0, 1), "t") == 0 &&
+	    reserved_column(def) != NULL)
+		log_warn("table %s.%s has a column named %s, which the metadata columns use: it is "
+		         "replicated without them (a plain mirror). Fix, for the metadata columns: "
+		         "rename the column on the source, then `tidemark mode %s.%s=mirror "
+		         "--metadata-columns`", def->schema, def->name, reserved_column(def),
+		         def->schema, def->name);
 	PQclear(r);
 	if (rc == TM_OK && !*added) {
 		const char *up[] = {slot, def->schema, def->name, relid};

@@ -143,6 +143,38 @@ test_setup_modes(void **state)
 	tm_env_free(e);
 }
 
+/* A pipeline with metadata columns: a table joining later with a column
+ * named like one of them is a plain mirror, its column the source's, said
+ * in the log; one without such a column gets them. */
+static void
+test_join_reserved_column(void **state)
+{
+	tm_env *e = tm_env_new("mode_join_res");
+	char *out = NULL;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE a (id int PRIMARY KEY, v text)");
+	free(tm_expect(e, 0, "setup", "--schema", "public", "--metadata-columns"));
+	tm_catch_up(e, 120);
+	pgtest_exec(e->s, "CREATE TABLE c (id int PRIMARY KEY, tidemark_lsn text, n int);"
+	                  "INSERT INTO c SELECT g, 'mine ' || g, g FROM generate_series(1, 10) g;"
+	                  "CREATE TABLE d (id int PRIMARY KEY, n int);"
+	                  "INSERT INTO d SELECT g, g FROM generate_series(1, 5) g");
+	pgtest_exec(e->s, "UPDATE c SET n = n + 1 WHERE id <= 3");
+	rc = tm_run(e, 120, &out, "run", "--until-caught-up", NULL);
+	assert_int_equal(rc, 0);
+	assert_has(out, "has a column named tidemark_lsn, which the metadata columns use");
+	free(out);
+	tm_assert_rows_equal(e->s, "public.c", e->t, "public.c", "id, tidemark_lsn, n");
+	assert_false(target_has_column(e, "c", "tidemark_synced_at"));
+	assert_true(target_has_column(e, "d", "tidemark_synced_at"));
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM d WHERE tidemark_lsn IS NULL"),
+	                 0);
+	assert_status_mode(e, "public.c", "mirror", false);
+	tm_env_free(e);
+}
+
 /* `tidemark mode` on a streaming table: soft deletes on, a delete marks
  * the row; off again, the marked rows and their column go. */
 static void
@@ -310,6 +342,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_setup_modes),
+		cmocka_unit_test(test_join_reserved_column),
 		cmocka_unit_test(test_mode_soft_delete),
 		cmocka_unit_test(test_mode_history),
 		cmocka_unit_test(test_mode_refused),
