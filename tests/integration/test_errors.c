@@ -30,13 +30,6 @@ run_argv(const char *const *argv, char **out)
 	return pgtest_run_tidemark(argv, 60, out);
 }
 
-static void
-assert_has(const char *out, const char *needle)
-{
-	if (strstr(out, needle) == NULL)
-		fail_msg("the output lacks \"%s\":\n%s", needle, out);
-}
-
 /* Every line is one log record: "<ISO 8601 UTC time> tidemark <level>: ". */
 static void
 assert_log_lines(const char *out)
@@ -80,8 +73,8 @@ test_first_connection_fails_fast(void **state)
 	tm_setup_table(e, "t");
 	snprintf(src, sizeof src, "%s user=norepl", e->src);
 	assert_int_equal(run_argv(argv, &out), 3);
-	assert_has(out, "role \"norepl\" may not use replication");
-	assert_has(out, "ALTER ROLE \"norepl\" REPLICATION");
+	tm_assert_has(out, "role \"norepl\" may not use replication");
+	tm_assert_has(out, "ALTER ROLE \"norepl\" REPLICATION");
 	assert_log_lines(out);
 	free(out);
 	snprintf(bad, sizeof bad, "host=127.0.0.1 port=1 dbname=x user=postgres");
@@ -89,7 +82,7 @@ test_first_connection_fails_fast(void **state)
 	t0 = now_s();
 	assert_int_equal(run_argv(argv, &out), 4);
 	assert_true(now_s() - t0 < 15);
-	assert_has(out, "run could not connect");
+	tm_assert_has(out, "run could not connect");
 	assert_log_lines(out);
 	free(out);
 	pgtest_exec(e->s, "DROP OWNED BY norepl; DROP ROLE norepl");
@@ -111,8 +104,8 @@ test_before_setup_and_unknown_slot(void **state)
 	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY)");
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
 		assert_int_equal(tm_run(e, 60, &out, cmds[i][0], cmds[i][1], NULL), 3);
-		assert_has(out, "holds no tidemark catalog");
-		assert_has(out, "run `tidemark setup` first");
+		tm_assert_has(out, "holds no tidemark catalog");
+		tm_assert_has(out, "run `tidemark setup` first");
 		assert_log_lines(out);
 		free(out);
 	}
@@ -124,13 +117,13 @@ test_before_setup_and_unknown_slot(void **state)
 		                      "no_such_slot", NULL};
 
 		assert_int_equal(run_argv(argv, &out), 3);
-		assert_has(out, "no replication \"no_such_slot\" is registered here");
-		assert_has(out, e->slot);
+		tm_assert_has(out, "no replication \"no_such_slot\" is registered here");
+		tm_assert_has(out, e->slot);
 		free(out);
 	}
 	pgtest_exec(e->s, "SELECT pg_drop_replication_slot('%s')", e->slot);
 	assert_int_equal(tm_run(e, 60, &out, "status", NULL), 3);
-	assert_has(out, "does not exist there");
+	tm_assert_has(out, "does not exist there");
 	free(out);
 	tm_env_free(e);
 }
@@ -154,7 +147,7 @@ test_bad_connection_strings(void **state)
 		assert_int_equal(run_argv(argv, &out), 3);
 		if (strstr(out, "s3cr3t") != NULL)
 			fail_msg("%s shows the password:\n%s", cmds[i], out);
-		assert_has(out, "is not valid");
+		tm_assert_has(out, "is not valid");
 		free(out);
 	}
 	{
@@ -179,13 +172,13 @@ test_failed_setup_says_what_it_did(void **state)
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE nokey (a int, b text)");
 	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "nokey", NULL), 3);
-	assert_has(out, "setup had already installed");
-	assert_has(out, "on the source");
+	tm_assert_has(out, "setup had already installed");
+	tm_assert_has(out, "on the source");
 	assert_null(strstr(out, "nothing was changed"));
 	free(out);
 	/* again, with everything installed: nothing new */
 	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "nokey", NULL), 3);
-	assert_has(out, "setup changed nothing");
+	tm_assert_has(out, "setup changed nothing");
 	free(out);
 	tm_env_free(e);
 }
@@ -217,8 +210,8 @@ test_unreadable_table_named(void **state)
 	PQfinish(app);
 	snprintf(src, sizeof src, "%s user=rep", e->src);
 	assert_int_equal(run_argv(argv, &out), 3);
-	assert_has(out, "GRANT SELECT ON \"shop\".\"Secret Stuff\" TO \"rep\"");
-	assert_has(out, "ALTER DEFAULT PRIVILEGES FOR ROLE \"app\" IN SCHEMA \"shop\" GRANT SELECT ON "
+	tm_assert_has(out, "GRANT SELECT ON \"shop\".\"Secret Stuff\" TO \"rep\"");
+	tm_assert_has(out, "ALTER DEFAULT PRIVILEGES FOR ROLE \"app\" IN SCHEMA \"shop\" GRANT SELECT ON "
 	                "TABLES TO \"rep\"");
 	assert_log_lines(out);
 	free(out);
@@ -295,8 +288,8 @@ test_libpq_environment(void **state)
 	assert_int_equal(pgtest_proc_wait(p, 60), 0);
 	out = strdup(pgtest_proc_output(p));
 	pgtest_proc_free(p);
-	assert_has(out, "libpq's environment chooses the source");
-	assert_has(out, "applied up to");
+	tm_assert_has(out, "libpq's environment chooses the source");
+	tm_assert_has(out, "applied up to");
 	free(out);
 	tm_env_free(e);
 }

@@ -20,29 +20,6 @@
 
 #include "tm_fixture.h"
 
-/* tidemark with the arguments given (at most 9), expecting exit code rc;
- * its output. */
-#define tm_expect(e, rc, ...)                                                                  \
-	tm_expect_at(__FILE__, __LINE__, (e), (rc), (const char *[10]) {__VA_ARGS__, NULL})
-static char *
-tm_expect_at(const char *file, int line, tm_env *e, int rc, const char *const *a)
-{
-	char *out = NULL;
-	int got = tm_run(e, 120, &out, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], NULL);
-
-	if (got != rc)
-		fail_msg("%s:%d: tidemark %s exited %d, expected %d:\n%s", file, line, a[0], got, rc,
-		         out ? out : "");
-	return out;
-}
-
-static void
-assert_has(const char *out, const char *needle)
-{
-	if (strstr(out, needle) == NULL)
-		fail_msg("the output lacks \"%s\":\n%s", needle, out);
-}
-
 /* The JSON document in a command's output (after its log lines). */
 static json_t *
 json_of(const char *out)
@@ -135,7 +112,7 @@ test_setup_modes(void **state)
 	assert_status_mode(e, "public.a", "history", true);
 	assert_status_mode(e, "public.b", "mirror", true);
 	out = tm_expect(e, 0, "schema", "public.a");
-	assert_has(out, "mode: history, metadata columns");
+	tm_assert_has(out, "mode: history, metadata columns");
 	free(out);
 	/* a setup without the options keeps the modes */
 	tm_setup_table(e, "a");
@@ -164,7 +141,7 @@ test_join_reserved_column(void **state)
 	pgtest_exec(e->s, "UPDATE c SET n = n + 1 WHERE id <= 3");
 	rc = tm_run(e, 120, &out, "run", "--until-caught-up", NULL);
 	assert_int_equal(rc, 0);
-	assert_has(out, "has a column named tidemark_lsn, which the metadata columns use");
+	tm_assert_has(out, "has a column named tidemark_lsn, which the metadata columns use");
 	free(out);
 	tm_assert_rows_equal(e->s, "public.c", e->t, "public.c", "id, tidemark_lsn, n");
 	assert_false(target_has_column(e, "c", "tidemark_synced_at"));
@@ -190,7 +167,7 @@ test_mode_soft_delete(void **state)
 	tm_setup_table(e, "t");
 	tm_catch_up(e, 120);
 	out = tm_expect(e, 0, "mode", "public.t=soft-delete");
-	assert_has(out, "public.t: soft-delete (was mirror)");
+	tm_assert_has(out, "public.t: soft-delete (was mirror)");
 	free(out);
 	assert_true(target_has_column(e, "t", "tidemark_deleted_at"));
 	/* soft deletes need no copy: the table streams on */
@@ -207,7 +184,7 @@ test_mode_soft_delete(void **state)
 	doc = json_of(out);
 	assert_string_equal(json_string_value(json_object_get(table_of(doc, "public.t"), "mode")),
 	                    "mirror");
-	assert_has(json_string_value(json_array_get(json_object_get(json_array_get(
+	tm_assert_has(json_string_value(json_array_get(json_object_get(json_array_get(
 	               json_object_get(doc, "changes"), 0), "done"), 0)),
 	           "removed the 2 row(s) kept as deleted");
 	json_decref(doc);
@@ -242,9 +219,9 @@ test_mode_history(void **state)
 	tm_catch_up(e, 120);
 	run = tm_start_run(e, NULL);
 	out = tm_expect(e, 0, "mode", "public.h=history");
-	assert_has(out, "public.h: history (was mirror)");
-	assert_has(out, "made the history");
-	assert_has(out, "picks the change up at its next copy request");
+	tm_assert_has(out, "public.h: history (was mirror)");
+	tm_assert_has(out, "made the history");
+	tm_assert_has(out, "picks the change up at its next copy request");
 	free(out);
 	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM h_history WHERE tidemark_op ="
 	                                    " 'copy'", "20", 60));
@@ -259,7 +236,7 @@ test_mode_history(void **state)
 	tm_stop_and_catch_up(e, run, 120);
 
 	out = tm_expect(e, 0, "mode", "public.h=mirror", "--metadata-columns");
-	assert_has(out, "kept, no longer written");
+	tm_assert_has(out, "kept, no longer written");
 	free(out);
 	pgtest_exec(e->s, "UPDATE h SET n = n + 100 WHERE id = 2");
 	tm_catch_up(e, 120);
@@ -279,8 +256,8 @@ test_mode_history(void **state)
 
 	/* on again: the same history goes on, the table copied again */
 	out = tm_expect(e, 0, "mode", "public.h=history", "--no-metadata-columns");
-	assert_has(out, "missing from it");
-	assert_has(out, "dropped the columns tidemark_lsn and tidemark_synced_at");
+	tm_assert_has(out, "missing from it");
+	tm_assert_has(out, "dropped the columns tidemark_lsn and tidemark_synced_at");
 	free(out);
 	assert_false(target_has_column(e, "h", "tidemark_lsn"));
 	tm_catch_up(e, 120);
@@ -312,11 +289,11 @@ test_mode_refused(void **state)
 	                  "CREATE TABLE r (id int PRIMARY KEY, tidemark_lsn text);"
 	                  "CREATE TABLE ok (id int PRIMARY KEY)");
 	out = tm_expect(e, 3, "setup", "--table", "public.k", "--table-mode", "public.k=history");
-	assert_has(out, "table public.k has no key, so it cannot keep a history");
-	assert_has(out, "Fix: give it a primary key on the source");
+	tm_assert_has(out, "table public.k has no key, so it cannot keep a history");
+	tm_assert_has(out, "Fix: give it a primary key on the source");
 	free(out);
 	out = tm_expect(e, 3, "setup", "--table", "public.r", "--metadata-columns");
-	assert_has(out, "table public.r has a column named tidemark_lsn");
+	tm_assert_has(out, "table public.r has a column named tidemark_lsn");
 	free(out);
 	free(tm_expect(e, 2, "setup", "--table", "public.ok", "--table-mode", "public.k=history"));
 	free(tm_expect(e, 2, "setup", "--table", "public.ok", "--table-mode", "public.ok=archive"));

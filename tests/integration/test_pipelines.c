@@ -23,13 +23,6 @@
 
 #include "tm_fixture.h"
 
-static void
-assert_has(const char *out, const char *needle)
-{
-	if (out == NULL || strstr(out, needle) == NULL)
-		fail_msg("the output lacks \"%s\":\n%s", needle, out ? out : "(none)");
-}
-
 #define ENUM_LABELS                                                                      \
 	"SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum WHERE enumtypid = "
 
@@ -117,9 +110,9 @@ test_two_sources_side_by_side(void **state)
 	free(out);
 	/* B without a schema of its own would fill A's tables: refused */
 	assert_int_equal(tm_run(b, 60, &out, "setup", "--schema", "public", NULL), 3);
-	assert_has(out, "public.users would be public.users on the target, which pipeline "
+	tm_assert_has(out, "public.users would be public.users on the target, which pipeline "
 	                "\"tm_pipe_a\" fills");
-	assert_has(out, "--target-schema NAME");
+	tm_assert_has(out, "--target-schema NAME");
 	free(out);
 	assert_nothing_set_up(b->s, b->t, b->slot);
 	/* B's source under A's pipeline name: refused, naming both databases */
@@ -128,12 +121,12 @@ test_two_sources_side_by_side(void **state)
 
 		snprintf(wrong.slot, sizeof wrong.slot, "%s", a->slot);
 		assert_int_equal(tm_run(&wrong, 60, &out, "setup", "--schema", "public", NULL), 3);
-		assert_has(out, "pipeline \"tm_pipe_a\" here replicates database \"src_pipe_a\"");
-		assert_has(out, "this --source is database \"src_pipe_b\"");
+		tm_assert_has(out, "pipeline \"tm_pipe_a\" here replicates database \"src_pipe_a\"");
+		tm_assert_has(out, "this --source is database \"src_pipe_b\"");
 		free(out);
 		assert_nothing_set_up(b->s, b->t, b->slot);
 		assert_int_equal(tm_run(&wrong, 60, &out, "run", "--until-caught-up", NULL), 3);
-		assert_has(out, "this --source is database \"src_pipe_b\"");
+		tm_assert_has(out, "this --source is database \"src_pipe_b\"");
 		free(out);
 		assert_int_equal(tm_run(&wrong, 60, &out, "status", NULL), 3);
 		free(out);
@@ -148,7 +141,7 @@ test_two_sources_side_by_side(void **state)
 	/* a mapping that would move replicated tables: refused */
 	assert_int_equal(tm_run(a, 60, &out, "setup", "--schema", "public", "--target-schema", "x",
 	                        NULL), 3);
-	assert_has(out, "a mapping cannot move the tables a pipeline replicates");
+	tm_assert_has(out, "a mapping cannot move the tables a pipeline replicates");
 	free(out);
 	assert_int_equal(tm_run(b, 60, &out, "setup", "--schema", "public", "--schema", "archive",
 	                        "--table", "billing.invoices", "--target-schema", "app_b",
@@ -220,13 +213,13 @@ test_two_sources_side_by_side(void **state)
 	json_decref(doc);
 	free(out);
 	assert_int_equal(tm_run(a, 60, &out, "ddl-log", "--all", NULL), 0);
-	assert_has(out, "pipeline tm_pipe_a");
-	assert_has(out, "pipeline tm_pipe_b");
+	tm_assert_has(out, "pipeline tm_pipe_a");
+	tm_assert_has(out, "pipeline tm_pipe_b");
 	free(out);
 
 	/* B's teardown leaves A's pipeline whole and running */
 	assert_int_equal(tm_run(b, 60, &out, "teardown", "--drop-target-catalog", NULL), 0);
-	assert_has(out, "other pipelines ('tm_pipe_a') keep using");
+	tm_assert_has(out, "other pipelines ('tm_pipe_a') keep using");
 	free(out);
 	assert_int_equal(pgtest_query_long(a->t, "SELECT count(*) FROM tidemark.tables"
 	                                         " WHERE slot_name = 'tm_pipe_b'"), 0);
@@ -261,8 +254,8 @@ test_another_server_refused(void **state)
 	make_source(os, "'x', 'y'");
 	sysid = pgtest_query_value(os, "SELECT system_identifier::text FROM pg_control_system()");
 	assert_int_equal(tm_run(&o, 60, &out, "setup", "--table", "users", NULL), 3);
-	assert_has(out, sysid);
-	assert_has(out, "nothing was changed");
+	tm_assert_has(out, sysid);
+	tm_assert_has(out, "nothing was changed");
 	free(out);
 	assert_nothing_set_up(os, e->t, "no such slot");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"), 1);
@@ -271,7 +264,7 @@ test_another_server_refused(void **state)
 	pgtest_exec(e->t, "UPDATE tidemark.progress SET source_system_id = NULL,"
 	                  " source_database = NULL, source_address = NULL");
 	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 0);
-	assert_has(out, "is now recorded as replicating database \"src_pipe_srv\"");
+	tm_assert_has(out, "is now recorded as replicating database \"src_pipe_srv\"");
 	free(out);
 	assert_int_equal(tm_run(&o, 60, &out, "run", "--until-caught-up", NULL), 3);
 	free(out);
@@ -285,7 +278,7 @@ test_another_server_refused(void **state)
 		PQfinish(admin);
 		t2.dst = pgtest_conninfo_db(e->dst_cluster, "dst_pipe_srv2");
 		assert_int_equal(tm_run(&t2, 60, &out, "setup", "--table", "users", NULL), 3);
-		assert_has(out, "this target has no pipeline of that name");
+		tm_assert_has(out, "this target has no pipeline of that name");
 		free(out);
 		free(t2.dst);
 	}

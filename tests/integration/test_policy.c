@@ -49,21 +49,6 @@ assert_amount_type(tm_env *e, const char *expected)
 	free(t);
 }
 
-/* tidemark with args (NULL-terminated), expecting exit code rc; its output. */
-#define tm_expect(e, rc, ...) tm_expect_at(__FILE__, __LINE__, (e), (rc), __VA_ARGS__)
-static char *
-tm_expect_at(const char *file, int line, tm_env *e, int rc, const char *a1, const char *a2,
-             const char *a3, const char *a4, const char *a5)
-{
-	char *out = NULL;
-	int got = tm_run(e, 120, &out, a1, a2, a3, a4, a5, NULL);
-
-	if (got != rc)
-		fail_msg("%s:%d: tidemark %s exited %d, expected %d:\n%s", file, line, a1, got, rc,
-		         out ? out : "");
-	return out;
-}
-
 /* The table's entry in `status --json`: "policy" and "policy_set_by". */
 static void
 assert_status_policy(tm_env *e, const char *policy, const char *set_by)

@@ -19,13 +19,6 @@
 
 #include "tm_fixture.h"
 
-static void
-assert_has(const char *out, const char *needle)
-{
-	if (out == NULL || strstr(out, needle) == NULL)
-		fail_msg("expected \"%s\" in:\n%s", needle, out ? out : "(nothing)");
-}
-
 /* The application writes to orders wherever it lies now. */
 static void
 orders_step(PGconn *conn, void *arg, unsigned i)
@@ -162,9 +155,9 @@ test_moved_out_without_privilege(void **state)
 	                  "INSERT INTO archive.orders (id, v, note) VALUES (-1, 0, 'after the move')");
 	snprintf(src, sizeof src, "%s user=mover", e->src);
 	assert_int_equal(pgtest_run_tidemark(argv, 120, &out), 3);
-	assert_has(out, "ALTER PUBLICATION \"");
-	assert_has(out, "ADD TABLE ONLY \"archive\".\"orders\"");
-	assert_has(out, "role \"mover\" may not");
+	tm_assert_has(out, "ALTER PUBLICATION \"");
+	tm_assert_has(out, "ADD TABLE ONLY \"archive\".\"orders\"");
+	tm_assert_has(out, "role \"mover\" may not");
 	free(out);
 	/* nothing of the move's transaction was committed on the target */
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM public.orders"), 2000);

@@ -63,8 +63,9 @@ static void
 assert_value(PGconn *c, const char *sql, const char *expected)
 {
 	char *v = pgtest_query_value(c, "%s", sql);
+	bool same = v == NULL ? expected == NULL : expected != NULL && strcmp(v, expected) == 0;
 
-	if ((v == NULL) != (expected == NULL) || (v != NULL && strcmp(v, expected) != 0))
+	if (!same)
 		fail_msg("%s: %s, expected %s", sql, v ? v : "NULL", expected ? expected : "NULL");
 	free(v);
 }

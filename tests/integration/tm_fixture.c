@@ -141,6 +141,25 @@ tm_spawn(tm_env *e, ...)
 }
 
 void
+tm_assert_has(const char *out, const char *needle)
+{
+	if (out == NULL || strstr(out, needle) == NULL)
+		fail_msg("the output lacks \"%s\":\n%s", needle, out ? out : "(none)");
+}
+
+char *
+tm_expect_at(const char *file, int line, tm_env *e, int rc, const char *const *a)
+{
+	char *out = NULL;
+	int got = tm_run(e, 120, &out, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], NULL);
+
+	if (got != rc)
+		fail_msg("%s:%d: tidemark %s exited %d, expected %d:\n%s", file, line, a[0], got, rc,
+		         out ? out : "");
+	return out;
+}
+
+void
 tm_catch_up(tm_env *e, double timeout_s)
 {
 	char *out = NULL;

@@ -34,6 +34,14 @@ void tm_setup_table(tm_env *e, const char *table);
 /* `run` with the given extra arguments (NULL-terminated), once it streams. */
 pgtest_proc *tm_start_run(tm_env *e, ...);
 
+/* Fails the test unless out holds needle (showing out). */
+void tm_assert_has(const char *out, const char *needle);
+/* tidemark with the arguments given (at most 9), expecting exit code rc;
+ * its output (the caller frees it). */
+#define tm_expect(e, rc, ...)                                                                  \
+	tm_expect_at(__FILE__, __LINE__, (e), (rc), (const char *[10]) {__VA_ARGS__, NULL})
+char *tm_expect_at(const char *file, int line, tm_env *e, int rc, const char *const *a);
+
 /* tidemark with --source/--target/--slot filled in; args NULL-terminated. */
 int tm_run(tm_env *e, double timeout_s, char **output, ...);
 pgtest_proc *tm_spawn(tm_env *e, ...);
