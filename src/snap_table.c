@@ -13,6 +13,7 @@
 #include "key_order.h"
 #include "log.h"
 #include "pgconn.h"
+#include "snap_range.h"
 
 
 void
@@ -30,7 +31,7 @@ snap_table_free(snap_table *t)
 	snap_keys_free(t->check_cols, t->nchecks);
 	free(t->check_src);
 	free(t->check_tgt);
-	snap_window_free(t->window);
+	snap_ranges_free(t->ranges, t->nranges, t->nkeys);
 	snap_keys_free(t->reread_keys, t->nreread * t->nkeys);
 	snap_reader_release(NULL, t->reread);
 	free(t->reread_json);
@@ -237,12 +238,11 @@ renumber_keys(snap_table *t, PGresult *r, int row)
 	snap_keys_free(t->reread_keys, t->nreread * t->nkeys);
 	t->reread_keys = NULL;
 	t->nreread = 0;
+	snap_table_ranges_clear(t); /* with as many key values as the old key had */
 	snap_keys_free(t->key_columns, t->nkeys);
 	snap_keys_free(t->applied_key, t->nkeys);
 	snap_keys_free(t->key_types, t->nkeys); /* as many as the old key had */
 	t->key_columns = t->applied_key = t->key_types = NULL;
-	snap_window_free(t->window);
-	t->window = NULL;
 	t->recording = false;
 	t->nkeys = n;
 	t->keyless = n == 0;
@@ -313,8 +313,8 @@ snap_table_append_bar(strbuf *sb, const snap_table *t, double now)
 		strbuf_appendf(sb, "] %lld rows", t->rows);
 }
 
-static char *
-keys_json(char *const *keys, int n)
+char *
+snap_table_keys_json(char *const *keys, int n)
 {
 	json_t *arr;
 	char *text;
@@ -329,10 +329,38 @@ keys_json(char *const *keys, int n)
 	return text;
 }
 
+snap_range *
+snap_table_range(snap_table *t, int no)
+{
+	for (int i = 0; i < t->nranges; i++)
+		if (t->ranges[i].no == no)
+			return &t->ranges[i];
+	return NULL;
+}
+
+bool
+snap_table_ranges_done(const snap_table *t)
+{
+	for (int i = 0; i < t->nranges; i++)
+		if (!t->ranges[i].done)
+			return false;
+	return true;
+}
+
+void
+snap_table_ranges_clear(snap_table *t)
+{
+	snap_ranges_free(t->ranges, t->nranges, t->nkeys);
+	t->ranges = NULL;
+	t->nranges = 0;
+}
+
 /* The chunk's progress, in the same target transaction as its rows. A
- * newer `tidemark snapshot` request (another stamp) is left alone. */
+ * newer `tidemark snapshot` request (another stamp) is left alone. A range
+ * of several: its row in tidemark.snapshot_ranges too (snap_range.h). */
 int
-snap_table_save_progress(sink *sk, const snap_table *t, const snap_result *res, long rows)
+snap_table_save_progress(sink *sk, const snap_table *t, const snap_range *g,
+                         const snap_result *res, long rows)
 {
 	static const char *const sql =
 		"UPDATE tidemark.tables SET"
@@ -345,10 +373,19 @@ snap_table_save_progress(sink *sk, const snap_table *t, const snap_result *res, 
 		" snapshot_estimate = coalesce(snapshot_estimate, nullif($5::bigint, -1))"
 		" WHERE table_id = $1::int AND coalesce(snapshot_requested_at::text, '') = $6";
 	char id[16], nrows[24], est[24];
-	char *key = keys_json(res->last_key, res->nkeys);
-	const char *p[] = {id, key, nrows, res->final ? "true" : "false", est, t->request};
+	char *key;
+	const char *p[] = {id, NULL, nrows, res->final ? "true" : "false", est, t->request};
 	int rc;
 
+	if (g != NULL && g->no >= 0) {
+		bool table_done = res->final;
+
+		for (int i = 0; i < t->nranges; i++)
+			table_done &= t->ranges[i].done || &t->ranges[i] == g;
+		return snap_range_save(sk, t->table_id, t->request, g, res->last_key, res->nkeys, rows,
+		                       res->final, table_done, res->estimate);
+	}
+	p[1] = key = snap_table_keys_json(res->last_key, res->nkeys);
 	snprintf(id, sizeof id, "%d", t->table_id);
 	snprintf(nrows, sizeof nrows, "%ld", rows);
 	snprintf(est, sizeof est, "%lld", res->estimate > 0 ? res->estimate : -1LL);
@@ -373,7 +410,8 @@ snap_table_mark_gone(sink *sk, snap_table *t)
 }
 
 bool
-snap_table_chunk_done(snap_table *t, const snap_result *res, long rows, bool fast, metrics *m)
+snap_table_chunk_done(snap_table *t, snap_range *g, const snap_result *res, long rows,
+                      bool fast, metrics *m)
 {
 	t->rows += rows;
 	t->chunks++;
@@ -381,17 +419,19 @@ snap_table_chunk_done(snap_table *t, const snap_result *res, long rows, bool fas
 	if (res->estimate > 0)
 		t->estimate = res->estimate;
 	if (res->last_key != NULL) {
-		snap_keys_free(t->applied_key, t->nkeys);
-		t->applied_key = snap_keys_copy(res->last_key, t->nkeys);
+		snap_keys_free(g->applied_key, t->nkeys);
+		g->applied_key = snap_keys_copy(res->last_key, t->nkeys);
 	}
-	log_debug("snapshot of %s.%s: chunk %d applied, %ld rows (%s)", t->schema, t->name,
-	          t->chunks, rows, fast ? "COPY" : "staged upsert");
-	if (!res->final)
+	log_debug("snapshot of %s.%s: chunk %d applied (range %d), %ld rows (%s)", t->schema,
+	          t->name, t->chunks, g->no, rows, fast ? "COPY" : "staged upsert");
+	g->done |= res->final;
+	if (!snap_table_ranges_done(t))
 		return false;
 	t->done = true;
 	log_status_line(NULL);
-	log_info("snapshot of %s.%s done: %lld rows in %d chunks, %.0f rows/s", t->schema, t->name,
-	         t->rows, t->chunks, t->rows / (clock_now_s() - t->started + 1e-9));
+	log_info("snapshot of %s.%s done: %lld rows in %d chunks%s, %.0f rows/s", t->schema, t->name,
+	         t->rows, t->chunks, t->nranges > 1 ? " of several key ranges" : "",
+	         t->rows / (clock_now_s() - t->started + 1e-9));
 	return true;
 }
 

@@ -16,6 +16,7 @@
 #include "snap_load.h"
 #include "snap_commits.h"
 #include "snap_reader.h"
+#include "snap_range.h"
 #include "snap_sweep.h"
 #include "snap_table.h"
 
@@ -60,10 +61,31 @@ mark_gone(snapshot *s, snap_table *t)
 }
 
 static void
-chunk_done(snapshot *s, snap_table *t, const snap_result *res, long rows, bool fast)
+chunk_done(snapshot *s, snap_table *t, snap_range *g, const snap_result *res, long rows,
+           bool fast)
 {
-	if (snap_table_chunk_done(t, res, rows, fast, s->cfg.metrics))
+	if (snap_table_chunk_done(t, g, res, rows, fast, s->cfg.metrics))
 		snap_reader_forget(s->reader, t->table_id);
+}
+
+/* The windows of the table's chunks in flight close (their reads are
+ * superseded). */
+static void
+close_windows(snap_table *t)
+{
+	for (int i = 0; i < t->nranges; i++) {
+		snap_window_free(t->ranges[i].window);
+		t->ranges[i].window = NULL;
+	}
+}
+
+static bool
+windows_open(const snap_table *t)
+{
+	for (int i = 0; i < t->nranges; i++)
+		if (t->ranges[i].window != NULL)
+			return true;
+	return false;
 }
 
 static snap_table *
@@ -74,6 +96,7 @@ find(const snapshot *s, int table_id)
 			return s->tables[i];
 	return NULL;
 }
+
 static void submit_now(snapshot *s, snap_table *t);
 
 /* A table without a key is staged through a target connection of the
@@ -84,8 +107,6 @@ static void
 submit(snapshot *s, snap_table *t)
 {
 	if (t->keyless && s->apply != NULL && apply_in_transaction(s->apply)) {
-		snap_window_free(t->window);
-		t->window = NULL;
 		t->recording = false;
 		t->restart = true;
 		t->generation++; /* what was read before is superseded now */
@@ -94,24 +115,71 @@ submit(snapshot *s, snap_table *t)
 	submit_now(s, t);
 }
 
+/* The table's ranges (snap_range.h): those stored for this copy; else one
+ * from the last key copied, when a copy of the table whole was under way;
+ * else the source's split of a large table, stored; else one. */
+static int
+plan_ranges(snapshot *s, snap_table *t)
+{
+	snap_range_source src = {t->schema, t->name, t->key_columns[0], s->cfg.chunk_rows,
+	                         s->cfg.chunk_bytes, s->cfg.readers};
+	char **bounds = NULL;
+	int n = 0;
+	int rc = snap_range_load(s->sink, t->table_id, t->nkeys, &t->ranges, &t->nranges);
+
+	if (rc != TM_OK || t->nranges > 0)
+		return rc;
+	if (t->applied_key == NULL)
+		snap_range_bounds(snap_reader_conn(s->reader), &src, &bounds, &n);
+	if (n > 0)
+		rc = snap_range_store(s->sink, t->table_id, bounds, n);
+	if (rc != TM_OK)
+		n = 0;
+	t->ranges = snap_range_from_bounds(bounds, n);
+	t->nranges = n + 1;
+	if (n == 0)
+		t->ranges[0].applied_key = snap_keys_copy(t->applied_key, t->nkeys);
+	snap_keys_free(bounds, n);
+	return rc;
+}
+
+/* Each range not yet copied to its end goes to the readers, from its last
+ * key applied (a table without a key: once, whole). */
 static void
 submit_now(snapshot *s, snap_table *t)
 {
 	snap_job job = {.table_id = t->table_id, .generation = ++t->generation, .schema = t->schema,
 	                .name = t->name, .nkeys = t->nkeys, .key_columns = t->key_columns,
-	                .start_key = t->applied_key, .chunk_rows = s->cfg.chunk_rows,
+	                .chunk_rows = s->cfg.chunk_rows, .range_no = -1,
 	                .chunk_bytes = s->cfg.chunk_bytes, .target_schema = t->target_schema,
 	                .target_table = t->target_table};
 
+	if (!t->keyless && t->nranges == 0 && plan_ranges(s, t) != TM_OK) {
+		t->restart = true; /* the next poll tries again */
+		return;
+	}
 	snap_table_target_types(s->sink, t, &job);
 	snap_table_load_checks(s->sink, t, &job);
-	snap_window_free(t->window);
-	t->window = NULL;
 	t->recording = false;
 	t->restart = false;
-	snap_reader_submit(s->reader, &job);
+	if (t->keyless)
+		snap_reader_submit(s->reader, &job);
+	for (int i = 0; i < t->nranges; i++) {
+		snap_range *g = &t->ranges[i];
+
+		snap_window_free(g->window);
+		g->window = NULL;
+		if (g->done)
+			continue;
+		job.range_no = g->no;
+		job.range_lower = g->lower;
+		job.range_upper = g->upper;
+		job.start_key = g->applied_key;
+		snap_reader_submit(s->reader, &job);
+	}
 	snap_table_job_free(&job);
 }
+
 /* A `tidemark snapshot` request changed the table's request stamp. */
 static void
 rerequested(snapshot *s, snap_table *t, PGresult *r, int row)
@@ -120,6 +188,8 @@ rerequested(snapshot *s, snap_table *t, PGresult *r, int row)
 	t->request = xstrdup(PQgetvalue(r, row, 5));
 	snap_keys_free(t->applied_key, t->nkeys);
 	t->applied_key = snap_table_keys_from_json(PQgetvalue(r, row, 4), t->nkeys);
+	snap_table_ranges_clear(t); /* planned again, for this request */
+	snap_reader_forget(s->reader, t->table_id);
 	t->rows = atoll(PQgetvalue(r, row, 6));
 	t->chunks = 0;
 	t->done = false;
@@ -268,8 +338,7 @@ forget_unlisted(snapshot *s, PGresult *r)
 		log_info("snapshot of %s.%s stops: the table was dropped", t->schema, t->name);
 		t->done = true;
 		t->recording = false;
-		snap_window_free(t->window);
-		t->window = NULL;
+		close_windows(t);
 		snap_reader_forget(s->reader, t->table_id);
 	}
 }
@@ -527,8 +596,7 @@ snapshot_restart(snapshot *s, int table_id)
 		if (t->recording)
 			log_info("snapshot of %s.%s: the table changed during its read; it is read again",
 			         t->schema, t->name);
-		snap_window_free(t->window);
-		t->window = NULL;
+		close_windows(t);
 		t->recording = false;
 		t->restart = true;
 		s->last_poll = -1e9;
@@ -542,7 +610,7 @@ hook_watching(void *ctx, int table_id)
 {
 	snap_table *t = find(ctx, table_id);
 
-	return t != NULL && (t->window != NULL || t->reread_window != NULL ||
+	return t != NULL && (windows_open(t) || t->reread_window != NULL ||
 	                     snap_sweeps_window(((snapshot *) ctx)->sweeps, table_id) != NULL);
 }
 
@@ -552,8 +620,9 @@ hook_row(void *ctx, int table_id, const char *const *key, const size_t *key_len)
 	snap_table *t = find(ctx, table_id);
 	snap_window *w;
 
-	if (t != NULL && t->window != NULL)
-		snap_window_note_row(t->window, key, key_len);
+	for (int i = 0; t != NULL && i < t->nranges; i++)
+		if (t->ranges[i].window != NULL)
+			snap_window_note_row(t->ranges[i].window, key, key_len);
 	if (t != NULL && t->reread_window != NULL)
 		snap_window_note_row(t->reread_window, key, key_len);
 	if ((w = snap_sweeps_window(((snapshot *) ctx)->sweeps, table_id)) != NULL)
@@ -567,8 +636,10 @@ hook_partial(void *ctx, int table_id, const char *const *key, const size_t *key_
 	snap_table *t = find(ctx, table_id);
 	snap_window *w;
 
-	if (t != NULL && t->window != NULL)
-		snap_window_note_partial(t->window, key, key_len, n, names, values, value_len);
+	for (int i = 0; t != NULL && i < t->nranges; i++)
+		if (t->ranges[i].window != NULL)
+			snap_window_note_partial(t->ranges[i].window, key, key_len, n, names, values,
+			                         value_len);
 	if (t != NULL && t->reread_window != NULL)
 		snap_window_note_partial(t->reread_window, key, key_len, n, names, values, value_len);
 	if ((w = snap_sweeps_window(((snapshot *) ctx)->sweeps, table_id)) != NULL)
@@ -581,8 +652,9 @@ hook_truncate(void *ctx, int table_id)
 	snap_table *t = find(ctx, table_id);
 	snap_window *w;
 
-	if (t != NULL && t->window != NULL)
-		snap_window_note_truncate(t->window);
+	for (int i = 0; t != NULL && i < t->nranges; i++)
+		if (t->ranges[i].window != NULL)
+			snap_window_note_truncate(t->ranges[i].window);
 	if (t != NULL && t->reread_window != NULL)
 		snap_window_note_truncate(t->reread_window);
 	if ((w = snap_sweeps_window(((snapshot *) ctx)->sweeps, table_id)) != NULL)
@@ -643,11 +715,12 @@ columns_changed(const snapshot *s, const snap_result *res)
 			return true;
 	return false;
 }
+
 /* The rows of a chunk (or a reread) that survive its window, loaded into
  * the target; *n receives their count. */
 static int
-load_rows(snapshot *s, snap_table *t, const snap_result *res, snap_window *w, bool upsert_only,
-          long *n, bool *fast)
+load_rows(snapshot *s, snap_table *t, const snap_result *res, const snap_range *g,
+          snap_window *w, long *n, bool *fast)
 {
 	strbuf merged = STRBUF_INIT, fitting = STRBUF_INIT;
 	const strbuf *rows = &res->chunk->data;
@@ -675,7 +748,9 @@ load_rows(snapshot *s, snap_table *t, const snap_result *res, snap_window *w, bo
 		                      .nrows = *n, .overlays = overlays, .noverlays = noverlays,
 		                      .window = w, .prev_key = res->prev_key,
 		                      .last_key = res->final ? NULL : res->last_key,
-		                      .upsert_only = upsert_only, .by_keys = res->by_keys,
+		                      .range_lower = g ? g->lower : NULL,
+		                      .range_upper = g ? g->upper : NULL,
+		                      .upsert_only = g == NULL, .by_keys = res->by_keys,
 		                      .key_types = (char *const *) t->key_types,
 		                      .position = apply_current_commit_lsn(s->apply),
 		                      .position_time = apply_current_commit_time(s->apply)};
@@ -688,26 +763,38 @@ load_rows(snapshot *s, snap_table *t, const snap_result *res, snap_window *w, bo
 	strbuf_free(&fitting);
 	return rc;
 }
+
+/* Is g the last range not done, and this its last chunk? */
+static bool
+ends_table(const snap_table *t, const snap_range *g, const snap_result *res)
+{
+	for (int i = 0; i < t->nranges; i++)
+		if (&t->ranges[i] != g && !t->ranges[i].done)
+			return false;
+	return res->final;
+}
+
 static int
-apply_chunk(snapshot *s, snap_table *t, snap_result *res)
+apply_chunk(snapshot *s, snap_table *t, snap_range *g, snap_result *res)
 {
 	bool fast = false;
 	long n = 0;
 	int rc;
 
+	t->low_lsn = g->low_lsn; /* a quarantined row's position */
 	rc = snap_table_record_key_order(s->sink, t, res);
 	if (rc == TM_OK)
-		rc = load_rows(s, t, res, t->window, false, &n, &fast);
+		rc = load_rows(s, t, res, g, g->window, &n, &fast);
 
 	if (rc == TM_OK)
-		rc = snap_table_save_progress(s->sink, t, res, n);
+		rc = snap_table_save_progress(s->sink, t, g, res, n);
 	/* copied again by keys: what the chunks could not remove, a sweep does */
-	if (rc == TM_OK && res->final && res->by_keys && t->request[0] != '\0') {
+	if (rc == TM_OK && ends_table(t, g, res) && res->by_keys && t->request[0] != '\0') {
 		rc = snap_sweep_request(s->sink, t->table_id);
 		snapshot_poll_soon(s); /* busy until the scan takes the sweep */
 	}
 	if (rc == TM_OK)
-		chunk_done(s, t, res, n, fast);
+		chunk_done(s, t, g, res, n, fast);
 	return rc;
 }
 
@@ -744,7 +831,7 @@ reread_apply(snapshot *s, snap_table *t)
 	else if (columns_changed(s, res) || missed_commit(&t->reread_at_low, res, t->reread_low_lsn))
 		log_info("%s.%s: the rows read again are read once more (the table changed during "
 		         "the read)", t->schema, t->name);
-	else if ((rc = load_rows(s, t, res, t->reread_window, true, &n, &fast)) == TM_OK)
+	else if ((rc = load_rows(s, t, res, NULL, t->reread_window, &n, &fast)) == TM_OK)
 		rc = rereads_done(s, t);
 	snap_reader_release(s->reader, res);
 	t->reread = NULL;
@@ -799,7 +886,7 @@ keyless_load(snapshot *s, snap_table *t, snap_result *res)
 	snprintf(display, sizeof display, "%s.%s", t->schema, t->name);
 	rc = snap_keyless_apply(s->sink, apply_keyless(s->apply), &in, &out);
 	if (rc == TM_OK)
-		rc = snap_table_save_progress(s->sink, t, res, (long) out.rows);
+		rc = snap_table_save_progress(s->sink, t, NULL, res, (long) out.rows);
 	if (rc == TM_OK)
 		keyless_done(s, t, &out);
 	log_debug("snapshot load of %s: %lld rows in %.1f ms", display, out.rows,
@@ -877,6 +964,7 @@ static int
 high_watermark(snapshot *s, const char *id)
 {
 	snap_table *t = reread_owner(s, id);
+	snap_range *g;
 	snap_result *res;
 	bool sweep = false;
 	int rc = TM_OK;
@@ -890,7 +978,8 @@ high_watermark(snapshot *s, const char *id)
 	t = res ? find(s, res->table_id) : NULL;
 	if (t != NULL && t->keyless)
 		return keyless_high(s, t, res, id);
-	if (t == NULL || t->window == NULL || strcmp(t->wm_id, id) != 0 ||
+	g = t != NULL ? snap_table_range(t, res->range_no) : NULL;
+	if (g == NULL || g->window == NULL || strcmp(g->wm_id, id) != 0 ||
 	    res->generation != t->generation) {
 		/* a chunk of an older generation: already superseded */
 	} else if (res->table_gone)
@@ -899,15 +988,15 @@ high_watermark(snapshot *s, const char *id)
 		log_info("snapshot of %s.%s: the table's columns changed during a chunk; it is read "
 		         "again", t->schema, t->name);
 		snapshot_restart(s, t->table_id);
-	} else if (missed_commit(&t->at_low, res, t->low_lsn)) {
+	} else if (missed_commit(&g->at_low, res, g->low_lsn)) {
 		log_info("snapshot of %s.%s: a transaction committed just before the chunk was not "
 		         "visible to its read; the chunk is read again", t->schema, t->name);
 		snapshot_restart(s, t->table_id);
 	} else
-		rc = apply_chunk(s, t, res);
-	if (t != NULL && t->window != NULL && strcmp(t->wm_id, id) == 0) {
-		snap_window_free(t->window);
-		t->window = NULL;
+		rc = apply_chunk(s, t, g, res);
+	if (g != NULL && g->window != NULL && strcmp(g->wm_id, id) == 0) {
+		snap_window_free(g->window);
+		g->window = NULL;
 	}
 	snap_reader_release(s->reader, res);
 	return rc;
@@ -916,9 +1005,10 @@ high_watermark(snapshot *s, const char *id)
 static int
 low_watermark(snapshot *s, const char *id, tm_lsn lsn)
 {
-	int table_id;
+	int table_id, range_no;
 	long generation;
 	snap_table *t;
+	snap_range *g;
 
 	if ((t = reread_owner(s, id)) != NULL) {
 		snap_window_free(t->reread_window);
@@ -929,18 +1019,20 @@ low_watermark(snapshot *s, const char *id, tm_lsn lsn)
 	}
 	if (snap_sweeps_low(s->sweeps, id, lsn))
 		return TM_OK;
-	if (!snap_reader_issued(s->reader, id, &table_id, &generation))
+	if (!snap_reader_issued(s->reader, id, &table_id, &generation, &range_no))
 		return TM_OK; /* another process's, or an earlier run's */
 	t = find(s, table_id);
 	if (t == NULL || t->done || generation != t->generation)
 		return TM_OK;
 	if (t->keyless)
 		return keyless_low(s, t, id, lsn);
-	snap_window_free(t->window);
-	t->window = snap_window_new(t->nkeys);
-	snprintf(t->wm_id, sizeof t->wm_id, "%s", id);
-	t->low_lsn = lsn;
-	keep_commits(s, &t->at_low);
+	if ((g = snap_table_range(t, range_no)) == NULL || g->done)
+		return TM_OK;
+	snap_window_free(g->window);
+	g->window = snap_window_new(t->nkeys);
+	snprintf(g->wm_id, sizeof g->wm_id, "%s", id);
+	g->low_lsn = lsn;
+	keep_commits(s, &g->at_low);
 	return TM_OK;
 }
 
