@@ -31,11 +31,13 @@ read_facts(PGconn *conn, const snap_range_source *src, split_facts *f)
 	PGresult *r = NULL;
 	int rc = pgconn_exec(
 		conn, SRC, "reading the size of a table to copy",
-		"SELECT (SELECT CASE WHEN bool_or(l.reltuples < 0) THEN -1"
-		"   ELSE sum(l.reltuples)::bigint END FROM pg_partition_tree(c.oid) t"
-		"   JOIN pg_class l ON l.oid = t.relid WHERE t.isleaf),"
-		" (SELECT sum(pg_table_size(t.relid))::bigint FROM pg_partition_tree(c.oid) t"
-		"   WHERE t.isleaf), c.relkind = 'p'," CODEC_KEY_TYPE_COLUMNS ","
+		"SELECT CASE WHEN c.relkind <> 'p' THEN c.reltuples::bigint ELSE"
+		"   (SELECT CASE WHEN bool_or(l.reltuples < 0) THEN -1 ELSE sum(l.reltuples)::bigint"
+		"   END FROM pg_partition_tree(c.oid) t JOIN pg_class l ON l.oid = t.relid"
+		"   WHERE t.isleaf) END,"
+		" CASE WHEN c.relkind <> 'p' THEN pg_table_size(c.oid) ELSE"
+		"   (SELECT sum(pg_table_size(t.relid))::bigint FROM pg_partition_tree(c.oid) t"
+		"   WHERE t.isleaf) END, c.relkind = 'p'," CODEC_KEY_TYPE_COLUMNS ","
 		" (SELECT cn.nspname FROM pg_collation co JOIN pg_namespace cn"
 		"   ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation),"
 		" (SELECT co.collname FROM pg_collation co WHERE co.oid = a.attcollation)"
@@ -128,6 +130,8 @@ snap_range_bounds(PGconn *conn, const snap_range_source *src, char ***bounds, in
 	if (conn != NULL && read_facts(conn, src, &f) == TM_OK)
 		nranges = snap_split_count(f.rows, f.bytes, src->chunk_rows, src->chunk_bytes,
 		                           src->readers);
+	log_debug("snapshot of %s.%s: about %lld rows, %lld bytes: %d range(s)", src->schema,
+	          src->name, f.rows, f.bytes, nranges);
 	if (nranges > 1 && histogram(conn, src, &f, &r) == TM_OK && PQntuples(r) < nranges) {
 		PQclear(r);
 		r = NULL;

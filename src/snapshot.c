@@ -127,6 +127,12 @@ plan_ranges(snapshot *s, snap_table *t)
 	int n = 0;
 	int rc = snap_range_load(s->sink, t->table_id, t->nkeys, &t->ranges, &t->nranges);
 
+	if (rc == TM_OK && t->nranges > 0) {
+		for (int i = 0; i < t->nranges; i++)
+			n += t->ranges[i].done;
+		log_info("snapshot of %s.%s resumes in its %d key ranges (%d of them copied)",
+		         t->schema, t->name, t->nranges, n);
+	}
 	if (rc != TM_OK || t->nranges > 0)
 		return rc;
 	if (t->applied_key == NULL)
