@@ -250,8 +250,7 @@ snap_range_store(sink *s, int table_id, char *const *bounds, int n)
 }
 
 int
-snap_range_save(sink *s, int table_id, const char *request, const snap_range *g,
-                char *const *last_key, int nkeys, long rows, bool range_done, bool table_done,
+snap_range_save(sink *s, int table_id, const char *request, int range_no, char *const *last_key, int nkeys, long rows, bool range_done, bool table_done,
                 long long estimate)
 {
 	static const char *const sql =
@@ -264,6 +263,9 @@ snap_range_save(sink *s, int table_id, const char *request, const snap_range *g,
 		"     AND coalesce(t.snapshot_requested_at::text, '') = $6"
 		"     AND t.snapshot_requested_at IS NOT DISTINCT FROM snapshot_ranges.requested_at))"
 		" UPDATE tidemark.tables SET"
+		/* a table copied whole: its progress is here */
+		" snapshot_last_key = CASE WHEN $8::int >= 0 OR $2::jsonb IS NULL THEN snapshot_last_key"
+		"   ELSE ARRAY(SELECT jsonb_array_elements_text($2::jsonb)) END,"
 		" snapshot_rows = snapshot_rows + $3::bigint, snapshot_chunks = snapshot_chunks + 1,"
 		" state = CASE WHEN $4::bool THEN 'streaming' ELSE 'snapshotting' END,"
 		" snapshot_started_at = coalesce(snapshot_started_at, now()),"
@@ -279,7 +281,7 @@ snap_range_save(sink *s, int table_id, const char *request, const snap_range *g,
 	snprintf(id, sizeof id, "%d", table_id);
 	snprintf(nrows, sizeof nrows, "%ld", rows);
 	snprintf(est, sizeof est, "%lld", estimate > 0 ? estimate : -1LL);
-	snprintf(no, sizeof no, "%d", g->no);
+	snprintf(no, sizeof no, "%d", range_no);
 	rc = sink_send(s, sink_stmt_get(s, sql, 8), p, NULL);
 	free(key);
 	return rc;

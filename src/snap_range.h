@@ -77,11 +77,12 @@ int snap_range_load(sink *s, int table_id, int nkeys, snap_range **out, int *n);
 /* Stores the ranges of these bounds (n + 1 ranges), replacing any. */
 int snap_range_store(sink *s, int table_id, char *const *bounds, int n);
 
-/* In the chunk's target transaction: the range's progress and the
- * table's counts (table_done: the last range ended, the table is copied).
+/* In the chunk's target transaction: the range's progress (range_no -1:
+ * a table copied whole, its last key in tidemark.tables) and the table's
+ * counts (table_done: the last range ended, the table is copied).
  * request: the table's stamp as text ("" none); a newer request is left
  * alone. last_key: NULL when the chunk was empty. */
-int snap_range_save(sink *s, int table_id, const char *request, const snap_range *r,
+int snap_range_save(sink *s, int table_id, const char *request, int range_no,
                     char *const *last_key, int nkeys, long rows, bool range_done,
                     bool table_done, long long estimate);
 

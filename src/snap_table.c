@@ -362,36 +362,12 @@ int
 snap_table_save_progress(sink *sk, const snap_table *t, const snap_range *g,
                          const snap_result *res, long rows)
 {
-	static const char *const sql =
-		"UPDATE tidemark.tables SET"
-		" snapshot_last_key = CASE WHEN $2::jsonb IS NULL THEN snapshot_last_key"
-		"   ELSE ARRAY(SELECT jsonb_array_elements_text($2::jsonb)) END,"
-		" snapshot_rows = snapshot_rows + $3::bigint, snapshot_chunks = snapshot_chunks + 1,"
-		" state = CASE WHEN $4::bool THEN 'streaming' ELSE 'snapshotting' END,"
-		" snapshot_started_at = coalesce(snapshot_started_at, now()),"
-		" snapshot_finished_at = CASE WHEN $4::bool THEN now() END,"
-		" snapshot_estimate = coalesce(snapshot_estimate, nullif($5::bigint, -1))"
-		" WHERE table_id = $1::int AND coalesce(snapshot_requested_at::text, '') = $6";
-	char id[16], nrows[24], est[24];
-	char *key;
-	const char *p[] = {id, NULL, nrows, res->final ? "true" : "false", est, t->request};
-	int rc;
+	bool table_done = res->final;
 
-	if (g != NULL && g->no >= 0) {
-		bool table_done = res->final;
-
-		for (int i = 0; i < t->nranges; i++)
-			table_done &= t->ranges[i].done || &t->ranges[i] == g;
-		return snap_range_save(sk, t->table_id, t->request, g, res->last_key, res->nkeys, rows,
-		                       res->final, table_done, res->estimate);
-	}
-	p[1] = key = snap_table_keys_json(res->last_key, res->nkeys);
-	snprintf(id, sizeof id, "%d", t->table_id);
-	snprintf(nrows, sizeof nrows, "%ld", rows);
-	snprintf(est, sizeof est, "%lld", res->estimate > 0 ? res->estimate : -1LL);
-	rc = sink_send(sk, sink_stmt_get(sk, sql, 6), p, NULL);
-	free(key);
-	return rc;
+	for (int i = 0; g != NULL && i < t->nranges; i++)
+		table_done &= t->ranges[i].done || &t->ranges[i] == g;
+	return snap_range_save(sk, t->table_id, t->request, g != NULL ? g->no : -1, res->last_key,
+	                       res->nkeys, rows, res->final, table_done, res->estimate);
 }
 
 int
