@@ -17,8 +17,27 @@ key_type(const snap_load_chunk *c, int k)
 	return c->key_types != NULL ? c->key_types[k] : NULL;
 }
 
-/* WHERE (k1, k2) > ($1, $2) AND (k1, k2) <= ($3, $4), either side optional.
- * alias: a table alias to qualify the key columns with, or NULL. */
+/* Without a key on this side, the range's bound on the first key column:
+ * WHERE k1 > $n (side 0) or k1 <= $n (side 1). */
+static int
+append_bound(strbuf *sql, const snap_load_chunk *c, const char *alias, const char **params,
+             int side, int n)
+{
+	const char *v = side == 0 ? c->range_lower : c->range_upper;
+
+	if (v == NULL)
+		return n;
+	strbuf_append(sql, n == 0 ? " WHERE " : " AND ");
+	codec_append_key_operand(sql, alias, c->key_columns[0], key_type(c, 0));
+	strbuf_append(sql, side == 0 ? " > " : " <= ");
+	params[n] = v;
+	codec_append_key_param(sql, ++n, key_type(c, 0));
+	return n;
+}
+
+/* WHERE (k1, k2) > ($1, $2) AND (k1, k2) <= ($3, $4), either side optional
+ * (or a range's bound instead). alias: a table alias to qualify the key
+ * columns with, or NULL. */
 static int
 append_range(strbuf *sql, const snap_load_chunk *c, const char *alias, const char **params)
 {
@@ -27,8 +46,10 @@ append_range(strbuf *sql, const snap_load_chunk *c, const char *alias, const cha
 	for (int side = 0; side < 2; side++) {
 		char *const *key = side == 0 ? c->prev_key : c->last_key;
 
-		if (key == NULL)
+		if (key == NULL) {
+			n = append_bound(sql, c, alias, params, side, n);
 			continue;
+		}
 		strbuf_append(sql, n == 0 ? " WHERE (" : " AND (");
 		for (int k = 0; k < c->nkeys; k++) {
 			if (k > 0)

@@ -53,6 +53,9 @@ typedef struct snap_load_chunk {
 	const snap_window *window;    /* keys the stream touched in the window */
 	char *const *prev_key;        /* range start (exclusive); NULL: none */
 	char *const *last_key;        /* range end (inclusive); NULL: none (the last chunk) */
+	const char *range_lower;      /* a table copied in key ranges (snap_range.h): without */
+	const char *range_upper;      /* prev_key, the first key column > lower; without last_key,
+	                               * <= upper (NULL: open) */
 	bool upsert_only;             /* rows read again by key (no range): upserted through
 	                               * the staging table, nothing deleted */
 	bool by_keys;                 /* no decision by a key range on the target (above) */

@@ -34,6 +34,7 @@ typedef struct issued {
 	char id[64];
 	int table_id;
 	long generation;
+	int range_no;
 	int thread;
 	snap_result *result;     /* owned; NULL until the read is done */
 } issued;
@@ -131,6 +132,8 @@ job_copy(snap_job *dst, const snap_job *src)
 	dst->name = xstrdup(src->name);
 	dst->key_columns = snap_keys_copy(src->key_columns, src->nkeys);
 	dst->start_key = snap_keys_copy(src->start_key, src->nkeys);
+	dst->range_lower = src->range_lower ? xstrdup(src->range_lower) : NULL;
+	dst->range_upper = src->range_upper ? xstrdup(src->range_upper) : NULL;
 	dst->target_names = snap_keys_copy(src->target_names, src->ntarget);
 	dst->target_types = snap_keys_copy(src->target_types, src->ntarget);
 	dst->reread_keys = snap_keys_copy(src->reread_keys, src->nreread * src->nkeys);
@@ -146,6 +149,8 @@ snap_job_clear(snap_job *job)
 	free(job->name);
 	snap_keys_free(job->key_columns, job->nkeys);
 	snap_keys_free(job->start_key, job->nkeys);
+	free(job->range_lower);
+	free(job->range_upper);
 	snap_keys_free(job->target_names, job->ntarget);
 	snap_keys_free(job->target_types, job->ntarget);
 	snap_keys_free(job->reread_keys, job->nreread * job->nkeys);
@@ -356,23 +361,60 @@ append_key_literals(PGconn *conn, const table_cursor *c, strbuf *sql, char *cons
 	strbuf_appendc(sql, ')');
 }
 
-/* WHERE (keys) > (last), or WHERE (keys) IN ((..), ...) for a reread. */
+/* WHERE (keys) > (last) */
+static void
+append_after(PGconn *conn, const table_cursor *c, strbuf *sql, bool *where)
+{
+	strbuf_append(sql, " WHERE (");
+	*where = true;
+	for (int k = 0; k < c->job.nkeys; k++) {
+		strbuf_append(sql, k > 0 ? ", " : "");
+		codec_append_key_operand(sql, NULL, c->job.key_columns[k], c->coltypes[c->key_idx[k]]);
+	}
+	strbuf_append(sql, ") > ");
+	append_key_literals(conn, c, sql, c->next_after);
+}
+
+/* AND first_key > lower (side 0) or <= upper (side 1): a range's bound. */
+static void
+append_range_bound(PGconn *conn, const table_cursor *c, strbuf *sql, int side, bool *where)
+{
+	const char *v = side == 0 ? c->job.range_lower : c->job.range_upper;
+	const char *type = c->coltypes[c->key_idx[0]];
+	char *lit;
+
+	if (v == NULL)
+		return;
+	strbuf_append(sql, *where ? " AND " : " WHERE ");
+	*where = true;
+	codec_append_key_operand(sql, NULL, c->job.key_columns[0], type);
+	if ((lit = PQescapeLiteral(conn, v, strlen(v))) == NULL)
+		abort();
+	strbuf_appendf(sql, " %s %s::%s", side == 0 ? ">" : "<=", lit, type);
+	PQfreemem(lit);
+}
+
+/* WHERE (keys) > (last) [AND first <= upper], or WHERE first > lower [AND
+ * first <= upper] for a range's first chunk, or WHERE (keys) IN ((..),
+ * ...) for a reread. */
 static void
 append_chunk_where(PGconn *conn, const table_cursor *c, strbuf *sql)
 {
 	int nkeys = c->job.nkeys;
+	bool where = false;
 
-	if (c->next_after == NULL && c->job.reread_keys == NULL)
+	if (c->job.reread_keys == NULL) {
+		if (c->next_after == NULL)
+			append_range_bound(conn, c, sql, 0, &where);
+		else
+			append_after(conn, c, sql, &where);
+		append_range_bound(conn, c, sql, 1, &where);
 		return;
+	}
 	strbuf_append(sql, " WHERE (");
 	for (int k = 0; k < nkeys; k++) {
 		strbuf_append(sql, k > 0 ? ", " : "");
 		codec_append_key_operand(sql, NULL, c->job.key_columns[k], c->coltypes[c->key_idx[k]]);
-	}
-	if (c->job.reread_keys == NULL) {
-		strbuf_append(sql, ") > ");
-		append_key_literals(conn, c, sql, c->next_after);
-		return;
 	}
 	strbuf_append(sql, ") IN (");
 	for (int i = 0; i < c->job.nreread; i++) {
@@ -654,29 +696,47 @@ emit(PGconn *conn, char kind, const char *id)
 /* ---- the shared state ---- */
 
 static job_slot *
-slot_of(snap_reader *r, int table_id)
+slot_of(snap_reader *r, int table_id, int range_no)
 {
 	for (int i = 0; i < r->njobs; i++)
-		if (r->jobs[i].active && r->jobs[i].job.table_id == table_id)
+		if (r->jobs[i].active && r->jobs[i].job.table_id == table_id &&
+		    r->jobs[i].job.range_no == range_no)
 			return &r->jobs[i];
 	return NULL;
 }
 
-/* Under the lock: a job for this thread (its own first), or NULL. */
+/* Under the lock: how many readers are at work on this table. */
+static int
+readers_on(const snap_reader *r, int table_id)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->njobs; i++)
+		n += r->jobs[i].active && !r->jobs[i].read_to_end && r->jobs[i].claimed_by >= 0 &&
+		     r->jobs[i].job.table_id == table_id;
+	return n;
+}
+
+/* Under the lock: a job for this thread (its own first; else the waiting
+ * one of the table with the fewest readers on it), or NULL. */
 static job_slot *
 claim(snap_reader *r, int index)
 {
 	job_slot *free_slot = NULL;
+	int fewest = INT_MAX;
 
 	for (int i = 0; i < r->njobs; i++) {
 		job_slot *s = &r->jobs[i];
+		int n;
 
 		if (!s->active || s->read_to_end)
 			continue;
 		if (s->claimed_by == index)
 			return s;
-		if (s->claimed_by < 0 && free_slot == NULL)
+		if (s->claimed_by < 0 && (n = readers_on(r, s->job.table_id)) < fewest) {
 			free_slot = s;
+			fewest = n;
+		}
 	}
 	if (free_slot != NULL)
 		free_slot->claimed_by = index;
@@ -693,6 +753,7 @@ issue(snap_reader *r, int index, const snap_job *job)
 	snprintf(is->id, sizeof is->id, "%s-%ld", r->session, ++r->seq);
 	is->table_id = job->table_id;
 	is->generation = job->generation;
+	is->range_no = job->range_no;
 	is->thread = index;
 	is->next = r->issued;
 	r->issued = is;
@@ -755,6 +816,7 @@ new_result(const table_cursor *c, const issued *is)
 	snprintf(res->id, sizeof res->id, "%s", is->id);
 	res->table_id = c->job.table_id;
 	res->generation = c->job.generation;
+	res->range_no = c->job.range_no;
 	res->nkeys = c->job.nkeys;
 	res->prev_key = snap_keys_copy(c->next_after, c->job.nkeys);
 	res->estimate = c->estimate;
@@ -925,7 +987,7 @@ next_work(snap_reader *r, int index, table_cursor *c)
 		s = claim(r, index);
 		if (s != NULL && r->outstanding[index] < SNAP_READER_AHEAD) {
 			if (c->job.schema == NULL || c->job.table_id != s->job.table_id ||
-			    c->job.generation != s->job.generation)
+			    c->job.generation != s->job.generation || c->job.range_no != s->job.range_no)
 				cursor_start(c, s);
 			return s;
 		}
@@ -960,7 +1022,7 @@ reader_main(void *arg)
 		metrics_add(r->metrics, METRICS_READER_BUSY_US,
 		            (uint64_t) ((clock_now_s() - busy) * 1e6));
 		pthread_mutex_lock(&r->mu);
-		s = slot_of(r, c.job.table_id);
+		s = slot_of(r, c.job.table_id, c.job.range_no);
 		if (rc != TM_OK)
 			unissue(r, is); /* still ours: a failed chunk publishes nothing */
 		else if (final && s != NULL && s->job.generation == c.job.generation) {
@@ -1043,6 +1105,20 @@ snap_reader_stop(snap_reader *r)
 
 /* ---- reading rows again, on the caller's thread ---- */
 
+PGconn *
+snap_reader_conn(snap_reader *r)
+{
+	if (r->reread_conn != NULL && PQstatus(r->reread_conn) != CONNECTION_OK) {
+		PQfinish(r->reread_conn);
+		r->reread_conn = NULL;
+	}
+	if (r->reread_conn == NULL && open_conn(r, &r->reread_conn) != TM_OK) {
+		PQfinish(r->reread_conn);
+		r->reread_conn = NULL;
+	}
+	return r->reread_conn;
+}
+
 int
 snap_reader_reread(snap_reader *r, const snap_job *job, snap_result **out)
 {
@@ -1086,7 +1162,7 @@ snap_reader_submit(snap_reader *r, const snap_job *job)
 	job_slot *s;
 
 	pthread_mutex_lock(&r->mu);
-	s = slot_of(r, job->table_id);
+	s = slot_of(r, job->table_id, job->range_no);
 	if (s == NULL) {
 		r->jobs = realloc(r->jobs, sizeof *r->jobs * (size_t) (r->njobs + 1));
 		if (r->jobs == NULL)
@@ -1106,11 +1182,12 @@ snap_reader_submit(snap_reader *r, const snap_job *job)
 void
 snap_reader_forget(snap_reader *r, int table_id)
 {
-	job_slot *s;
-
 	pthread_mutex_lock(&r->mu);
-	s = slot_of(r, table_id);
-	if (s != NULL) {
+	for (int i = 0; i < r->njobs; i++) {
+		job_slot *s = &r->jobs[i];
+
+		if (!s->active || s->job.table_id != table_id)
+			continue;
 		snap_job_clear(&s->job);
 		s->active = false;
 		s->claimed_by = -1;
@@ -1122,10 +1199,12 @@ snap_reader_forget(snap_reader *r, int table_id)
 bool
 snap_reader_has(snap_reader *r, int table_id, long *generation)
 {
-	job_slot *s;
+	job_slot *s = NULL;
 
 	pthread_mutex_lock(&r->mu);
-	s = slot_of(r, table_id);
+	for (int i = 0; i < r->njobs && s == NULL; i++)
+		if (r->jobs[i].active && r->jobs[i].job.table_id == table_id)
+			s = &r->jobs[i];
 	if (s != NULL && generation != NULL)
 		*generation = s->job.generation;
 	pthread_mutex_unlock(&r->mu);
@@ -1142,7 +1221,8 @@ find_issued(snap_reader *r, const char *id)
 }
 
 bool
-snap_reader_issued(snap_reader *r, const char *id, int *table_id, long *generation)
+snap_reader_issued(snap_reader *r, const char *id, int *table_id, long *generation,
+                   int *range_no)
 {
 	issued *is;
 
@@ -1151,6 +1231,7 @@ snap_reader_issued(snap_reader *r, const char *id, int *table_id, long *generati
 	if (is != NULL) {
 		*table_id = is->table_id;
 		*generation = is->generation;
+		*range_no = is->range_no;
 	}
 	pthread_mutex_unlock(&r->mu);
 	return is != NULL;

@@ -35,6 +35,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <libpq-fe.h>
 
 #include "codec.h"
 #include "lsn.h"
@@ -53,7 +54,13 @@ typedef struct snap_job {
 	char *name;
 	int nkeys;
 	char **key_columns;
-	char **start_key;        /* NULL: from the first row */
+	char **start_key;        /* NULL: from the first row (of the range) */
+	/* One key range of a table copied in several at once (snap_range.h):
+	 * range_no, and the bounds on the first key column (lower exclusive,
+	 * upper inclusive; NULL: open). A table copied whole: range_no -1. */
+	int range_no;
+	char *range_lower;
+	char *range_upper;
 	long chunk_rows;
 	long long chunk_bytes;   /* a chunk ends once its rows take this many bytes */
 	/* The target table's columns and their types (format_type): when every
@@ -84,11 +91,12 @@ typedef struct snap_result {
 	char id[64];
 	int table_id;
 	long generation;
+	int range_no;            /* the job's */
 	snap_chunk *chunk;       /* owned */
 	int nkeys;
 	char **prev_key;         /* owned; NULL for the first chunk */
 	char **last_key;         /* owned; NULL when the chunk is empty */
-	bool final;              /* fewer rows than asked: the table ends here */
+	bool final;              /* fewer rows than asked: the table (or its range) ends here */
 	bool cut;                /* the read stopped at chunk_bytes: more rows follow */
 	long rows_limit;         /* the LIMIT the chunk was read with */
 	int nxip;
@@ -120,16 +128,25 @@ int snap_reader_start(const char *conninfo, const char *target, int nthreads,
 /* Stops and joins the threads, frees everything not taken. */
 void snap_reader_stop(snap_reader *r);
 
-/* Copies (or copies again, with a new generation) a table. The job is
- * copied. */
+/* Copies (or copies again, with a new generation) a table or one of its
+ * ranges. The job is copied. A free reader takes the waiting job of the
+ * table with the fewest readers at work on it (then in submission order):
+ * the ranges of one table share the readers with the other tables, one
+ * reader per table first. */
 void snap_reader_submit(snap_reader *r, const snap_job *job);
-/* Forgets a table (copied to the end, or dropped). */
+/* Forgets a table, all its ranges (copied to the end, or dropped). */
 void snap_reader_forget(snap_reader *r, int table_id);
 /* Is this table being copied, and with which generation? */
 bool snap_reader_has(snap_reader *r, int table_id, long *generation);
 
-/* Was this watermark id issued by this process? Sets *table_id. */
-bool snap_reader_issued(snap_reader *r, const char *id, int *table_id, long *generation);
+/* Was this watermark id issued by this process? Sets *table_id, its
+ * generation and its range. */
+bool snap_reader_issued(snap_reader *r, const char *id, int *table_id, long *generation,
+                        int *range_no);
+
+/* The calling thread's source connection (the one rereads use), opened
+ * on first use; NULL when it cannot be. Borrowed. */
+PGconn *snap_reader_conn(snap_reader *r);
 /* Takes the result of a chunk whose high watermark was met; NULL when
  * none (not ours, or already taken). The caller frees it with
  * snap_reader_release, which also lets the reader go on. */

@@ -1,10 +1,14 @@
 /*
- * bench_snapshot: copying a 1,000,000-row table, tidemark's incremental
- * snapshot against one plain COPY pipe (source COPY TO STDOUT relayed to
- * target COPY FROM STDIN into an empty keyed table), side by side; and the
- * snapshot's speed for several chunk sizes (how the default was chosen).
+ * bench_snapshot: copying a table (1,000,000 rows, or ROWS), tidemark's
+ * incremental snapshot with 1, 2 and 4 readers (a table this large is
+ * copied in key ranges with two readers or more: snap_range.h) against one
+ * plain COPY pipe (source COPY TO STDOUT relayed to target COPY FROM STDIN
+ * into an empty keyed table), side by side, medians of 3 rounds; and with
+ * --chunk-sizes the snapshot's speed for several chunk sizes (how the
+ * default was chosen).
  *
- *   cmake --build build --target bench_snapshot && build/tests/bench_snapshot [ROWS]
+ *   cmake --build build --target bench_snapshot
+ *   build/tests/bench_snapshot [ROWS] [--chunk-sizes]     # e.g. 10000000
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,12 +131,21 @@ cmp_double(const void *a, const void *b)
 
 #define ROUNDS 3
 
+static double
+median(double *v)
+{
+	qsort(v, ROUNDS, sizeof(double), cmp_double);
+	return v[ROUNDS / 2];
+}
+
 int
 main(int argc, char **argv)
 {
 	long rows = argc > 1 ? atol(argv[1]) : 1000000;
 	const char *chunks[] = {"5000", "20000", "50000", "100000"};
-	double pipe_s[ROUNDS], tm_s[ROUNDS];
+	const char *readers[] = {"1", "2", "4"};
+	enum { NREADERS = sizeof readers / sizeof readers[0] };
+	double pipe_s[ROUNDS], tm_s[NREADERS][ROUNDS], pipe_med;
 	PGconn *s;
 
 	src = pgtest_cluster_start_with("src", "max_wal_senders=20", "max_replication_slots=20",
@@ -140,23 +153,31 @@ main(int argc, char **argv)
 	dst = pgtest_cluster_start_with("dst", "shared_buffers=512MB", "max_wal_size=8GB");
 	s = pgtest_connect(src);
 	bench_load_orders(s, rows);
+	pgtest_exec(s, "ANALYZE orders");
 	pgtest_exec(s, "CREATE PUBLICATION bench");
 	printf("table: %ld rows, %s\n", rows,
 	       pgtest_query_value(s, "SELECT pg_size_pretty(pg_total_relation_size('orders'))"));
 	PQfinish(s);
-	printf("side by side, %d rounds, alternating:\n", ROUNDS);
+	printf("side by side, %d rounds, alternating (default chunks of 20000 rows):\n", ROUNDS);
 	for (int r = 0; r < ROUNDS; r++) {
 		pipe_s[r] = copy_pipe(rows, r);
 		printf("  plain COPY pipe: %.2f s, %.0f rows/s\n", pipe_s[r], rows / pipe_s[r]);
-		tm_s[r] = snapshot(rows, "20000", "1", r);
+		for (int i = 0; i < NREADERS; i++)
+			tm_s[i][r] = snapshot(rows, "20000", readers[i], r);
 	}
-	qsort(pipe_s, ROUNDS, sizeof(double), cmp_double);
-	qsort(tm_s, ROUNDS, sizeof(double), cmp_double);
-	printf("snapshot speed / COPY pipe speed (medians, default chunk size 20000): %.2f"
-	       " (goal: at least 0.8)\n", pipe_s[ROUNDS / 2] / tm_s[ROUNDS / 2]);
-	printf("chunk sizes:\n");
-	for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++)
-		snapshot(rows, chunks[i], "1", 100 + (int) i);
+	pipe_med = median(pipe_s);
+	printf("medians: plain COPY pipe %.2f s\n", pipe_med);
+	for (int i = 0; i < NREADERS; i++) {
+		double m = median(tm_s[i]);
+
+		printf("  %s reader(s): %.2f s; snapshot speed / COPY pipe speed %.2f (goal with the "
+		       "default readers: at least 1.0)\n", readers[i], m, pipe_med / m);
+	}
+	if (argc > 2 && strcmp(argv[2], "--chunk-sizes") == 0) {
+		printf("chunk sizes:\n");
+		for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++)
+			snapshot(rows, chunks[i], "1", 100 + (int) i);
+	}
 	pgtest_cluster_stop(src);
 	pgtest_cluster_stop(dst);
 	return 0;
