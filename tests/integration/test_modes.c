@@ -406,8 +406,8 @@ copy_step(PGconn *conn, void *arg, unsigned i)
 }
 
 /*
- * The first copy of a history table in small chunks while random rows are
- * updated: after catch-up every key's latest entry is its mirror row, and
+ * The first copy of a history table in small chunks, in key ranges by two
+ * readers, while random rows are updated: after catch-up every key's latest entry is its mirror row, and
  * no copy entry repeats the entry before it.
  */
 static void
@@ -420,13 +420,14 @@ test_copy_under_writes(void **state)
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL, note text);"
-	                  "INSERT INTO items SELECT g, 0, 'note ' || g FROM generate_series(1, %d) g",
-	            COPY_ROWS);
+	                  "INSERT INTO items SELECT g, 0, 'note ' || g FROM generate_series(1, %d) g;"
+	                  "ANALYZE items", COPY_ROWS);
 	setup_with(e, "public.items", NULL, NULL, NULL);
 	set_mode(e, "history", false);
 	w = pgtest_workload_start(e->src, copy_step, NULL);
 	wait_steps(w, 20);
-	run = tm_spawn(e, "run", "--chunk-rows", "400", NULL);
+	/* two readers: the table is copied in key ranges, side by side */
+	run = tm_spawn(e, "run", "--chunk-rows", "400", "--snapshot-readers", "2", NULL);
 	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.tables"
 	                                    " WHERE state <> 'streaming'", "0", 120));
 	wait_steps(w, 50);
@@ -445,6 +446,7 @@ test_copy_under_writes(void **state)
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(DISTINCT id) FROM items_history"),
 	                 COPY_ROWS);
 	assert_no_redundant_copy(e, "items_history", "(n, note)::text");
+	assert_true(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.snapshot_ranges") > 1);
 	tm_env_free(e);
 }
 
