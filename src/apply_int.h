@@ -27,13 +27,18 @@
  * of any size streams through in bounded memory. */
 #define APPLY_NET_BYTES ((size_t) 8 * 1024 * 1024)
 #define APPLY_NET_BATCH_BYTES ((size_t) 2 * 1024 * 1024)
+/* A flush's deletes, or partial updates of one set of columns, of one
+ * table go as statements of many rows from this many on (fewer: one
+ * statement each). */
+#define APPLY_NET_MIN_BY_KEY 1
 
 typedef struct apply_kept apply_kept; /* apply_join.c */
 
 typedef struct apply_partial {
 	bool *present;      /* owned: columns set by this statement */
 	bool key_changed;
-	sink_stmt *stmt;    /* borrowed from the sink */
+	sink_stmt *stmt;    /* held from the sink (NULL: not made yet) */
+	sink_stmt *rows;    /* the same for many rows (apply_net.c; never moved) */
 } apply_partial;
 
 /* A source relation as the stream last described it. */
@@ -77,6 +82,7 @@ typedef struct apply_rel {
 	sink_stmt *upsert_plain; /* the same without the table's history (apply_net.c) */
 	sink_stmt *upsert_rows;  /* many rows at once (apply_net.c) */
 	sink_stmt *history_rows; /* many history entries at once (apply_net.c) */
+	sink_stmt *delete_rows;  /* many deletes by key at once (apply_net.c) */
 	bool types_loaded;
 	char **types;            /* owned, per column: its target type rendered (NULL: not
 	                          * known, and no statement of many rows) */
@@ -171,6 +177,10 @@ sink_stmt *apply_stmt_upsert(apply *a, apply_rel *r);
 sink_stmt *apply_stmt_upsert_plain(apply *a, apply_rel *r);
 sink_stmt *apply_stmt_delete(apply *a, apply_rel *r);
 sink_stmt *apply_stmt_partial(apply *a, apply_rel *r, const bool *present, bool moved);
+/* The update of the present columns of many rows (dml_sql_update_rows;
+ * types: r's columns' types, apply_net.c). */
+sink_stmt *apply_stmt_partial_rows(apply *a, apply_rel *r, const bool *present,
+                                   const char *const *types);
 
 /* ---- apply_shape.c: tables in another mode than mirror (shape.h) ---- */
 

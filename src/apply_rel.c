@@ -131,6 +131,7 @@ apply_rel_forget_statements(apply *a, apply_rel *r)
 	sink_stmt_release(a->sink, r->delete);
 	for (int i = 0; i < r->npartials; i++) {
 		sink_stmt_release(a->sink, r->partials[i].stmt);
+		sink_stmt_release(a->sink, r->partials[i].rows);
 		free(r->partials[i].present);
 	}
 	free(r->partials);
@@ -522,35 +523,64 @@ apply_stmt_delete(apply *a, apply_rel *r)
 	return r->delete;
 }
 
+/* The statements of the updates of the columns with present[i] (moved:
+ * of a key change), found or made (without their statements yet). */
+static apply_partial *
+partial_of(apply_rel *r, const bool *present, bool moved)
+{
+	apply_partial *p;
+
+	for (int i = 0; i < r->npartials; i++)
+		if (r->partials[i].key_changed == moved &&
+		    memcmp(r->partials[i].present, present, sizeof(bool) * (size_t) r->ncols) == 0)
+			return &r->partials[i];
+	r->partials = realloc(r->partials, sizeof *p * (size_t) (r->npartials + 1));
+	if (r->partials == NULL)
+		abort();
+	p = &r->partials[r->npartials++];
+	p->present = xcalloc((size_t) r->ncols + 1, sizeof(bool));
+	memcpy(p->present, present, sizeof(bool) * (size_t) r->ncols);
+	p->key_changed = moved;
+	p->stmt = p->rows = NULL;
+	return p;
+}
+
 /* The update of the columns with present[i]; for a key change (moved),
  * the form that asks for the row to be read again when the target has no
  * row under the old key (dml_sql_update_moved). */
 sink_stmt *
 apply_stmt_partial(apply *a, apply_rel *r, const bool *present, bool moved)
 {
-	strbuf sql = STRBUF_INIT;
-	dml_sql_table t = apply_rel_sql_table(r);
-	apply_partial *p;
-	int nparams;
+	apply_partial *p = partial_of(r, present, moved);
 
-	for (int i = 0; i < r->npartials; i++)
-		if (r->partials[i].key_changed == moved &&
-		    memcmp(r->partials[i].present, present, sizeof(bool) * (size_t) r->ncols) == 0)
-			return r->partials[i].stmt;
-	if (moved)
-		dml_sql_update_moved(&sql, &t, present, &nparams);
-	else
-		dml_sql_update_present(&sql, &t, present, &nparams);
-	r->partials = realloc(r->partials, sizeof *p * (size_t) (r->npartials + 1));
-	if (r->partials == NULL)
-		abort();
-	p = &r->partials[r->npartials++];
-	p->present = malloc(sizeof(bool) * (size_t) r->ncols);
-	if (p->present == NULL)
-		abort();
-	memcpy(p->present, present, sizeof(bool) * (size_t) r->ncols);
-	p->key_changed = moved;
-	p->stmt = sink_stmt_hold(a->sink, sql.data, nparams);
-	strbuf_free(&sql);
+	if (p->stmt == NULL) {
+		strbuf sql = STRBUF_INIT;
+		dml_sql_table t = apply_rel_sql_table(r);
+		int nparams;
+
+		if (moved)
+			dml_sql_update_moved(&sql, &t, present, &nparams);
+		else
+			dml_sql_update_present(&sql, &t, present, &nparams);
+		p->stmt = sink_stmt_hold(a->sink, sql.data, nparams);
+		strbuf_free(&sql);
+	}
 	return p->stmt;
+}
+
+sink_stmt *
+apply_stmt_partial_rows(apply *a, apply_rel *r, const bool *present, const char *const *types)
+{
+	apply_partial *p = partial_of(r, present, false);
+
+	if (p->rows == NULL) {
+		strbuf sql = STRBUF_INIT;
+		dml_sql_table t = apply_rel_sql_table(r);
+		int narrays;
+
+		dml_sql_update_rows(&sql, &t, present, types, &narrays);
+		p->rows = sink_stmt_hold(a->sink, sql.data, narrays);
+		strbuf_free(&sql);
+	}
+	return p->rows;
 }
