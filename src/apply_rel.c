@@ -480,47 +480,41 @@ shape_nparams(const apply_rel *r)
 	return apply_shaped(r) && r->table->history ? DML_SQL_HISTORY_PARAMS : 0;
 }
 
-sink_stmt *
-apply_stmt_upsert(apply *a, apply_rel *r)
+/* The statement build makes of r's table (plain: without its shape), held
+ * in *slot once made. */
+static sink_stmt *
+stmt_held(apply *a, apply_rel *r, sink_stmt **slot,
+          void (*build)(strbuf *, const dml_sql_table *), bool plain, int nparams)
 {
-	if (r->upsert == NULL) {
+	if (*slot == NULL) {
 		strbuf sql = STRBUF_INIT;
 		dml_sql_table t = apply_rel_sql_table(r);
 
-		dml_sql_upsert(&sql, &t);
-		r->upsert = sink_stmt_hold(a->sink, sql.data, r->ncols + shape_nparams(r));
+		if (plain)
+			t.shape = NULL;
+		build(&sql, &t);
+		*slot = sink_stmt_hold(a->sink, sql.data, nparams);
 		strbuf_free(&sql);
 	}
-	return r->upsert;
+	return *slot;
+}
+
+sink_stmt *
+apply_stmt_upsert(apply *a, apply_rel *r)
+{
+	return stmt_held(a, r, &r->upsert, dml_sql_upsert, false, r->ncols + shape_nparams(r));
 }
 
 sink_stmt *
 apply_stmt_upsert_plain(apply *a, apply_rel *r)
 {
-	if (r->upsert_plain == NULL) {
-		strbuf sql = STRBUF_INIT;
-		dml_sql_table t = apply_rel_sql_table(r);
-
-		t.shape = NULL;
-		dml_sql_upsert(&sql, &t);
-		r->upsert_plain = sink_stmt_hold(a->sink, sql.data, r->ncols);
-		strbuf_free(&sql);
-	}
-	return r->upsert_plain;
+	return stmt_held(a, r, &r->upsert_plain, dml_sql_upsert, true, r->ncols);
 }
 
 sink_stmt *
 apply_stmt_delete(apply *a, apply_rel *r)
 {
-	if (r->delete == NULL) {
-		strbuf sql = STRBUF_INIT;
-		dml_sql_table t = apply_rel_sql_table(r);
-
-		dml_sql_delete(&sql, &t);
-		r->delete = sink_stmt_hold(a->sink, sql.data, r->nkeys + shape_nparams(r));
-		strbuf_free(&sql);
-	}
-	return r->delete;
+	return stmt_held(a, r, &r->delete, dml_sql_delete, false, r->nkeys + shape_nparams(r));
 }
 
 /* The statements of the updates of the columns with present[i] (moved:
