@@ -97,7 +97,8 @@ apply_net_forget_rel(apply *a, apply_rel *r)
 {
 	sink_stmt_release(a->sink, r->upsert_rows);
 	sink_stmt_release(a->sink, r->history_rows);
-	r->upsert_rows = r->history_rows = NULL;
+	sink_stmt_release(a->sink, r->delete_rows);
+	r->upsert_rows = r->history_rows = r->delete_rows = NULL;
 	for (int i = 0; r->types != NULL && i < r->ncols; i++)
 		free(r->types[i]);
 	free(r->types);
@@ -143,31 +144,40 @@ batches_free(row_batch *list, int n)
 	free(list);
 }
 
-/* Sends a batch with the statement built by build (held in *stmt). */
+/* r's statement of many rows built by build, held in *stmt (types: r's,
+ * loaded). */
+static sink_stmt *
+rows_stmt(apply *a, apply_rel *r, sink_stmt **stmt,
+          void (*build)(strbuf *, const dml_sql_table *, const char *const *), int narrays)
+{
+	if (*stmt == NULL) {
+		strbuf sql = STRBUF_INIT;
+		dml_sql_table t = apply_rel_sql_table(r);
+
+		t.shape = build == dml_sql_history_rows ? &r->shape.shape : NULL;
+		build(&sql, &t, (const char *const *) r->types);
+		*stmt = sink_stmt_hold(a->sink, sql.data, narrays);
+		strbuf_free(&sql);
+	}
+	return *stmt;
+}
+
+/* Sends a batch's arrays as stmt's parameters; the arrays start again. */
 static int
-send_batch(apply *a, apply_rel *r, row_batch *b, sink_stmt **stmt,
-           void (*build)(strbuf *, const dml_sql_table *, const char *const *))
+send_arrays(apply *a, sink_stmt *stmt, row_batch *b)
 {
 	const char **p = xcalloc((size_t) b->narrays + 1, sizeof(char *));
 	int rc;
 
-	if (*stmt == NULL) {
-		strbuf sql = STRBUF_INIT;
-		dml_sql_table t = {r->table->target_schema, r->table->target_table, r->ncols,
-		                   (const char *const *) r->colnames, r->nkeys, r->key_idx,
-		                   (const char *const *) r->key_types,
-		                   build == dml_sql_history_rows ? &r->shape.shape : NULL};
-
-		build(&sql, &t, (const char *const *) r->types);
-		*stmt = sink_stmt_hold(a->sink, sql.data, b->narrays);
-		strbuf_free(&sql);
-	}
 	for (int i = 0; i < b->narrays; i++) {
 		dml_sql_array_end(&b->arrays[i]);
 		p[i] = strbuf_str(&b->arrays[i]);
 	}
-	rc = sink_send(a->sink, *stmt, p, NULL);
+	rc = sink_send(a->sink, stmt, p, NULL);
 	free(p);
+	for (int i = 0; i < b->narrays; i++)
+		strbuf_reset(&b->arrays[i]);
+	b->n = 0;
 	return rc;
 }
 
@@ -219,7 +229,8 @@ flush_history(apply *a)
 			          (unsigned) b->relid);
 			rc = TM_EXIT_INTERNAL;
 		} else
-			rc = send_batch(a, r, b, &r->history_rows, dml_sql_history_rows);
+			rc = send_arrays(a, rows_stmt(a, r, &r->history_rows, dml_sql_history_rows,
+			                              b->narrays), b);
 	}
 	batches_free(a->hist_bufs, a->nhist_bufs);
 	a->hist_bufs = NULL;
@@ -238,52 +249,74 @@ apply_net_free(apply *a)
 	a->net = NULL;
 }
 
+/* ---- the flush ---- */
+
+/* The entries of one table for one statement's kind: its whole rows, its
+ * deletes, or its partials of one set of present columns. */
+typedef struct entry_group {
+	uint32_t relid;
+	net_kind kind;
+	const bool *present;        /* borrowed from the first entry (NET_PARTIAL) */
+	const net_entry **entries;  /* owned array; the entries borrowed from the
+	                             * net set until net_clear */
+	long n, cap;
+} entry_group;
+
 typedef struct flush_ctx {
 	apply *a;
 	arena scratch;
-	row_batch *rows;        /* owned: whole rows per table, for one statement each */
-	int nrows;
+	entry_group *groups;    /* owned */
+	int ngroups;
 } flush_ctx;
 
-/* A batch of rows sent; its arrays start again. */
-static int
-send_rows_of(apply *a, apply_rel *r, row_batch *b)
+static bool
+same_group(const entry_group *g, const net_entry *e)
 {
-	int rc = b->n > 0 ? send_batch(a, r, b, &r->upsert_rows, dml_sql_upsert_rows) : TM_OK;
-
-	for (int i = 0; i < b->narrays; i++)
-		strbuf_reset(&b->arrays[i]);
-	b->n = 0;
-	return rc;
+	return g->relid == (uint32_t) e->table && g->kind == e->kind &&
+	       (e->kind != NET_PARTIAL ||
+	        memcmp(g->present, e->present, sizeof(bool) * (size_t) e->ncols) == 0);
 }
 
-/* One entry: a whole row joins its table's batch (when the table's types
- * are known); a delete or a partial is sent alone. */
+/* One entry, into its group (groups in the order of their first entry). */
 static int
-send_entry(void *ctx, const net_entry *e)
+collect_entry(void *ctx, const net_entry *e)
 {
 	flush_ctx *f = ctx;
 	apply_rel *r = apply_find_rel(f->a, (uint32_t) e->table);
-	const char **v;
-	int rc;
+	entry_group *g = NULL;
 
 	if (r == NULL || r->table == NULL || r->ncols != e->ncols) {
 		log_error("internal: a net change of relation %u lost its table", (unsigned) e->table);
 		return TM_EXIT_INTERNAL;
 	}
-	if (e->kind == NET_ROW && load_types(f->a, r)) {
-		row_batch *b = batch_of(&f->rows, &f->nrows, r->relid, r->ncols);
-
-		size_t bytes = 0;
-
-		for (int i = 0; i < r->ncols; i++) {
-			dml_sql_array_element(&b->arrays[i], e->values[i], e->lens[i]);
-			bytes += b->arrays[i].len;
-		}
-		b->n++;
-		return bytes > APPLY_NET_BATCH_BYTES ? send_rows_of(f->a, r, b) : TM_OK;
+	for (int i = f->ngroups - 1; i >= 0 && g == NULL; i--)
+		if (same_group(&f->groups[i], e))
+			g = &f->groups[i];
+	if (g == NULL) {
+		f->groups = realloc(f->groups, sizeof *f->groups * (size_t) (f->ngroups + 1));
+		if (f->groups == NULL)
+			abort();
+		g = &f->groups[f->ngroups++];
+		*g = (entry_group){(uint32_t) e->table, e->kind, e->present, NULL, 0, 0};
 	}
-	v = arena_alloc(&f->scratch, sizeof(char *) * ((size_t) e->ncols + DML_SQL_HISTORY_PARAMS + 1));
+	if (g->n == g->cap) {
+		g->cap = g->cap > 0 ? 2 * g->cap : 16;
+		g->entries = realloc(g->entries, sizeof *g->entries * (size_t) g->cap);
+		if (g->entries == NULL)
+			abort();
+	}
+	g->entries[g->n++] = e;
+	return TM_OK;
+}
+
+/* One entry's own statement. */
+static int
+send_alone(flush_ctx *f, apply_rel *r, const net_entry *e)
+{
+	const char **v =
+		arena_alloc(&f->scratch, sizeof(char *) * ((size_t) e->ncols + DML_SQL_HISTORY_PARAMS + 1));
+	int rc;
+
 	memcpy(v, e->values, sizeof(char *) * (size_t) e->ncols);
 	if (e->kind == NET_ROW)
 		rc = apply_send_row(f->a, r, v, &f->scratch);
@@ -295,16 +328,102 @@ send_entry(void *ctx, const net_entry *e)
 	return rc;
 }
 
-/* The rows' statements, one per table: after the deletes and partials of
- * every table (the keys differ, so only other unique indexes of the
- * target could tell the order; tidemark makes none). */
+/* The arrays of a group's statement of many rows: a row's columns; a
+ * delete's key; a partial's present columns, then its key (as the
+ * parameters of its single-row statement). */
 static int
-send_rows(flush_ctx *f)
+group_narrays(const apply_rel *r, const entry_group *g)
+{
+	int n = g->kind == NET_ROW ? r->ncols : r->nkeys;
+
+	for (int i = 0; g->kind == NET_PARTIAL && i < r->ncols; i++)
+		n += g->present[i];
+	return n;
+}
+
+/* An entry's values appended to the arrays; the bytes they hold now. */
+static size_t
+entry_elements(const apply_rel *r, const net_entry *e, row_batch *b)
+{
+	size_t bytes = 0;
+	int n = 0;
+
+	for (int i = 0; e->kind != NET_DELETE && i < r->ncols; i++)
+		if (e->kind == NET_ROW || e->present[i])
+			dml_sql_array_element(&b->arrays[n++], e->values[i], e->lens[i]);
+	for (int k = 0; e->kind != NET_ROW && k < r->nkeys; k++)
+		dml_sql_array_element(&b->arrays[n++], e->values[r->key_idx[k]],
+		                      e->lens[r->key_idx[k]]);
+	b->n++;
+	for (int i = 0; i < b->narrays; i++)
+		bytes += b->arrays[i].len;
+	return bytes;
+}
+
+static sink_stmt *
+group_stmt(apply *a, apply_rel *r, const entry_group *g, int narrays)
+{
+	if (g->kind == NET_ROW)
+		return rows_stmt(a, r, &r->upsert_rows, dml_sql_upsert_rows, narrays);
+	if (g->kind == NET_DELETE)
+		return rows_stmt(a, r, &r->delete_rows, dml_sql_delete_rows, narrays);
+	return apply_stmt_partial_rows(a, r, g->present, (const char *const *) r->types);
+}
+
+/* Does a group go as statements of many rows? Whole rows do whenever the
+ * columns' types are known; deletes and partials of a plain mirror from
+ * APPLY_NET_MIN_BY_KEY entries on. */
+static bool
+group_in_one(apply *a, apply_rel *r, const entry_group *g)
+{
+	if (!load_types(a, r))
+		return false;
+	return g->kind == NET_ROW || (!apply_shaped(r) && g->n >= APPLY_NET_MIN_BY_KEY);
+}
+
+/* A group sent: statements of many rows of at most APPLY_NET_BATCH_BYTES
+ * of arrays each, or each entry alone. */
+static int
+send_group(flush_ctx *f, const entry_group *g)
+{
+	apply_rel *r = apply_find_rel(f->a, g->relid);
+	row_batch b = {g->relid, 0, NULL, 0};
+	sink_stmt *stmt;
+	int rc = TM_OK;
+
+	if (!group_in_one(f->a, r, g)) {
+		for (long i = 0; rc == TM_OK && i < g->n; i++)
+			rc = send_alone(f, r, g->entries[i]);
+		return rc;
+	}
+	b.narrays = group_narrays(r, g);
+	b.arrays = xcalloc((size_t) b.narrays + 1, sizeof(strbuf));
+	stmt = group_stmt(f->a, r, g, b.narrays);
+	for (long i = 0; rc == TM_OK && i < g->n; i++)
+		if (entry_elements(r, g->entries[i], &b) > APPLY_NET_BATCH_BYTES)
+			rc = send_arrays(f->a, stmt, &b);
+	if (rc == TM_OK && b.n > 0)
+		rc = send_arrays(f->a, stmt, &b);
+	for (int i = 0; i < b.narrays; i++)
+		strbuf_free(&b.arrays[i]);
+	free(b.arrays);
+	return rc;
+}
+
+/*
+ * The groups of one kind, for every table. The keys of a flush's entries
+ * all differ, so only other unique indexes of the target could tell an
+ * order between them (tidemark makes none): the deletes go first (they
+ * only free values), then the partials, then the whole rows.
+ */
+static int
+send_groups(flush_ctx *f, net_kind kind)
 {
 	int rc = TM_OK;
 
-	for (int i = 0; rc == TM_OK && i < f->nrows; i++)
-		rc = send_rows_of(f->a, apply_find_rel(f->a, f->rows[i].relid), &f->rows[i]);
+	for (int i = 0; rc == TM_OK && i < f->ngroups; i++)
+		if (f->groups[i].kind == kind)
+			rc = send_group(f, &f->groups[i]);
 	return rc;
 }
 
@@ -318,10 +437,16 @@ apply_net_flush(apply *a)
 		return TM_OK;
 	arena_init(&f.scratch, 16 * 1024);
 	log_debug("apply: %ld net changes for %ld changes", net_count(a->net), net_puts(a->net));
-	rc = net_each(a->net, send_entry, &f);
+	rc = net_each(a->net, collect_entry, &f);
 	if (rc == TM_OK)
-		rc = send_rows(&f);
-	batches_free(f.rows, f.nrows);
+		rc = send_groups(&f, NET_DELETE);
+	if (rc == TM_OK)
+		rc = send_groups(&f, NET_PARTIAL);
+	if (rc == TM_OK)
+		rc = send_groups(&f, NET_ROW);
+	for (int i = 0; i < f.ngroups; i++)
+		free(f.groups[i].entries);
+	free(f.groups);
 	net_clear(a->net);
 	arena_free(&f.scratch);
 	/* the mirror's rows sent, their history's entries */

@@ -225,29 +225,56 @@ dml_sql_upsert(strbuf *sql, const dml_sql_table *t)
 		close_with_params(sql, t, t->ncols);
 }
 
-/* SELECT u.c1::T1, .. FROM unnest($first::text[], ..) AS u (c1, ..): every
- * array of text, each element cast to its column's type (an array of a
- * composite or of arrays would not unnest into one column of it) */
+/* unnest($1::text[], .. $n::text[]) AS u (c1, .. cn) */
 static void
-append_unnest(strbuf *sql, int n, const char *const *types, int first)
+append_unnest_from(strbuf *sql, int n)
 {
-	strbuf_append(sql, " SELECT ");
+	strbuf_append(sql, "unnest(");
 	for (int i = 0; i < n; i++)
-		strbuf_appendf(sql, "%su.c%d::%s", i > 0 ? ", " : "", i + 1, types[i]);
-	strbuf_append(sql, " FROM unnest(");
-	for (int i = 0; i < n; i++)
-		strbuf_appendf(sql, "%s$%d::text[]", i > 0 ? ", " : "", first + i);
+		strbuf_appendf(sql, "%s$%d::text[]", i > 0 ? ", " : "", i + 1);
 	strbuf_append(sql, ") AS u (");
 	for (int i = 0; i < n; i++)
 		strbuf_appendf(sql, "%sc%d", i > 0 ? ", " : "", i + 1);
 	strbuf_append(sql, ")");
 }
 
+/* SELECT u.c1::T1, .. FROM unnest($1::text[], ..) AS u (c1, ..): every
+ * array of text, each element cast to its column's type (an array of a
+ * composite or of arrays would not unnest into one column of it) */
+static void
+append_unnest(strbuf *sql, int n, const char *const *types)
+{
+	strbuf_append(sql, " SELECT ");
+	for (int i = 0; i < n; i++)
+		strbuf_appendf(sql, "%su.c%d::%s", i > 0 ? ", " : "", i + 1, types[i]);
+	strbuf_append(sql, " FROM ");
+	append_unnest_from(sql, n);
+}
+
+/* WHERE t.k1 = u.c<first>::K1 AND ...: the key compared as append_key_match
+ * compares it with a parameter (the same operand, the element cast to the
+ * type the parameter is: the key's base type, or the column's type, which
+ * an untyped parameter takes), so that both match the same rows */
+static void
+append_key_match_rows(strbuf *sql, const dml_sql_table *t, const char *const *types, int first)
+{
+	strbuf_append(sql, " WHERE ");
+	for (int k = 0; k < t->nkeys; k++) {
+		const char *type = t->key_types != NULL ? t->key_types[k] : NULL;
+
+		if (k > 0)
+			strbuf_append(sql, " AND ");
+		codec_append_key_operand(sql, "t", t->cols[t->key_idx[k]], type);
+		strbuf_appendf(sql, " = u.c%d::%s", first + k,
+		               type != NULL ? type : types[t->key_idx[k]]);
+	}
+}
+
 void
 dml_sql_upsert_rows(strbuf *sql, const dml_sql_table *t, const char *const *types)
 {
 	append_insert_head(sql, t);
-	append_unnest(sql, t->ncols, types, 1);
+	append_unnest(sql, t->ncols, types);
 	append_upsert_tail(sql, t);
 }
 
@@ -272,8 +299,62 @@ dml_sql_history_rows(strbuf *sql, const dml_sql_table *t, const char *const *typ
 		strbuf_append_ident(sql, t->cols[i]);
 	}
 	strbuf_append(sql, ")");
-	append_unnest(sql, t->ncols + 4, all, 1);
+	append_unnest(sql, t->ncols + 4, all);
 	free(all);
+}
+
+/* c = $i, ... for the columns with present[i] (types: of many rows, c =
+ * u.ci::T, the target aliased t); returns how many */
+static int
+append_set_present(strbuf *sql, const dml_sql_table *t, const bool *present,
+                   const char *const *types)
+{
+	int n = 0;
+
+	for (int i = 0; i < t->ncols; i++) {
+		if (!present[i])
+			continue;
+		if (n > 0)
+			strbuf_append(sql, ", ");
+		strbuf_append_ident(sql, t->cols[i]);
+		if (types != NULL)
+			strbuf_appendf(sql, " = u.c%d::%s", ++n, types[i]);
+		else
+			strbuf_appendf(sql, " = $%d", ++n);
+	}
+	if (n == 0) {
+		/* nothing sent but unchanged values: keep the row, match the key */
+		strbuf_append_ident(sql, t->cols[t->key_idx[0]]);
+		strbuf_append(sql, types != NULL ? " = t." : " = ");
+		strbuf_append_ident(sql, t->cols[t->key_idx[0]]);
+	}
+	return n;
+}
+
+void
+dml_sql_delete_rows(strbuf *sql, const dml_sql_table *t, const char *const *types)
+{
+	strbuf_append(sql, "DELETE FROM ");
+	strbuf_append_qualified(sql, t->schema, t->name);
+	strbuf_append(sql, " AS t USING ");
+	append_unnest_from(sql, t->nkeys);
+	append_key_match_rows(sql, t, types, 1);
+}
+
+void
+dml_sql_update_rows(strbuf *sql, const dml_sql_table *t, const bool *present,
+                    const char *const *types, int *narrays)
+{
+	int n;
+
+	strbuf_append(sql, "UPDATE ");
+	strbuf_append_qualified(sql, t->schema, t->name);
+	strbuf_append(sql, " AS t SET ");
+	n = append_set_present(sql, t, present, types);
+	*narrays = n + t->nkeys;
+	strbuf_append(sql, " FROM ");
+	append_unnest_from(sql, *narrays);
+	append_key_match_rows(sql, t, types, n + 1);
 }
 
 void
@@ -439,27 +520,14 @@ dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond,
 void
 dml_sql_update_present(strbuf *sql, const dml_sql_table *t, const bool *present, int *nparams)
 {
-	int n = 0;
+	int n;
 
 	if (has_history(t))
 		dml_sql_history_open(sql);
 	strbuf_append(sql, "UPDATE ");
 	strbuf_append_qualified(sql, t->schema, t->name);
 	strbuf_append(sql, " SET ");
-	for (int i = 0; i < t->ncols; i++) {
-		if (!present[i])
-			continue;
-		if (n > 0)
-			strbuf_append(sql, ", ");
-		strbuf_append_ident(sql, t->cols[i]);
-		strbuf_appendf(sql, " = $%d", ++n);
-	}
-	if (n == 0) {
-		/* nothing sent but unchanged values: keep the row, match the key */
-		strbuf_append_ident(sql, t->cols[t->key_idx[0]]);
-		strbuf_append(sql, " = ");
-		strbuf_append_ident(sql, t->cols[t->key_idx[0]]);
-	}
+	n = append_set_present(sql, t, present, NULL);
 	append_metadata_set(sql, t, NULL);
 	append_key_match(sql, t, n + 1);
 	*nparams = n + t->nkeys;

@@ -68,6 +68,25 @@ void dml_sql_upsert_rows(strbuf *sql, const dml_sql_table *t, const char *const 
 /* History entries of many whole rows: t's columns, after the entries'
  * arrays $1 (op, text), $2 (seq), $3 (position), $4 (commit time). */
 void dml_sql_history_rows(strbuf *sql, const dml_sql_table *t, const char *const *types);
+/*
+ * Deletes and partial updates of many rows by key, of a plain mirror (no
+ * shape), one array of text per parameter as above:
+ *   DELETE FROM t AS t USING unnest($1::text[], ..) AS u (c1, ..)
+ *     WHERE t.k1 = u.c1::K1 AND ...
+ * (the arrays: the key values, key_idx order), and
+ *   UPDATE t AS t SET c = u.c1::T, .. FROM unnest(..) AS u (..)
+ *     WHERE t.k1 = u.c<n+1>::K1 AND ...
+ * (the arrays: the present columns' values, then the keys; *narrays says
+ * how many). A key is compared exactly as dml_sql_delete and
+ * dml_sql_update_present compare it with a parameter: the same operand
+ * (codec_append_key_operand), the element cast to the type the parameter
+ * has (the key's base type, or without one the column's, types[i]), in
+ * the column's collation; so each statement matches the rows its
+ * single-row statements match.
+ */
+void dml_sql_delete_rows(strbuf *sql, const dml_sql_table *t, const char *const *types);
+void dml_sql_update_rows(strbuf *sql, const dml_sql_table *t, const bool *present,
+                         const char *const *types, int *narrays);
 /* An element appended to an array literal in sb ('{' first; NULL: SQL
  * NULL), and its end ("{}" for none). */
 void dml_sql_array_element(strbuf *sb, const char *v, size_t len);

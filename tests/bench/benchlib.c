@@ -36,8 +36,15 @@ vm_hwm_kb(pid_t pid)
 int
 bench_run_measured(const char *const argv[], double timeout_s, double *seconds, long *peak_kb)
 {
+	return bench_run_program_measured(TIDEMARK_BIN, argv, timeout_s, seconds, peak_kb);
+}
+
+int
+bench_run_program_measured(const char *program, const char *const argv[], double timeout_s,
+                           double *seconds, long *peak_kb)
+{
 	double start = bench_now();
-	pgtest_proc *p = pgtest_spawn(argv, NULL);
+	pgtest_proc *p = pgtest_spawn_program(program, argv, NULL);
 	long peak = 0;
 	int rc;
 

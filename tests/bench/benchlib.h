@@ -11,6 +11,9 @@ double bench_now(void);
  * (VmHWM) as it goes. Returns the exit code; *seconds and *peak_kb out. */
 int bench_run_measured(const char *const argv[], double timeout_s, double *seconds,
                        long *peak_kb);
+/* The same with another build of tidemark (program: its path). */
+int bench_run_program_measured(const char *program, const char *const argv[], double timeout_s,
+                               double *seconds, long *peak_kb);
 /* Polls a query until it returns expected; returns the seconds waited, or
  * a negative number on timeout. */
 double bench_wait_value(PGconn *conn, const char *sql, const char *expected, double timeout_s);

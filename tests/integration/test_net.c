@@ -204,6 +204,144 @@ test_netted_through_kill9(void **state)
 	tm_env_free(e);
 }
 
+/* ---- deletes and partial updates of many rows, over key types ---- */
+
+/* A table of the matrix: its key columns, its key, and the key's values
+ * for row g (SQL). Each table also has g, n and two TOASTed columns. */
+typedef struct key_case {
+	const char *name;
+	const char *key_cols;
+	const char *key;
+	const char *key_of_g;
+} key_case;
+
+static const key_case key_cases[] = {
+	{"k_int", "k int", "k", "g"},
+	{"k_bigint", "k bigint", "k", "g * 10000000000"},
+	{"k_text", "k text COLLATE nd", "k", "'Key-' || g"},
+	{"k_char", "k char(5)", "k", "'c' || g"},
+	{"k_inet", "k inet", "k",
+	 "(CASE WHEN g % 2 = 0 THEN '10.0.' || g / 256 || '.' || g % 256"
+	 " ELSE '192.168.' || g / 256 || '.' || g % 256 || '/24' END)::inet"},
+	{"k_bool", "b boolean, i int", "b, i", "g % 2 = 0, g"},
+	{"k_uuid", "k uuid", "k", "md5(g::text)::uuid"},
+	{"k_numeric", "k numeric", "k", "(g || '.' || g % 10 || '0')::numeric"},
+	{"k_ts", "k timestamptz", "k",
+	 "timestamptz '2024-03-31 01:30:00+00' + g * interval '1 hour 1.25 seconds'"},
+	{"k_enum", "k lbl", "k", "('l' || g)::lbl"},
+	{"k_domain", "k lbl_d", "k", "('l' || g)::lbl"},
+	{"k_citext", "k citext", "k", "'Cit' || g"},
+	{"k_two", "a int, b text", "a, b", "g % 7, 'b' || g"},
+};
+#define NKEY_CASES (sizeof key_cases / sizeof key_cases[0])
+#define KEY_ROWS 300
+
+/* The types and collation the matrix needs: a non-deterministic
+ * collation, an enum of more labels than rows (declared in reverse, so
+ * that its order is not its labels'), a domain over it, citext. */
+static void
+create_key_types(tm_env *e)
+{
+	pgtest_exec(e->s, "CREATE EXTENSION citext;"
+	                  "CREATE COLLATION nd (provider = icu, locale = 'und-u-ks-level2',"
+	                  "  deterministic = false);"
+	                  "DO $$ BEGIN EXECUTE 'CREATE TYPE lbl AS ENUM (' || (SELECT"
+	                  "  string_agg(quote_literal('l' || g), ', ' ORDER BY g DESC)"
+	                  "  FROM generate_series(1, 1000) g) || ')'; END $$;"
+	                  "CREATE DOMAIN lbl_d AS lbl");
+}
+
+static void
+create_key_case(tm_env *e, const key_case *c)
+{
+	pgtest_exec(e->s, "CREATE TABLE %s (%s, g int NOT NULL, n int, b1 text, b2 text,"
+	                  "  PRIMARY KEY (%s));"
+	                  "ALTER TABLE %s ALTER b1 SET STORAGE EXTERNAL, ALTER b2 SET STORAGE EXTERNAL;"
+	                  "INSERT INTO %s SELECT %s, g, g, repeat(md5(g::text), 80),"
+	                  "  repeat(md5((g + 1000)::text), 80) FROM generate_series(1, %d) g",
+	            c->name, c->key_cols, c->key, c->name, c->name, c->key_of_g, KEY_ROWS);
+}
+
+/* One source transaction of partial updates of two sets of columns (the
+ * TOASTed ones unsent), whole rows, deletes (some of rows updated before),
+ * rows deleted and inserted again, new rows, partials onto rows and onto
+ * partials; then deletes one per transaction. */
+static void
+key_case_workload(tm_env *e, const key_case *c)
+{
+	pgtest_exec(e->s, "BEGIN;"
+	                  "UPDATE %s SET n = n + 1 WHERE g %% 3 = 0;"
+	                  "UPDATE %s SET n = n + 10, b2 = repeat(md5((g + 2000)::text), 80)"
+	                  "  WHERE g %% 5 = 1;"
+	                  "UPDATE %s SET b1 = repeat(md5((g + 3000)::text), 80),"
+	                  "  b2 = repeat(md5((g + 4000)::text), 80) WHERE g %% 7 = 2;"
+	                  "DELETE FROM %s WHERE g %% 4 = 0;"
+	                  "DELETE FROM %s WHERE g %% 11 = 3;"
+	                  "INSERT INTO %s SELECT %s, g, -g, 'again', NULL FROM generate_series(1, %d) g"
+	                  "  WHERE g %% 11 = 3 AND g %% 4 <> 0;"
+	                  "INSERT INTO %s SELECT %s, g, g, repeat(md5(g::text), 80), NULL"
+	                  "  FROM generate_series(%d, %d) g;"
+	                  "UPDATE %s SET n = n + 100 WHERE g %% 13 = 5;"
+	                  "COMMIT",
+	            c->name, c->name, c->name, c->name, c->name, c->name, c->key_of_g, KEY_ROWS,
+	            c->name, c->key_of_g, KEY_ROWS + 1, KEY_ROWS + 40, c->name);
+	pgtest_exec(e->s, "CREATE PROCEDURE del_%s() LANGUAGE plpgsql AS $p$ BEGIN"
+	                  " FOR step IN 1 .. %d LOOP IF step %% 17 = 6 THEN DELETE FROM %s WHERE g = step;"
+	                  " COMMIT; END IF; END LOOP; END $p$",
+	            c->name, KEY_ROWS + 40, c->name);
+	pgtest_exec(e->s, "CALL del_%s()", c->name);
+}
+
+/* Statements (not rows) of each kind the apply runs on a target table. */
+static void
+count_statements(tm_env *e, const char *table)
+{
+	pgtest_exec(e->t, "CREATE TABLE stmts (op text, n bigint);"
+	                  "CREATE FUNCTION count_stmt() RETURNS trigger LANGUAGE plpgsql AS"
+	                  " $$ BEGIN INSERT INTO stmts VALUES (TG_OP, 1); RETURN NULL; END $$;"
+	                  "CREATE TRIGGER count_stmt AFTER DELETE OR UPDATE ON %s"
+	                  " FOR EACH STATEMENT EXECUTE FUNCTION count_stmt();"
+	                  "ALTER TABLE %s ENABLE ALWAYS TRIGGER count_stmt", table, table);
+}
+
+static void
+test_deletes_and_partials_by_key(void **state)
+{
+	tm_env *e = tm_env_new("net_bykey");
+	long deletes, updates;
+
+	(void) state;
+	create_key_types(e);
+	for (size_t i = 0; i < NKEY_CASES; i++) {
+		char table[64];
+
+		create_key_case(e, &key_cases[i]);
+		snprintf(table, sizeof table, "public.%s", key_cases[i].name);
+		tm_setup_table(e, table);
+	}
+	tm_catch_up(e, 120);
+	count_statements(e, "k_int");
+	for (size_t i = 0; i < NKEY_CASES; i++)
+		key_case_workload(e, &key_cases[i]);
+	tm_catch_up(e, 300);
+	for (size_t i = 0; i < NKEY_CASES; i++) {
+		char table[64], cols[160];
+
+		snprintf(table, sizeof table, "public.%s", key_cases[i].name);
+		snprintf(cols, sizeof cols, "%s, g, n, md5(b1), md5(b2)", key_cases[i].key);
+		tm_assert_rows_equal(e->s, table, e->t, table, cols);
+	}
+	/* the transaction's 102 deletes and 120 partial updates of k_int went
+	 * as a few statements of many rows (upserts count as updates too; the
+	 * later deletes, one per transaction, at most one statement each) */
+	deletes = pgtest_query_long(e->t, "SELECT count(*) FROM stmts WHERE op = 'DELETE'");
+	updates = pgtest_query_long(e->t, "SELECT count(*) FROM stmts WHERE op = 'UPDATE'");
+	if (deletes > 1 + (KEY_ROWS + 40) / 17 || updates > 6)
+		fail_msg("k_int: %ld delete and %ld update statements: not by many rows", deletes,
+		         updates);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -212,6 +350,7 @@ main(void)
 		cmocka_unit_test(test_each_change),
 		cmocka_unit_test(test_netted_during_copy),
 		cmocka_unit_test(test_netted_through_kill9),
+		cmocka_unit_test(test_deletes_and_partials_by_key),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);

@@ -249,6 +249,51 @@ test_many_rows(void **state)
 	assert_sql(&sql, "{}");
 }
 
+/* Deletes and partial updates of many rows: each key compared as the
+ * single-row statement compares it with its parameter (the same operand,
+ * the element cast to the parameter's type), hostile names quoted. */
+static void
+test_many_rows_by_key(void **state)
+{
+	static const char *const types[] = {"\"pg_catalog\".\"int4\"", "\"pg_catalog\".\"text\"",
+	                                    "\"public\".\"doc\""};
+	static const char *const key_types[] = {"\"pg_catalog\".\"int4\"", NULL};
+	const bool note_only[] = {false, false, true}, all[] = {true, true, true};
+	const bool none[] = {false, false, false};
+	dml_sql_table typed = table;
+	strbuf sql = STRBUF_INIT;
+	int n = 0;
+
+	(void) state;
+	typed.key_types = key_types;
+	/* a key type known for the first column; the second without one: its
+	 * parameter would be untyped, typed by the column, as the element is */
+	dml_sql_delete_rows(&sql, &typed, types);
+	assert_sql(&sql, "DELETE FROM " QT " AS t USING unnest($1::text[], $2::text[]) AS u (c1, c2)"
+	                 " WHERE t." K1 "::\"pg_catalog\".\"int4\" = u.c1::\"pg_catalog\".\"int4\""
+	                 " AND t." K2 " = u.c2::\"pg_catalog\".\"text\"");
+	dml_sql_update_rows(&sql, &typed, note_only, types, &n);
+	assert_sql(&sql, "UPDATE " QT " AS t SET \"note\" = u.c1::\"public\".\"doc\" FROM"
+	                 " unnest($1::text[], $2::text[], $3::text[]) AS u (c1, c2, c3) WHERE t." K1
+	                 "::\"pg_catalog\".\"int4\" = u.c2::\"pg_catalog\".\"int4\" AND t." K2
+	                 " = u.c3::\"pg_catalog\".\"text\"");
+	assert_int_equal(n, 3);
+	/* the keys set too (sent), then matched by their own arrays */
+	dml_sql_update_rows(&sql, &table, all, types, &n);
+	assert_sql(&sql, "UPDATE " QT " AS t SET " K1 " = u.c1::\"pg_catalog\".\"int4\", " K2
+	                 " = u.c2::\"pg_catalog\".\"text\", \"note\" = u.c3::\"public\".\"doc\""
+	                 " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u"
+	                 " (c1, c2, c3, c4, c5) WHERE t." K1 " = u.c4::\"pg_catalog\".\"int4\" AND t." K2
+	                 " = u.c5::\"pg_catalog\".\"text\"");
+	assert_int_equal(n, 5);
+	/* nothing sent but unchanged values: the rows are matched and kept */
+	dml_sql_update_rows(&sql, &table, none, types, &n);
+	assert_sql(&sql, "UPDATE " QT " AS t SET " K1 " = t." K1 " FROM unnest($1::text[], $2::text[])"
+	                 " AS u (c1, c2) WHERE t." K1 " = u.c1::\"pg_catalog\".\"int4\" AND t." K2
+	                 " = u.c2::\"pg_catalog\".\"text\"");
+	assert_int_equal(n, 2);
+}
+
 int
 main(void)
 {
@@ -260,6 +305,7 @@ main(void)
 		cmocka_unit_test(test_shaped_changes),
 		cmocka_unit_test(test_shaped_truncate_and_copy),
 		cmocka_unit_test(test_many_rows),
+		cmocka_unit_test(test_many_rows_by_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
