@@ -293,15 +293,16 @@ bench_wait_passed(PGconn *conn, const char *position_sql, const char *name, cons
 	if (sql == NULL)
 		exit(1);
 	sprintf(sql, "SELECT coalesce((%s) >= $2::pg_lsn, false)", position_sql);
-	while (waited < 0 && bench_now() - start < timeout_s) {
+	for (;;) {
 		PGresult *r = PQexecParams(conn, sql, 2, NULL, params, NULL, NULL, 0);
 
 		if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
 		    strcmp(PQgetvalue(r, 0, 0), "t") == 0)
 			waited = bench_now() - start;
 		PQclear(r);
-		if (waited < 0)
-			usleep(5000);
+		if (waited >= 0 || bench_now() - start >= timeout_s)
+			break;
+		usleep(5000);
 	}
 	free(sql);
 	return waited;

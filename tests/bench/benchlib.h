@@ -43,7 +43,8 @@ char *bench_mark(PGconn *source, const char *stmt);
  * target: its replication origin's remote_lsn. */
 extern const char *const bench_subscription_lsn_sql;
 /* Polls position_sql (one pg_lsn, $1: name) on conn until it is at lsn or
- * past it: the seconds waited, or a negative number on timeout. */
+ * past it: the seconds waited, or a negative number on timeout (a
+ * timeout of 0: one look). */
 double bench_wait_passed(PGconn *conn, const char *position_sql, const char *name,
                          const char *lsn, double timeout_s);
 /* Waits until every table of the subscriptions on conn is copied and
