@@ -20,8 +20,6 @@
 
 #include "benchlib.h"
 
-#define PGBENCH "/usr/lib/postgresql/15/bin/pgbench"
-
 static pgtest_cluster *src, *dst;
 static char *src_db, *tm_db, *pg_db;
 
@@ -74,14 +72,8 @@ prepare_subscription(void)
 	               "CREATE TABLE marker (id int PRIMARY KEY, v int NOT NULL);"
 	               "CREATE TABLE big (id bigint PRIMARY KEY, payload text)");
 	pgtest_exec(p, "CREATE SUBSCRIPTION pgsub CONNECTION '%s' PUBLICATION pgpub", src_db);
-	if (bench_wait_value(p, "SELECT count(*) FROM accounts", "1000", 120) < 0 ||
-	    bench_wait_value(p, "SELECT bool_and(srsubstate = 'r') FROM pg_subscription_rel", "t",
-	                     120) < 0) {
-		fprintf(stderr, "the subscription did not finish its initial copy\n");
-		exit(1);
-	}
-	pgtest_exec(p, "ALTER SUBSCRIPTION pgsub DISABLE");
-	bench_wait_value(p, "SELECT count(*) FROM pg_stat_subscription WHERE pid IS NOT NULL", "0", 60);
+	bench_subscription_wait_ready(p, 120);
+	bench_subscription_enable(p, "pgsub", false);
 	PQfinish(p);
 }
 
@@ -89,26 +81,11 @@ prepare_subscription(void)
 static void
 backlog(int n, int round)
 {
-	char *script = pgtest_write_file("transfer.sql",
-	                                 "\\set a random(1, 1000)\n\\set b random(1, 1000)\n"
-	                                 "BEGIN;\nUPDATE accounts SET balance = balance - 1 WHERE id = :a;\n"
-	                                 "UPDATE accounts SET balance = balance + 1 WHERE id = :b;\n"
-	                                 "COMMIT;\n");
-	char per_client[16];
-	const char *argv[] = {"-n", "-c", "2", "-t", per_client, "-f", script, src_db, NULL};
 	PGconn *s = pgtest_connect(src);
-	pgtest_proc *p;
 
-	snprintf(per_client, sizeof per_client, "%d", n / 2);
-	p = pgtest_spawn_program(PGBENCH, argv, NULL);
-	if (pgtest_proc_wait(p, 3600) != 0) {
-		fprintf(stderr, "pgbench failed:\n%s\n", pgtest_proc_output(p));
-		exit(1);
-	}
-	pgtest_proc_free(p);
+	bench_transfers(src_db, 1000, n);
 	pgtest_exec(s, "UPDATE marker SET v = %d", round);
 	PQfinish(s);
-	free(script);
 }
 
 static double
@@ -119,10 +96,9 @@ subscription_catch_up(int round)
 	double start = bench_now(), waited;
 
 	snprintf(expected, sizeof expected, "%d", round);
-	pgtest_exec(p, "ALTER SUBSCRIPTION pgsub ENABLE");
+	bench_subscription_enable(p, "pgsub", true);
 	waited = bench_wait_value(p, "SELECT v FROM marker", expected, 3600);
-	pgtest_exec(p, "ALTER SUBSCRIPTION pgsub DISABLE");
-	bench_wait_value(p, "SELECT count(*) FROM pg_stat_subscription WHERE pid IS NOT NULL", "0", 60);
+	bench_subscription_enable(p, "pgsub", false);
 	PQfinish(p);
 	return waited < 0 ? -1 : bench_now() - start;
 }

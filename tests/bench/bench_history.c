@@ -22,8 +22,6 @@
 #include "benchlib.h"
 #include "tm_fixture.h"
 
-#define PGBENCH "/usr/lib/postgresql/15/bin/pgbench"
-#define RECVLOGICAL "/usr/lib/postgresql/15/bin/pg_recvlogical"
 #define MAX_ROUNDS 64
 #define ACCOUNTS 1000
 
@@ -104,23 +102,7 @@ prepare_pipeline(const pipeline *p)
 static void
 backlog(int n)
 {
-	char *script = pgtest_write_file("transfer.sql",
-	                                 "\\set a random(1, %d)\n\\set b random(1, %d)\n"
-	                                 "BEGIN;\nUPDATE accounts SET balance = balance - 1 WHERE id = :a;\n"
-	                                 "UPDATE accounts SET balance = balance + 1 WHERE id = :b;\n"
-	                                 "COMMIT;\n", ACCOUNTS, ACCOUNTS);
-	char per_client[16];
-	const char *argv[] = {"-n", "-c", "2", "-t", per_client, "-f", script, src->conninfo, NULL};
-	pgtest_proc *p;
-
-	snprintf(per_client, sizeof per_client, "%d", n / 2);
-	p = pgtest_spawn_program(PGBENCH, argv, NULL);
-	if (pgtest_proc_wait(p, 3600) != 0) {
-		fprintf(stderr, "pgbench failed:\n%s\n", pgtest_proc_output(p));
-		exit(1);
-	}
-	pgtest_proc_free(p);
-	free(script);
+	bench_transfers(src->conninfo, ACCOUNTS, n);
 }
 
 /* The floor: the slot's changes since the last round decoded with
@@ -128,24 +110,10 @@ backlog(int n)
 static double
 floor_catch_up(void)
 {
-	PGconn *s = pgtest_connect(src);
-	char *endpos = pgtest_query_value(s, "SELECT pg_current_wal_lsn()");
-	const char *argv[] = {"-d", src->conninfo, "--slot", "floor", "--start", "--endpos", endpos,
-	                      "-o", "proto_version=2", "-o", "publication_names=floorpub",
-	                      "-o", "messages=true", "-f", "/dev/null", "--no-loop", NULL};
-	double start = bench_now();
-	pgtest_proc *p = pgtest_spawn_program(RECVLOGICAL, argv, NULL);
-	int rc = pgtest_proc_wait(p, 3600);
-	double secs = bench_now() - start;
+	static const char *const opts[] = {"proto_version=2", "publication_names=floorpub",
+	                                   "messages=true", NULL};
 
-	if (rc != 0) {
-		fprintf(stderr, "pg_recvlogical exited %d:\n%s\n", rc, pgtest_proc_output(p));
-		exit(1);
-	}
-	pgtest_proc_free(p);
-	free(endpos);
-	PQfinish(s);
-	return secs;
+	return bench_floor(src->conninfo, "floor", opts);
 }
 
 static void

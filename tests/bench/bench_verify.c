@@ -60,7 +60,7 @@ peer(void)
 	static const int key_idx[] = {0};
 	static const char *const names[] = {"id", "customer", "status", "amount", "note", "created"};
 	verify_sql_column cols[6];
-	verify_sql_table t = {"public", "orders", 1, keys, key_idx, 6, cols, false, NULL};
+	verify_sql_table t = {"public", "orders", 1, keys, key_idx, 6, cols, false, NULL, NULL};
 	strbuf sql = STRBUF_INIT;
 	PGconn *c[2] = {pgtest_connect(src), pgtest_connect_str(dst_db)};
 	double start;
