@@ -370,15 +370,29 @@ group_stmt(apply *a, apply_rel *r, const entry_group *g, int narrays)
 	return apply_stmt_partial_rows(a, r, g->present, (const char *const *) r->types);
 }
 
+/* Are the group's whole rows wide (APPLY_NET_WIDE_ROW_BYTES)? */
+static bool
+rows_wide(const entry_group *g)
+{
+	size_t bytes = 0;
+
+	for (long i = 0; i < g->n; i++)
+		for (int c = 0; c < g->entries[i]->ncols; c++)
+			bytes += g->entries[i]->values[c] != NULL ? g->entries[i]->lens[c] : 0;
+	return g->n > 0 && bytes / (size_t) g->n > APPLY_NET_WIDE_ROW_BYTES;
+}
+
 /* Does a group go as statements of many rows? Whole rows do whenever the
- * columns' types are known; deletes and partials of a plain mirror from
- * APPLY_NET_MIN_BY_KEY entries on. */
+ * columns' types are known and they are not wide; deletes and partials of
+ * a plain mirror from APPLY_NET_MIN_BY_KEY entries on. */
 static bool
 group_in_one(apply *a, apply_rel *r, const entry_group *g)
 {
 	if (!load_types(a, r))
 		return false;
-	return g->kind == NET_ROW || (!apply_shaped(r) && g->n >= APPLY_NET_MIN_BY_KEY);
+	if (g->kind == NET_ROW)
+		return !rows_wide(g);
+	return !apply_shaped(r) && g->n >= APPLY_NET_MIN_BY_KEY;
 }
 
 /* A group sent: statements of many rows of at most APPLY_NET_BATCH_BYTES

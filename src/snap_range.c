@@ -24,6 +24,15 @@ typedef struct split_facts {
 	strbuf collation;        /* COLLATE "schema"."name", or empty */
 } split_facts;
 
+/* A relation's rows and bytes as the catalog and the statistics counters
+ * have them, without opening it: this runs on the apply loop's thread,
+ * which must not wait for a lock the source's DDL holds (its rows: the
+ * last ANALYZE's or VACUUM's count, else the live rows counted since). */
+#define FACT_ROWS(rel)                                                                         \
+	"CASE WHEN " rel ".reltuples >= 0 THEN " rel ".reltuples::bigint"                         \
+	" ELSE pg_stat_get_live_tuples(" rel ".oid) END"
+#define FACT_BYTES(rel) rel ".relpages::bigint * current_setting('block_size')::bigint"
+
 static int
 read_facts(PGconn *conn, const snap_range_source *src, split_facts *f)
 {
@@ -31,13 +40,13 @@ read_facts(PGconn *conn, const snap_range_source *src, split_facts *f)
 	PGresult *r = NULL;
 	int rc = pgconn_exec(
 		conn, SRC, "reading the size of a table to copy",
-		"SELECT CASE WHEN c.relkind <> 'p' THEN c.reltuples::bigint ELSE"
-		"   (SELECT CASE WHEN bool_or(l.reltuples < 0) THEN -1 ELSE sum(l.reltuples)::bigint"
-		"   END FROM pg_partition_tree(c.oid) t JOIN pg_class l ON l.oid = t.relid"
-		"   WHERE t.isleaf) END,"
-		" CASE WHEN c.relkind <> 'p' THEN pg_table_size(c.oid) ELSE"
-		"   (SELECT sum(pg_table_size(t.relid))::bigint FROM pg_partition_tree(c.oid) t"
-		"   WHERE t.isleaf) END, c.relkind = 'p'," CODEC_KEY_TYPE_COLUMNS ","
+		"SELECT CASE WHEN c.relkind <> 'p' THEN " FACT_ROWS("c") " ELSE"
+		"   (SELECT sum(" FACT_ROWS("l") ")::bigint FROM pg_partition_tree(c.oid) t"
+		"   JOIN pg_class l ON l.oid = t.relid WHERE t.isleaf) END,"
+		" CASE WHEN c.relkind <> 'p' THEN " FACT_BYTES("c") " ELSE"
+		"   (SELECT sum(" FACT_BYTES("l") ")::bigint FROM pg_partition_tree(c.oid) t"
+		"   JOIN pg_class l ON l.oid = t.relid WHERE t.isleaf) END, c.relkind = 'p',"
+		CODEC_KEY_TYPE_COLUMNS ","
 		" (SELECT cn.nspname FROM pg_collation co JOIN pg_namespace cn"
 		"   ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation),"
 		" (SELECT co.collname FROM pg_collation co WHERE co.oid = a.attcollation)"
@@ -83,6 +92,44 @@ histogram(PGconn *conn, const snap_range_source *src, const split_facts *f, PGre
 	return rc;
 }
 
+/* The sample's statement, which reads the table: under a lock_timeout of
+ * SNAP_RANGE_LOCK_WAIT_MS, since it runs on the apply loop's thread (a
+ * table locked by DDL is then copied in one range, said). */
+static int
+sample_nowait(PGconn *conn, const snap_range_source *src, const char *sql,
+              const char *const *p, PGresult **r)
+{
+	PGresult *res;
+	const char *state;
+	int rc = pgconn_command(conn, SRC, "limiting the sample's wait for a lock",
+	                        "SELECT set_config('lock_timeout', '" SNAP_RANGE_LOCK_WAIT_MS "', false)",
+	                        0, NULL);
+
+	if (rc != TM_OK)
+		return rc;
+	res = PQexecParams(conn, sql, 1, NULL, p, NULL, NULL, 0);
+	state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK)
+		*r = res;
+	else if (state != NULL && strcmp(state, "55P03") == 0) {
+		log_info("snapshot of %s.%s: copied in one range (its sample would wait for a lock)",
+		         src->schema, src->name);
+		PQclear(res);
+		rc = TM_EXIT_SOURCE;
+	} else {
+		rc = pgconn_fail(conn, SRC, "sampling the key of a table to copy", res);
+		PQclear(res);
+	}
+	if (pgconn_command(conn, SRC, "resetting lock_timeout", "RESET lock_timeout", 0, NULL) !=
+	        TM_OK &&
+	    rc == TM_OK) {
+		PQclear(*r);
+		*r = NULL;
+		rc = TM_EXIT_SOURCE;
+	}
+	return rc;
+}
+
 /* A sample's distinct values of the first key column, in its order. */
 static int
 sample(PGconn *conn, const snap_range_source *src, const split_facts *f, PGresult **r)
@@ -100,7 +147,7 @@ sample(PGconn *conn, const snap_range_source *src, const split_facts *f, PGresul
 	strbuf_append(&sql, " AS k FROM ONLY ");
 	strbuf_append_qualified(&sql, src->schema, src->name);
 	strbuf_append(&sql, " TABLESAMPLE SYSTEM ($1::float8)) q WHERE k IS NOT NULL ORDER BY k");
-	rc = pgconn_exec(conn, SRC, "sampling the key of a table to copy", sql.data, 1, p, r);
+	rc = sample_nowait(conn, src, sql.data, p, r);
 	strbuf_free(&sql);
 	return rc;
 }

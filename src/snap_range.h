@@ -38,6 +38,9 @@
 #include "snap_window.h"
 
 #define SNAP_RANGE_SAMPLE_ROWS 30000
+/* How long the sample, read on the apply loop's thread, may wait for a
+ * lock on the table (ms, as lock_timeout takes it). */
+#define SNAP_RANGE_LOCK_WAIT_MS "50"
 
 /* One range, as the apply thread follows it. */
 typedef struct snap_range {

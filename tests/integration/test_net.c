@@ -296,9 +296,10 @@ key_case_workload(tm_env *e, const key_case *c)
 static void
 count_statements(tm_env *e, const char *table)
 {
-	pgtest_exec(e->t, "CREATE TABLE stmts (op text, n bigint);"
+	pgtest_exec(e->t, "CREATE TABLE stmts (op text, n bigint, verb text);"
 	                  "CREATE FUNCTION count_stmt() RETURNS trigger LANGUAGE plpgsql AS"
-	                  " $$ BEGIN INSERT INTO stmts VALUES (TG_OP, 1); RETURN NULL; END $$;"
+	                  " $$ BEGIN INSERT INTO stmts VALUES (TG_OP, 1, upper(left(current_query(), 6)));"
+	                  " RETURN NULL; END $$;"
 	                  "CREATE TRIGGER count_stmt AFTER DELETE OR UPDATE ON %s"
 	                  " FOR EACH STATEMENT EXECUTE FUNCTION count_stmt();"
 	                  "ALTER TABLE %s ENABLE ALWAYS TRIGGER count_stmt", table, table);
@@ -332,10 +333,12 @@ test_deletes_and_partials_by_key(void **state)
 		tm_assert_rows_equal(e->s, table, e->t, table, cols);
 	}
 	/* the transaction's 102 deletes and 120 partial updates of k_int went
-	 * as a few statements of many rows (upserts count as updates too; the
-	 * later deletes, one per transaction, at most one statement each) */
+	 * as a few statements of many rows (the later deletes, one per
+	 * transaction, at most one statement each; upserts, whose UPDATE
+	 * triggers fire too, are not counted: wide rows go one each) */
 	deletes = pgtest_query_long(e->t, "SELECT count(*) FROM stmts WHERE op = 'DELETE'");
-	updates = pgtest_query_long(e->t, "SELECT count(*) FROM stmts WHERE op = 'UPDATE'");
+	updates = pgtest_query_long(e->t, "SELECT count(*) FROM stmts WHERE op = 'UPDATE'"
+	                                  " AND verb = 'UPDATE'");
 	if (deletes > 1 + (KEY_ROWS + 40) / 17 || updates > 6)
 		fail_msg("k_int: %ld delete and %ld update statements: not by many rows", deletes,
 		         updates);
