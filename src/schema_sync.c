@@ -570,6 +570,29 @@ keep_fallbacks(const tabledef *old, tabledef *now)
 	}
 }
 
+/* A table kept in another shape than a plain mirror cannot take a column
+ * named like one of tidemark's own (shape.h): said with the fix, before
+ * anything of the change is done. */
+static int
+check_reserved(const catalog_table *t, const tabledef *def)
+{
+	if (!t->history && !t->soft_delete && !t->metadata)
+		return TM_OK;
+	for (int i = 0; i < def->ncols; i++)
+		if (shape_reserved_column(def->cols[i].name)) {
+			log_error("table %s.%s now has a column named %s on the source, which tidemark's "
+			          "own columns use in its mode (%s%s): nothing from this schema change on "
+			          "was applied. Fix: `tidemark mode '%s.%s=mirror' --no-metadata-columns` "
+			          "(a plain mirror takes any column name; a history is kept), then start "
+			          "tidemark run again", t->source_schema, t->source_table,
+			          def->cols[i].name, shape_mode_name(shape_mode_of(t)),
+			          t->metadata ? ", metadata columns" : "", t->source_schema,
+			          t->source_table);
+			return TM_EXIT_TARGET;
+		}
+	return TM_OK;
+}
+
 /* A table in another mode than mirror: its history follows the mirror
  * (shape.h), said in the audit log with the rest. */
 static int
@@ -652,6 +675,8 @@ follow_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_ta
 		          t->source_schema, t->source_table);
 		rc = TM_EXIT_POLICY;
 	}
+	if (rc == TM_OK)
+		rc = check_reserved(t, now->def);
 	if (rc == TM_OK) {
 		schema_sync_note_list(&note->classes, plan.summary);
 		rc = run_plan(ss, &plan, &tn, &tc, t, now, &session, note, &resnapshot);

@@ -152,6 +152,37 @@ test_join_reserved_column(void **state)
 	tm_env_free(e);
 }
 
+/* A column named like one of tidemark's own, added on the source to a
+ * table in history mode with metadata columns: run stops before the change
+ * with the fix; after it (the table a plain mirror), the change and the rows
+ * come through. */
+static void
+test_reserved_column_added(void **state)
+{
+	tm_env *e = tm_env_new("mode_res_added");
+	char *out = NULL;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE a (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO a VALUES (1, 'x')");
+	free(tm_expect(e, 0, "setup", "--table", "public.a", "--metadata-columns", "--table-mode",
+	               "public.a=history"));
+	tm_catch_up(e, 120);
+	pgtest_exec(e->s, "ALTER TABLE a ADD COLUMN tidemark_synced_at text;"
+	                  "INSERT INTO a VALUES (2, 'y', 'mine')");
+	rc = tm_run(e, 120, &out, "run", "--until-caught-up", NULL);
+	assert_int_equal(rc, 5);
+	tm_assert_has(out, "now has a column named tidemark_synced_at on the source");
+	tm_assert_has(out, "tidemark mode 'public.a=mirror' --no-metadata-columns");
+	free(out);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM a"), 1);
+	free(tm_expect(e, 0, "mode", "public.a=mirror", "--no-metadata-columns"));
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.a", e->t, "public.a", "id, v, tidemark_synced_at");
+	tm_env_free(e);
+}
+
 /* `tidemark mode` on a streaming table: soft deletes on, a delete marks
  * the row; off again, the marked rows and their column go. */
 static void
@@ -318,6 +349,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reserved_column_added),
 		cmocka_unit_test(test_setup_modes),
 		cmocka_unit_test(test_join_reserved_column),
 		cmocka_unit_test(test_mode_soft_delete),
