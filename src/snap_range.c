@@ -94,16 +94,18 @@ histogram(PGconn *conn, const snap_range_source *src, const split_facts *f, PGre
 
 /* The sample's statement, which reads the table: under a lock_timeout of
  * SNAP_RANGE_LOCK_WAIT_MS, since it runs on the apply loop's thread (a
- * table locked by DDL is then copied in one range, said). */
+ * table locked by DDL is then copied in one range, said); the session's
+ * own lock_timeout (snap_reader.c sets one) is put back after it. */
 static int
 sample_nowait(PGconn *conn, const snap_range_source *src, const char *sql,
               const char *const *p, PGresult **r)
 {
-	PGresult *res;
-	const char *state;
-	int rc = pgconn_command(conn, SRC, "limiting the sample's wait for a lock",
-	                        "SELECT set_config('lock_timeout', '" SNAP_RANGE_LOCK_WAIT_MS "', false)",
-	                        0, NULL);
+	PGresult *old = NULL, *res;
+	const char *state, *back[1];
+	int rc = pgconn_exec(conn, SRC, "limiting the sample's wait for a lock",
+	                     "SELECT o, set_config('lock_timeout', '" SNAP_RANGE_LOCK_WAIT_MS "', false)"
+	                     " FROM (SELECT current_setting('lock_timeout') AS o) s",
+	                     0, NULL, &old);
 
 	if (rc != TM_OK)
 		return rc;
@@ -120,13 +122,15 @@ sample_nowait(PGconn *conn, const snap_range_source *src, const char *sql,
 		rc = pgconn_fail(conn, SRC, "sampling the key of a table to copy", res);
 		PQclear(res);
 	}
-	if (pgconn_command(conn, SRC, "resetting lock_timeout", "RESET lock_timeout", 0, NULL) !=
-	        TM_OK &&
+	back[0] = PQgetvalue(old, 0, 0);
+	if (pgconn_command(conn, SRC, "putting lock_timeout back",
+	                   "SELECT set_config('lock_timeout', $1, false)", 1, back) != TM_OK &&
 	    rc == TM_OK) {
 		PQclear(*r);
 		*r = NULL;
 		rc = TM_EXIT_SOURCE;
 	}
+	PQclear(old);
 	return rc;
 }
 
