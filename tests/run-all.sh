@@ -50,6 +50,8 @@ done
 
 STEPS=()         # "name status seconds note" per step, for the summary
 FAILED=()
+STEP_LOGS=$(mktemp -d)  # each step's output (why_failed)
+trap 'rm -rf "$STEP_LOGS"' EXIT
 
 section() {
 	printf '\n==== %s ====\n' "$*"
@@ -61,8 +63,8 @@ step() {
 	shift
 	section "$name"
 	start=$SECONDS
-	"$@"
-	rc=$?
+	"$@" 2>&1 | tee "$STEP_LOGS/$name.log"
+	rc=${PIPESTATUS[0]}
 	record "$name" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" $((SECONDS - start))
 	return $rc
 }
@@ -182,9 +184,23 @@ versions() {
 
 # ---- main -----------------------------------------------------------------------
 
+# What a failed step's output said of its failure, for the end of the log
+# (where a long output is cut, the summary is what stays).
+why_failed() {
+	local name
+	for name in "${FAILED[@]}"; do
+		[ -f "$STEP_LOGS/$name.log" ] || continue
+		echo "$name failed:"
+		grep -E 'FOUND|ERROR|SUMMARY: |runtime error|\*\*\*Failed|[Ff]ailed|FAILED|[Ee]rror:|out-of-memory|timeout' \
+			"$STEP_LOGS/$name.log" | grep -v '^100% tests passed' | tail -n 12 | cut -c1-200 |
+			sed 's/^/    /'
+	done
+}
+
 summary() {
 	local line
 	section "summary"
+	why_failed
 	for line in "${STEPS[@]}"; do
 		echo "$line"
 	done
