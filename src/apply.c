@@ -24,8 +24,8 @@
 /* A commit whose target WAL ends at target_lsn applied up to source_lsn.
  * When the list is full the newest entry absorbs it (a later, larger
  * position: only the report to the source waits a little longer). */
-static void
-note_pending(apply *a, tm_lsn target_lsn, tm_lsn source_lsn)
+void
+apply_note_commit(apply *a, tm_lsn target_lsn, tm_lsn source_lsn)
 {
 	if (a->npending == APPLY_PENDING)
 		a->npending--;
@@ -46,7 +46,7 @@ note_commit_at_start(apply *a)
 
 	if (rc == TM_OK) {
 		lsn_parse(PQgetvalue(r, 0, 0), &now);
-		note_pending(a, now, a->applied);
+		apply_note_commit(a, now, a->applied);
 	}
 	PQclear(r);
 	return rc;
@@ -101,6 +101,10 @@ apply_new(sink *s, const apply_config *cfg, apply **out)
 	free(arr);
 	a->keyless = keyless_new(s);
 	a->net = cfg->net_changes ? net_new() : NULL;
+	if ((rc = apply_workers_open(a)) != TM_OK) {
+		apply_free(a);
+		return rc;
+	}
 	*out = a;
 	return TM_OK;
 }
@@ -110,6 +114,7 @@ apply_free(apply *a)
 {
 	if (a == NULL)
 		return;
+	apply_workers_close(a);
 	for (int i = 0; i < a->nrels; i++) {
 		apply_keep_free(a, a->rels[i]);
 		apply_rel_clear(a, a->rels[i]);
@@ -696,34 +701,54 @@ elapsed_ms(const struct timespec *since)
 	return (int) ((now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000);
 }
 
+void
+apply_group_committed(apply *a, const apply_done *g, tm_lsn wal_end)
+{
+	a->applied = g->end;
+	apply_note_commit(a, wal_end, g->end);
+	a->stats.txs += g->counts.txs;
+	a->stats.changes += g->counts.changes;
+	a->stats.groups++;
+	if (g->commit_time != 0)
+		a->stats.last_commit_time = g->commit_time;
+	if (g->marker)
+		a->marker_reached = true;
+}
+
+/* The group ends: committed here, or sent to a parallel worker (which
+ * counts it once its commit is confirmed: apply_workers.c). */
 static int
 group_commit(apply *a)
 {
 	tm_lsn wal_end = LSN_INVALID;
-	int rc = apply_net_flush(a);
+	bool to_worker = apply_workers_take(a);
+	int rc;
 
-	if (rc == TM_OK)
-		rc = catalog_save_progress(a->sink, a->cfg.slot, a->group_end, a->group_commit_time);
-	if (rc == TM_OK)
-		rc = sink_commit(a->sink, &wal_end);
+	if (to_worker)
+		rc = apply_workers_commit(a);
+	else {
+		rc = apply_net_flush(a);
+		if (rc == TM_OK)
+			rc = catalog_save_progress(a->sink, a->cfg.slot, a->group_end,
+			                           a->group_commit_time);
+		if (rc == TM_OK)
+			rc = sink_commit(a->sink, &wal_end);
+	}
 	a->group_open = false;
+	a->group_begun = false;
 	if (rc != TM_OK)
 		return rc;
-	a->applied = a->group_end;
-	note_pending(a, wal_end, a->group_end);
-	a->stats.txs += a->pending.txs;
-	a->stats.changes += a->pending.changes;
-	a->stats.groups++;
+	if (!to_worker) {
+		apply_done g = {a->group_end, a->group_commit_time, a->pending, a->marker_in_group};
+
+		apply_group_committed(a, &g, wal_end);
+	}
 	metrics_add(a->cfg.metrics, METRICS_TARGET_TXS, 1);
 	metrics_commit(a->cfg.metrics);
-	if (a->group_commit_time != 0)
-		a->stats.last_commit_time = a->group_commit_time;
 	memset(&a->pending, 0, sizeof a->pending);
 	a->group_txs = 0;
 	a->group_changes = 0;
 	a->commit_after_tx = false;
-	if (a->marker_in_group)
-		a->marker_reached = true;
 	return TM_OK;
 }
 
@@ -735,6 +760,8 @@ apply_begin(apply *a, const pgoutput_msg *m)
 	if (a->stop_before != LSN_INVALID && m->u.begin.final_lsn >= a->stop_before) {
 		/* everything before the stopping transaction is kept */
 		rc = apply_idle(a);
+		if (rc == TM_OK)
+			rc = apply_settle(a);
 		return rc == TM_OK ? TM_EXIT_POLICY : rc;
 	}
 	a->in_source_tx = true;
@@ -750,9 +777,12 @@ apply_begin(apply *a, const pgoutput_msg *m)
 	a->skipping = m->u.begin.final_lsn < a->applied;
 	if (a->skipping || a->group_open)
 		return TM_OK;
-	if ((rc = sink_begin(a->sink)) != TM_OK)
+	/* with parallel workers, BEGIN goes to the apply's own connection only
+	 * once something must (apply_workers.c) */
+	if (a->nworkers == 0 && (rc = sink_begin(a->sink)) != TM_OK)
 		return rc;
 	a->group_open = true;
+	a->group_begun = a->nworkers == 0;
 	clock_gettime(CLOCK_MONOTONIC, &a->group_started);
 	return TM_OK;
 }
@@ -760,6 +790,11 @@ apply_begin(apply *a, const pgoutput_msg *m)
 static bool
 group_full(const apply *a)
 {
+	/* with parallel workers, a group ends before its net changes must be
+	 * sent in the middle (a group sent in the middle goes to the apply's
+	 * own connection, not to a worker) */
+	if (a->nworkers > 0 && net_bytes(a->net) >= APPLY_NET_BYTES / 2)
+		return true;
 	return a->group_txs >= a->cfg.group_max_txs || a->group_changes >= a->cfg.group_max_changes ||
 	       elapsed_ms(&a->group_started) >= a->cfg.group_max_ms || a->marker_in_group ||
 	       a->commit_after_tx;
@@ -848,6 +883,7 @@ apply_type_boundary(apply *a)
 		rc = sink_begin(a->sink);
 	if (rc == TM_OK) {
 		a->group_open = true;
+		a->group_begun = true;
 		clock_gettime(CLOCK_MONOTONIC, &a->group_started);
 	}
 	return rc;
@@ -878,9 +914,17 @@ apply_message(apply *a, const pgoutput_msg *m, arena *scratch)
 int
 apply_idle(apply *a)
 {
+	int rc = TM_OK;
+
 	if (a->group_open && !a->in_source_tx && a->group_txs > 0)
-		return group_commit(a);
-	return TM_OK;
+		rc = group_commit(a);
+	return rc == TM_OK ? apply_workers_poll(a) : rc;
+}
+
+int
+apply_settle(apply *a)
+{
+	return apply_workers_settle(a);
 }
 
 int
@@ -899,7 +943,7 @@ apply_advance(apply *a, tm_lsn lsn)
 		rc = sink_commit(a->sink, &wal_end);
 	if (rc == TM_OK) {
 		a->applied = lsn;
-		note_pending(a, wal_end, lsn);
+		apply_note_commit(a, wal_end, lsn);
 	}
 	return rc;
 }
@@ -919,7 +963,7 @@ apply_committed(const apply *a)
 bool
 apply_in_transaction(const apply *a)
 {
-	return a->in_source_tx || a->group_open;
+	return a->in_source_tx || a->group_open || apply_workers_busy(a);
 }
 
 bool

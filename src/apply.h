@@ -30,6 +30,18 @@
  * key is changed one row at a time by its whole old row (keyless.h), or
  * its changes are skipped or kept while it is copied (hooks.keyless_mode).
  *
+ * Parallel apply (cfg.workers >= 2, with net changes; apply_workers.c): a
+ * group whose changes are all net changes of tables with a key in mirror
+ * mode, and that needed nothing else of the target, is sent whole to one
+ * of cfg.workers connections of its own when it ends; the apply reads on
+ * while the target executes it. Its COMMIT is sent once every earlier
+ * group is confirmed committed, so groups commit in source order and the
+ * committed ones are always the first (the position each stores stays
+ * exact through a crash at any instant); a group that touches a key of a
+ * group not yet confirmed waits for it first. Everything else goes to the
+ * apply's own connection, only once no worker has a group open, and in the
+ * group's own transaction, begun there when something is first sent.
+ *
  * A table's history starts at its registration position (catalog_table.
  * registered_lsn): the changes of a source transaction that committed
  * before it are not applied (the table's copy, which follows, has them). A
@@ -128,6 +140,8 @@ typedef struct apply_config {
 	metrics *metrics;          /* borrowed; NULL: none. Counts are staged and
 	                            * committed with each target transaction */
 	bool net_changes;          /* a group applies each key's net change (below) */
+	int workers;               /* parallel apply connections (below); 1: none */
+	const char *target;        /* borrowed: their conninfo */
 } apply_config;
 
 typedef struct apply_stats {
@@ -152,6 +166,10 @@ int apply_idle(apply *a);
 /* Everything up to lsn has been received and nothing is pending (a
  * keepalive while idle): store lsn as applied so the source may free WAL. */
 int apply_advance(apply *a, tm_lsn lsn);
+
+/* Waits until every group sent to a parallel worker is committed (the
+ * source has nothing more for now, or the run ends). */
+int apply_settle(apply *a);
 
 /* The position applied and flushed to the target's disk: the only one ever
  * reported to the source as flushed. Advanced by apply_refresh_durable. */

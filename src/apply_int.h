@@ -13,6 +13,7 @@
 
 #include "apply.h"
 #include "dml_sql.h"
+#include "key_set.h"
 #include "net_change.h"
 #include "shape.h"
 #include "sqltype.h"
@@ -46,6 +47,7 @@
 #define APPLY_NET_WIDE_ROW_BYTES 1024
 
 typedef struct apply_kept apply_kept; /* apply_join.c */
+typedef struct apply_worker apply_worker; /* apply_workers.c */
 
 typedef struct apply_partial {
 	bool *present;      /* owned: columns set by this statement */
@@ -154,7 +156,31 @@ struct apply {
 	int nhist_bufs;
 	size_t hist_bytes;
 	bool tx_messaged;           /* this source tx had a tidemark message (on_message) */
+	/* parallel apply (apply_workers.c) */
+	bool group_begun;           /* the group's BEGIN went to the apply's own connection */
+	apply_worker *workers;      /* owned, nworkers of them */
+	int nworkers;
+	int next_worker;
+	key_set group_keys;         /* the keys of the group being sent */
+	long par_groups;            /* groups the workers committed */
+	long par_waits;             /* of them, after waiting for an earlier one's keys */
 };
+
+/* A group as it is counted once committed. */
+typedef struct apply_done {
+	tm_lsn end;                 /* its end position */
+	pg_timestamp commit_time;   /* its last source commit's time */
+	apply_stats counts;         /* its transactions and changes */
+	bool marker;                /* it holds the marker's transaction */
+} apply_done;
+
+/* The group committed, its commit record ending before the target's WAL
+ * position wal_end: the applied position and the counts follow it. */
+void apply_group_committed(apply *a, const apply_done *g, tm_lsn wal_end);
+
+/* A target commit whose WAL ends at target_lsn applied up to source_lsn:
+ * durable once the target's flushed WAL passes it (apply.c). */
+void apply_note_commit(apply *a, tm_lsn target_lsn, tm_lsn source_lsn);
 
 /* ---- apply_rel.c: tables, relations, their statements ---- */
 
@@ -194,6 +220,26 @@ sink_stmt *apply_stmt_partial(apply *a, apply_rel *r, const bool *present, bool 
  * types: r's columns' types, apply_net.c). */
 sink_stmt *apply_stmt_partial_rows(apply *a, apply_rel *r, const bool *present,
                                    const char *const *types);
+
+/* Lets go of r's statements (held again, from whichever connection is the
+ * apply's then, when next used); keeps everything else. */
+void apply_rel_release_statements(apply *a, apply_rel *r);
+
+/* ---- apply_workers.c: parallel apply (apply.h) ---- */
+
+/* Opens cfg.workers connections (none below 2) and guards the apply's own. */
+int apply_workers_open(apply *a);
+void apply_workers_close(apply *a);
+/* Does a worker have a group in flight? */
+bool apply_workers_busy(const apply *a);
+/* Does the group that ends go to a worker (nothing of it went elsewhere)? */
+bool apply_workers_take(const apply *a);
+/* Sends the group that ends to a worker (apply_workers_take). */
+int apply_workers_commit(apply *a);
+/* Every group in flight confirmed (waiting), or those whose commit has
+ * come (poll). */
+int apply_workers_settle(apply *a);
+int apply_workers_poll(apply *a);
 
 /* ---- apply_shape.c: tables in another mode than mirror (shape.h) ---- */
 

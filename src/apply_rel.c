@@ -142,6 +142,24 @@ apply_rel_forget_statements(apply *a, apply_rel *r)
 	apply_shape_forget(r);
 }
 
+void
+apply_rel_release_statements(apply *a, apply_rel *r)
+{
+	sink_stmt_release(a->sink, r->upsert);
+	sink_stmt_release(a->sink, r->upsert_plain);
+	sink_stmt_release(a->sink, r->delete);
+	sink_stmt_release(a->sink, r->upsert_rows);
+	sink_stmt_release(a->sink, r->history_rows);
+	sink_stmt_release(a->sink, r->delete_rows);
+	r->upsert = r->upsert_plain = r->delete = NULL;
+	r->upsert_rows = r->history_rows = r->delete_rows = NULL;
+	for (int i = 0; i < r->npartials; i++) {
+		sink_stmt_release(a->sink, r->partials[i].stmt);
+		sink_stmt_release(a->sink, r->partials[i].rows);
+		r->partials[i].stmt = r->partials[i].rows = NULL;
+	}
+}
+
 /* Forgets what was worked out from the relation's table (its key among
  * the columns, the checks, the statements); keeps the stream's columns. */
 static void

@@ -111,6 +111,9 @@ const cli_option cli_option_table[] = {
 	 "and in bytes, as read (default 32MB; kB, MB, GB)"},
 	{"snapshot-readers", 0, "N", INT(snapshot_readers, 1, 16), RUNS, RUNS,
 	 "parallel snapshot reader connections (default 1)"},
+	{"apply-workers", 0, "N", INT(apply_workers, 1, 16), RUNS, RUNS,
+	 "target connections applying groups in parallel,\n"
+	 "committing in source order (default 1: the apply's own)"},
 	/* a run's own policies are for that run: a file's are setup's, stored */
 	{"policy", 0, "P", STRING(policy), RUNS, NONE,
 	 "for a column type change that cannot widen: widen,\n"
@@ -533,6 +536,7 @@ set_defaults(cli_options *o)
 	o->slot = "tidemark";
 	o->publication = "tidemark";
 	o->snapshot_readers = 1;
+	o->apply_workers = 1;
 	o->progress_interval = 5;
 }
 

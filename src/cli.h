@@ -65,6 +65,7 @@ typedef struct cli_options {
 	long chunk_rows;          /* run: snapshot chunk size (0: default) */
 	long long chunk_bytes;    /* run: snapshot chunk size in bytes read (0: default) */
 	int snapshot_readers;     /* run: parallel snapshot reader connections */
+	int apply_workers;        /* run: parallel apply connections (apply.h) */
 	const char *since;        /* ddl-log: --since POSITION */
 	const char *policy;       /* setup, run: --policy; policy: --default (widen, follow,
 	                           * quarantine, stop) */

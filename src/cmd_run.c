@@ -461,6 +461,8 @@ session_done(run_state *st, int *rc)
 	if (!wanted || apply_in_source_transaction(st->apply))
 		return false;
 	*rc = apply_idle(st->apply);
+	if (*rc == TM_OK)
+		*rc = apply_settle(st->apply); /* what parallel workers have in flight */
 	if (*rc != TM_OK || stop_requests > 0)
 		return true;
 	/* tables registered by the target transactions just committed: the
@@ -488,6 +490,8 @@ stream_loop(run_state *st)
 			rc = handle_copydata(st, buf, len);
 		if (rc == TM_OK && (len == 0 || stop_requests > 0 || !source_has_pending(st->stream)))
 			rc = apply_idle(st->apply);
+		if (rc == TM_OK && len == 0)
+			rc = apply_settle(st->apply); /* nothing came: the workers' commits */
 		if (rc == TM_OK)
 			rc = send_feedback(st, false);
 		if (rc == TM_OK)
@@ -604,7 +608,7 @@ session_open(run_state *st)
 	                          .type_boundary = type_boundary, .boundary_ctx = st,
 	                          .metrics = st->metrics};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}, st->metrics,
-	                    !o->no_net_changes};
+	                    !o->no_net_changes, 1, NULL};
 	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
 	char pos[LSN_TEXT_MAX];
 	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
@@ -647,6 +651,8 @@ session_open(run_state *st)
 	cfg.hooks.described = described;
 	cfg.hooks.on_registered = registered;
 	cfg.hooks.commit_ctx = st;
+	cfg.workers = o->no_net_changes ? 1 : o->apply_workers;
+	cfg.target = o->target;
 	rc = apply_new(st->sink, &cfg, &st->apply);
 	/* this run's policies, said once: in force while its apply connection lives */
 	if (rc == TM_OK)

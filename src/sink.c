@@ -71,6 +71,16 @@ struct sink {
 	int nsent, ncap_sent;             /* DEALLOCATEs queued in this round */
 	char **sent;                      /* owned until the round's results are read */
 	sink_misses *misses;              /* owned list */
+	/* a round whose sync point was sent and whose results are being read
+	 * (read_round): the first failure, the statement they are at, the
+	 * NULLs in a row, the last statement's result (owned) if kept */
+	bool round_open;
+	int rd_rc, rd_index, rd_nulls;
+	bool rd_keep;
+	PGresult *rd_last;
+	sink_guard_fn guard;              /* called before a statement is sent */
+	void *guard_ctx;
+	int guarding;                     /* in the guard: not called again */
 };
 
 int
@@ -138,6 +148,7 @@ sink_close(sink *s)
 		free(s->misses);
 		s->misses = next;
 	}
+	PQclear(s->rd_last);
 	PQfinish(s->conn);
 	free(s->try_failure);
 	free(s);
@@ -219,6 +230,95 @@ count_miss(sink_misses *m)
 		         "PostgreSQL's own replication does (%ld so far)", m->label, m->count);
 }
 
+/* The round's results read so far (read_round). */
+static void
+round_start(sink *s, bool keep_last)
+{
+	s->round_open = true;
+	s->rd_rc = TM_OK;
+	s->rd_index = 0;
+	s->rd_nulls = 0;
+	s->rd_keep = keep_last;
+	s->rd_last = NULL;
+}
+
+static void
+round_end(sink *s)
+{
+	s->round_open = false;
+	s->queued = 0;
+	s->round++;
+	for (int i = 0; i < s->nsent; i++)
+		free(s->sent[i]);
+	s->nsent = 0;
+}
+
+/* One result of the round (r NULL: the end of a statement's results);
+ * true at the sync point. */
+static bool
+round_result(sink *s, PGresult *r)
+{
+	ExecStatusType st;
+
+	if (r == NULL) {
+		/* one NULL ends each statement's results; two in a row mean the
+		 * connection is gone before the sync point */
+		if (++s->rd_nulls > 1 || PQstatus(s->conn) != CONNECTION_OK) {
+			if (s->rd_rc == TM_OK)
+				s->rd_rc = pgconn_fail(s->conn, TGT, "reading results", NULL);
+			return true;
+		}
+		s->rd_index++;
+		return false;
+	}
+	s->rd_nulls = 0;
+	st = PQresultStatus(r);
+	if (st == PGRES_PIPELINE_SYNC) {
+		PQclear(r);
+		return true;
+	}
+	if (st == PGRES_FATAL_ERROR && s->rd_rc == TM_OK)
+		s->rd_rc = fail_result(s, s->rd_index, r);
+	if (st == PGRES_COMMAND_OK && s->rd_rc == TM_OK && s->rd_index < s->queued &&
+	    s->queued_stmt[s->rd_index] != NULL && s->queued_stmt[s->rd_index]->misses != NULL &&
+	    strcmp(PQcmdTuples(r), "0") == 0)
+		count_miss(s->queued_stmt[s->rd_index]->misses);
+	if (s->rd_keep && s->rd_rc == TM_OK && s->rd_index == s->queued - 1) {
+		PQclear(s->rd_last);
+		s->rd_last = r;
+	} else
+		PQclear(r);
+	return false;
+}
+
+/*
+ * Reads the results of the round up to its sync point: all of them
+ * (block), or those already arrived (*done false: the sync point has
+ * not). At the end, *last (when kept) receives the result of the round's
+ * last statement; the return is the round's first failure.
+ */
+static int
+read_round(sink *s, bool block, bool *done, PGresult **last)
+{
+	*done = false;
+	for (;;) {
+		if (block)
+			wait_result(s);
+		else if (PQconsumeInput(s->conn) != 0 && PQisBusy(s->conn))
+			return TM_OK; /* (a lost connection: PQgetResult says so) */
+		if (!round_result(s, PQgetResult(s->conn)))
+			continue;
+		*done = true;
+		if (last != NULL && s->rd_rc == TM_OK)
+			*last = s->rd_last;
+		else
+			PQclear(s->rd_last);
+		s->rd_last = NULL;
+		round_end(s);
+		return s->rd_rc;
+	}
+}
+
 /*
  * Reads every result up to the sync point. Keeps the result of the last
  * statement in *last when asked. Returns the first failure's status.
@@ -226,54 +326,12 @@ count_miss(sink_misses *m)
 static int
 drain(sink *s, PGresult **last)
 {
-	int rc = TM_OK;
-	int index = 0;
-	int nulls = 0;
+	bool done;
 
 	if (PQpipelineSync(s->conn) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a sync point", NULL);
-	for (;;) {
-		PGresult *r;
-		ExecStatusType st;
-
-		wait_result(s);
-		r = PQgetResult(s->conn);
-
-		if (r == NULL) {
-			/* one NULL ends each statement's results; two in a row mean the
-			 * connection is gone before the sync point */
-			if (++nulls > 1 || PQstatus(s->conn) != CONNECTION_OK) {
-				if (rc == TM_OK)
-					rc = pgconn_fail(s->conn, TGT, "reading results", NULL);
-				break;
-			}
-			index++;
-			continue;
-		}
-		nulls = 0;
-		st = PQresultStatus(r);
-		if (st == PGRES_PIPELINE_SYNC) {
-			PQclear(r);
-			break;
-		}
-		if (st == PGRES_FATAL_ERROR && rc == TM_OK)
-			rc = fail_result(s, index, r);
-		if (st == PGRES_COMMAND_OK && rc == TM_OK && index < s->queued &&
-		    s->queued_stmt[index] != NULL && s->queued_stmt[index]->misses != NULL &&
-		    strcmp(PQcmdTuples(r), "0") == 0)
-			count_miss(s->queued_stmt[index]->misses);
-		if (last != NULL && rc == TM_OK && index == s->queued - 1) {
-			PQclear(*last);
-			*last = r;
-		} else
-			PQclear(r);
-	}
-	s->queued = 0;
-	s->round++;
-	for (int i = 0; i < s->nsent; i++)
-		free(s->sent[i]);
-	s->nsent = 0;
-	return rc;
+	round_start(s, last != NULL);
+	return read_round(s, true, &done, last);
 }
 
 int
@@ -294,17 +352,50 @@ note_queued(sink *s, const char *sql)
 
 static int send_deallocations(sink *s);
 
+/* Before a statement is sent: the guard's say (sink_set_guard). */
+static int
+guard(sink *s)
+{
+	int rc;
+
+	if (s->guard == NULL || s->guarding > 0)
+		return TM_OK;
+	s->guarding++;
+	rc = s->guard(s->guard_ctx, s);
+	s->guarding--;
+	return rc;
+}
+
+void
+sink_tick_like(sink *dst, const sink *src)
+{
+	dst->tick = src->tick;
+	dst->tick_ctx = src->tick_ctx;
+	dst->tick_ms = src->tick_ms;
+}
+
+void
+sink_set_guard(sink *s, sink_guard_fn fn, void *ctx)
+{
+	s->guard = fn;
+	s->guard_ctx = ctx;
+}
+
 static int
 send_params(sink *s, const char *sql, int nparams, const char *const *params)
 {
+	int rc = guard(s);
+
+	if (rc != TM_OK)
+		return rc;
 	if (PQsendQueryParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a statement", NULL);
 	return note_queued(s, sql);
 }
 
-int
-sink_query(sink *s, const char *what, const char *sql, int nparams, const char *const *params,
-           PGresult **res)
+static int
+query(sink *s, const char *what, const char *sql, int nparams, const char *const *params,
+      PGresult **res)
 {
 	PGresult *last = NULL;
 	int rc;
@@ -324,6 +415,15 @@ sink_query(sink *s, const char *what, const char *sql, int nparams, const char *
 	else
 		PQclear(last);
 	return rc;
+}
+
+int
+sink_query(sink *s, const char *what, const char *sql, int nparams, const char *const *params,
+           PGresult **res)
+{
+	int rc = guard(s);
+
+	return rc == TM_OK ? query(s, what, sql, nparams, params, res) : rc;
 }
 
 int
@@ -354,7 +454,10 @@ pipeline_enter(sink *s)
 int
 sink_script(sink *s, const char *what, const char *sql)
 {
-	int rc = pipeline_leave(s);
+	int rc = guard(s);
+
+	if (rc == TM_OK)
+		rc = pipeline_leave(s);
 
 	if (rc == TM_OK)
 		rc = pgconn_script(s->conn, TGT, what, sql);
@@ -455,11 +558,49 @@ sink_commit(sink *s, tm_lsn *wal_end)
 }
 
 int
+sink_commit_send(sink *s)
+{
+	int rc = send_params(s, "COMMIT", 0, NULL);
+
+	s->in_tx = false;
+	if (rc == TM_OK && (rc = send_deallocations(s)) == TM_OK &&
+	    PQsendQueryParams(s->conn, "SELECT pg_current_wal_insert_lsn()", 0, NULL, NULL, NULL,
+	                      NULL, 0) != 1)
+		rc = pgconn_fail(s->conn, TGT, "committing", NULL);
+	if (rc != TM_OK)
+		return rc;
+	s->queued_what[s->queued] = true;
+	s->queued_stmt[s->queued] = NULL;
+	s->queued_sql[s->queued++] = "committing";
+	if (PQpipelineSync(s->conn) != 1)
+		return pgconn_fail(s->conn, TGT, "sending a sync point", NULL);
+	round_start(s, true);
+	return TM_OK;
+}
+
+int
+sink_commit_wait(sink *s, bool block, bool *done, tm_lsn *wal_end)
+{
+	PGresult *r = NULL;
+	int rc;
+
+	*done = true;
+	if (!s->round_open)
+		return TM_OK;
+	rc = read_round(s, block, done, &r);
+	if (rc == TM_OK && *done && r != NULL && wal_end != NULL)
+		lsn_parse(PQgetvalue(r, 0, 0), wal_end);
+	PQclear(r);
+	return rc;
+}
+
+int
 sink_flushed(sink *s, tm_lsn *out)
 {
 	PGresult *r = NULL;
-	int rc = sink_query(s, "reading the flushed position", "SELECT pg_current_wal_flush_lsn()",
-	                    0, NULL, &r);
+	/* a read of the server's state, not of the transaction: unguarded */
+	int rc = query(s, "reading the flushed position", "SELECT pg_current_wal_flush_lsn()", 0,
+	               NULL, &r);
 
 	if (rc == TM_OK)
 		lsn_parse(PQgetvalue(r, 0, 0), out);
@@ -709,7 +850,10 @@ sink_reset_statements(sink *s)
 int
 sink_send(sink *s, sink_stmt *st, const char *const *values, const int *lengths)
 {
-	int rc = send_deallocations(s);
+	int rc = guard(s);
+
+	if (rc == TM_OK)
+		rc = send_deallocations(s);
 
 	if (rc != TM_OK)
 		return rc;
@@ -764,8 +908,10 @@ int
 sink_copy_begin(sink *s, const char *sql)
 {
 	PGresult *r;
-	int rc = pipeline_leave(s);
+	int rc = guard(s);
 
+	if (rc == TM_OK)
+		rc = pipeline_leave(s);
 	if (rc != TM_OK)
 		return rc;
 	r = PQexec(s->conn, sql);

@@ -33,7 +33,19 @@ int sink_open(const char *conninfo, const char *role, sink **out);
  * the apply waits for the target. fn must not use the sink. NULL: none.
  */
 typedef void (*sink_tick_fn)(void *ctx);
+/*
+ * Called before any statement is sent on the sink (but sink_flushed and
+ * sink_rollback), with the sink: a failure is returned in the statement's
+ * place. The guard may use the sink itself (it is not called again from
+ * within). The apply uses it to begin a transaction only when something
+ * must be sent, and to let no statement run beside its parallel workers'
+ * open transactions. NULL: none.
+ */
+typedef int (*sink_guard_fn)(void *ctx, sink *s);
+void sink_set_guard(sink *s, sink_guard_fn fn, void *ctx);
 void sink_set_tick(sink *s, sink_tick_fn fn, void *ctx, int interval_ms);
+/* dst's tick becomes src's (a connection that works for src's user). */
+void sink_tick_like(sink *dst, const sink *src);
 void sink_close(sink *s);
 
 /* Multi-statement SQL without parameters, outside any transaction (setup,
@@ -86,7 +98,19 @@ bool sink_in_transaction(const sink *s);
  * flushed WAL reaches it (sink_flushed).
  */
 int sink_commit(sink *s, tm_lsn *wal_end);
-/* The target's WAL position flushed to disk. */
+/*
+ * The same in two halves, for a commit that goes on while the caller does
+ * other work (parallel apply, apply.h): sink_commit_send queues COMMIT and
+ * the WAL position and sends them; sink_commit_wait reads their results,
+ * all of them (block) or those already come (*done false: not yet; call
+ * again). Nothing else may be sent on the sink in between. *wal_end as
+ * sink_commit's, set when *done; the return is the transaction's first
+ * failure (a statement refused, the connection lost).
+ */
+int sink_commit_send(sink *s);
+int sink_commit_wait(sink *s, bool block, bool *done, tm_lsn *wal_end);
+/* The target's WAL position flushed to disk (not guarded: a read of the
+ * server's state, never of a transaction). */
 int sink_flushed(sink *s, tm_lsn *out);
 /* Rolls back (after a failure); the connection stays usable if it can. */
 void sink_rollback(sink *s);

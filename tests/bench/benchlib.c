@@ -138,14 +138,33 @@ bench_pair_tidemark_setup(bench_pair *p, const char *const tables[])
 		exit(1);
 }
 
+/* TIDEMARK_BENCH_ARGS: more arguments for every `tidemark run` of a
+ * benchmark, split at spaces (e.g. "--apply-workers 2"), at most 8. */
+static int
+extra_args(const char **argv, int n)
+{
+	static char buf[256];
+	const char *env = getenv("TIDEMARK_BENCH_ARGS");
+	int k = 0;
+
+	if (env == NULL)
+		return n;
+	snprintf(buf, sizeof buf, "%s", env);
+	for (char *tok = strtok(buf, " "); tok != NULL && k < 8; tok = strtok(NULL, " "), k++)
+		argv[n++] = tok;
+	return n;
+}
+
 const char *const *
 bench_pair_run_argv(const bench_pair *p, const char *mode)
 {
-	static const char *argv[12];
+	static const char *argv[20];
 	const char *v[] = {"run", "--source", p->src->conninfo, "--target", p->tm->conninfo,
-	                   "--slot", "bench", "--publication", "bench", "--quiet", mode, NULL};
+	                   "--slot", "bench", "--publication", "bench", "--quiet", mode};
+	int n = (int) (sizeof v / sizeof v[0]);
 
 	memcpy(argv, v, sizeof v);
+	argv[extra_args(argv, n)] = NULL;
 	return argv;
 }
 

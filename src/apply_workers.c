@@ -1,0 +1,250 @@
+/*
+ * apply_workers.c: parallel apply (apply.h). With cfg.workers connections
+ * of their own, a group whose changes are all net changes (apply_net.c),
+ * and that sent nothing else to the target, goes to a worker connection
+ * when it ends instead of the apply's own: there it is sent whole (BEGIN,
+ * its net changes, the stored position), and its COMMIT waits only for
+ * the group before it, so that the target executes the group while the
+ * one before commits and the apply reads the next from the stream.
+ *
+ * The rules that keep the stream's guarantees:
+ *   - commit order: a group's COMMIT is sent only once every earlier group
+ *     is confirmed committed (so the committed groups are always the first
+ *     ones, whatever instant a crash comes at: the stored position, written
+ *     by each group in its own transaction, stays exact); the UPDATE of the
+ *     stored position, one row, orders them on the target too;
+ *   - keys: a group that touches a key of a group not yet confirmed waits
+ *     for that group first (core/key_set.h), since a statement does not see,
+ *     nor wait for, a row an open transaction inserted;
+ *   - everything else (the snapshot's loads, schema changes, catalog
+ *     writes, tables without a key or in another mode, quarantine) goes to
+ *     the apply's own connection, whose guard first waits until no worker
+ *     has a group open, and then begins the group there (lazily: a group
+ *     sends BEGIN only once something must go). Such a group commits there,
+ *     as without workers.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply_int.h"
+#include "catalog.h"
+#include "exitcode.h"
+#include "key_set.h"
+#include "log.h"
+#include "xalloc.h"
+
+/* One worker connection and the group it has in flight. */
+struct apply_worker {
+	sink *sink;             /* owned */
+	bool busy;              /* a group's COMMIT sent, not yet confirmed */
+	key_set keys;           /* the keys of that group */
+	apply_done group;       /* what it counts for, once confirmed */
+};
+
+/* ---- the main connection's guard ---- */
+
+static int
+guard(void *ctx, sink *s)
+{
+	apply *a = ctx;
+	int rc = apply_workers_settle(a);
+
+	if (rc == TM_OK && a->group_open && !a->group_begun) {
+		a->group_begun = true;
+		rc = sink_begin(s);
+	}
+	return rc;
+}
+
+int
+apply_workers_open(apply *a)
+{
+	int rc = TM_OK;
+
+	if (a->cfg.workers < 2 || a->cfg.target == NULL || a->net == NULL)
+		return TM_OK;
+	a->workers = xcalloc((size_t) a->cfg.workers, sizeof *a->workers);
+	for (int i = 0; rc == TM_OK && i < a->cfg.workers; i++) {
+		rc = sink_open(a->cfg.target, "apply worker", &a->workers[i].sink);
+		a->nworkers += rc == TM_OK;
+	}
+	if (rc != TM_OK) {
+		apply_workers_close(a);
+		return rc;
+	}
+	sink_set_guard(a->sink, guard, a);
+	log_info("apply: %d worker connections apply groups in parallel, committing in source "
+	         "order", a->nworkers);
+	return TM_OK;
+}
+
+void
+apply_workers_close(apply *a)
+{
+	if (a->nworkers > 0 || a->workers != NULL) {
+		sink_set_guard(a->sink, NULL, NULL);
+		if (a->par_groups > 0)
+			log_info("apply: %ld groups applied by the workers, %ld of them after waiting for "
+			         "an earlier group's keys", a->par_groups, a->par_waits);
+	}
+	for (int i = 0; i < a->nworkers; i++) {
+		sink_close(a->workers[i].sink); /* a group not committed rolls back */
+		key_set_free(&a->workers[i].keys);
+	}
+	free(a->workers);
+	a->workers = NULL;
+	a->nworkers = 0;
+	key_set_free(&a->group_keys);
+}
+
+bool
+apply_workers_busy(const apply *a)
+{
+	for (int i = 0; i < a->nworkers; i++)
+		if (a->workers[i].busy)
+			return true;
+	return false;
+}
+
+/* ---- confirmations ---- */
+
+/* The worker's group committed (or not yet, when !block and its results
+ * have not all come): the position and the counts follow it. */
+static int
+confirm(apply *a, apply_worker *w, bool block)
+{
+	tm_lsn wal_end = LSN_INVALID;
+	bool done;
+	int rc;
+
+	if (!w->busy)
+		return TM_OK;
+	rc = sink_commit_wait(w->sink, block, &done, &wal_end);
+	if (rc != TM_OK || !done)
+		return rc;
+	w->busy = false;
+	key_set_clear(&w->keys);
+	apply_group_committed(a, &w->group, wal_end);
+	return TM_OK;
+}
+
+static int
+confirm_all(apply *a, bool block)
+{
+	int rc = TM_OK;
+
+	for (int i = 0; rc == TM_OK && i < a->nworkers; i++)
+		rc = confirm(a, &a->workers[i], block);
+	return rc;
+}
+
+int
+apply_workers_settle(apply *a)
+{
+	return confirm_all(a, true);
+}
+
+int
+apply_workers_poll(apply *a)
+{
+	return confirm_all(a, false);
+}
+
+/* ---- dispatch ---- */
+
+static int
+add_key(void *ctx, const net_entry *e)
+{
+	key_set_add(ctx, key_set_hash(e->table, e->key, e->key_len));
+	return 0;
+}
+
+/* The relations' statements belong to the connection they were prepared
+ * on: they are let go before the apply's statements go to another one
+ * (and found again in that one's cache when next used). */
+static void
+use_sink(apply *a, sink *s)
+{
+	for (int i = 0; i < a->nrels; i++)
+		apply_rel_release_statements(a, a->rels[i]);
+	a->sink = s;
+}
+
+bool
+apply_workers_take(const apply *a)
+{
+	return a->nworkers > 0 && a->group_open && !a->group_begun;
+}
+
+static apply_worker *
+free_worker(apply *a)
+{
+	for (int i = 0; i < a->nworkers; i++) {
+		apply_worker *w = &a->workers[(a->next_worker + i) % a->nworkers];
+
+		if (!w->busy) {
+			a->next_worker = (a->next_worker + i + 1) % a->nworkers;
+			return w;
+		}
+	}
+	return NULL;
+}
+
+/* The group's statements on w's connection, its COMMIT once every earlier
+ * group is confirmed. */
+static int
+send_group(apply *a, apply_worker *w)
+{
+	sink *main = a->sink;
+	int rc;
+
+	/* its waits answer the source's keepalives as the apply's own do */
+	sink_tick_like(w->sink, main);
+	use_sink(a, w->sink);
+	rc = sink_begin(w->sink);
+	if (rc == TM_OK)
+		rc = apply_net_flush(a);
+	if (rc == TM_OK)
+		rc = catalog_save_progress(w->sink, a->cfg.slot, a->group_end, a->group_commit_time);
+	use_sink(a, main);
+	for (int i = 0; rc == TM_OK && i < a->nworkers; i++)
+		if (&a->workers[i] != w)
+			rc = confirm(a, &a->workers[i], true);
+	if (rc == TM_OK)
+		rc = sink_commit_send(w->sink);
+	return rc;
+}
+
+int
+apply_workers_commit(apply *a)
+{
+	apply_worker *w;
+	int rc = TM_OK;
+
+	key_set_clear(&a->group_keys);
+	net_each(a->net, add_key, &a->group_keys);
+	for (int i = 0; rc == TM_OK && i < a->nworkers; i++)
+		if (a->workers[i].busy && key_set_meets(&a->workers[i].keys, &a->group_keys)) {
+			a->par_waits++;
+			rc = confirm(a, &a->workers[i], true);
+		}
+	if (rc == TM_OK && (w = free_worker(a)) == NULL) {
+		rc = apply_workers_settle(a);
+		w = free_worker(a);
+	}
+	if (rc == TM_OK)
+		rc = send_group(a, w);
+	if (rc != TM_OK)
+		return rc;
+	w->busy = true;
+	key_set_clear(&w->keys);
+	{
+		key_set t = w->keys; /* the group's keys go with it; the set's table is reused */
+
+		w->keys = a->group_keys;
+		a->group_keys = t;
+	}
+	w->group = (apply_done) {a->group_end, a->group_commit_time, a->pending, a->marker_in_group};
+	a->par_groups++;
+	return TM_OK;
+}

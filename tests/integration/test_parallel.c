@@ -1,0 +1,345 @@
+/*
+ * Integration tests of parallel apply (--apply-workers, apply.h): groups
+ * applied by several target connections at once, committed in source
+ * order.
+ *
+ * The workload: one client, each transaction moving an amount between two
+ * of ACCOUNTS accounts and appending a row to a ledger (bigserial: with one
+ * client, the ledger's ids are the commit order). A reader on the target
+ * checks, in one snapshot each time, that the sum of the balances never
+ * changes (every source transaction whole) and that the ledger is always
+ * ids 1..n without a gap (no transaction visible before an earlier one).
+ * Exactly once: a trigger on the target logs every write the apply makes
+ * to a ledger row; under repeated kill -9 each source row is written once.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tm_fixture.h"
+
+#define ACCOUNTS 20000
+#define BALANCE 1000
+
+static void
+bank_schema(tm_env *e)
+{
+	pgtest_exec(e->s, "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);"
+	                  "INSERT INTO accounts SELECT g, %d FROM generate_series(1, %d) g;"
+	                  "CREATE TABLE ledger (id bigserial PRIMARY KEY, src int, dst int,"
+	                  " amount int)",
+	            BALANCE, ACCOUNTS);
+	assert_int_equal(tm_run(e, 60, NULL, "setup", "--table", "public.accounts", "--table",
+	                        "public.ledger", NULL),
+	                 0);
+}
+
+static void
+bank_step(PGconn *conn, void *arg, unsigned i)
+{
+	unsigned from = (i * 7919u + 13) % ACCOUNTS + 1;
+	unsigned to = (i * 104729u + 7) % ACCOUNTS + 1;
+
+	(void) arg;
+	if (from == to)
+		to = to % ACCOUNTS + 1;
+	pgtest_exec(conn, "BEGIN; UPDATE accounts SET balance = balance - %u WHERE id = %u;"
+	                  " UPDATE accounts SET balance = balance + %u WHERE id = %u;"
+	                  " INSERT INTO ledger (src, dst, amount) VALUES (%u, %u, %u); COMMIT",
+	            i % 50 + 1, from, i % 50 + 1, to, from, to, i % 50 + 1);
+}
+
+typedef struct checker {
+	const char *conninfo;
+	volatile bool stop;
+	long reads, torn, gaps;
+	long bad_sum, bad_count, bad_max;
+} checker;
+
+static void *
+checker_main(void *arg)
+{
+	checker *c = arg;
+	PGconn *conn = PQconnectdb(c->conninfo);
+
+	while (!c->stop) {
+		PGresult *r = PQexec(conn, "SELECT (SELECT sum(balance) FROM accounts),"
+		                           " (SELECT count(*) FROM ledger),"
+		                           " (SELECT coalesce(max(id), 0) FROM ledger)");
+
+		if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+			long sum = atol(PQgetvalue(r, 0, 0)), n = atol(PQgetvalue(r, 0, 1)),
+			     max = atol(PQgetvalue(r, 0, 2));
+
+			c->reads++;
+			if (sum != (long) ACCOUNTS * BALANCE) {
+				c->torn++;
+				c->bad_sum = sum;
+			}
+			if (n != max) {
+				c->gaps++;
+				c->bad_count = n;
+				c->bad_max = max;
+			}
+		}
+		PQclear(r);
+		tm_sleep_ms(2);
+	}
+	PQfinish(conn);
+	return NULL;
+}
+
+static void
+assert_checked(const checker *c)
+{
+	print_message("%ld target reads\n", c->reads);
+	if (c->torn > 0)
+		fail_msg("%ld of %ld reads of the target saw a torn sum (e.g. %ld)", c->torn, c->reads,
+		         c->bad_sum);
+	if (c->gaps > 0)
+		fail_msg("%ld of %ld reads saw the ledger out of commit order (e.g. %ld rows, the "
+		         "highest id %ld)", c->gaps, c->reads, c->bad_count, c->bad_max);
+	assert_true(c->reads > 100);
+}
+
+/* The groups the workers applied, from a run's last words. */
+static long
+worker_groups(const char *out)
+{
+	const char *p = strstr(out, "groups applied by the workers");
+	const char *q = p;
+
+	if (p == NULL)
+		return 0;
+	if (q > out && q[-1] == ' ')
+		q--;
+	while (q > out && q[-1] >= '0' && q[-1] <= '9')
+		q--;
+	return q < p - 1 ? atol(q) : 0;
+}
+
+static void
+test_order_and_atomicity(void **state)
+{
+	tm_env *e = tm_env_new("parorder");
+	checker c = {0};
+	pthread_t th;
+	pgtest_workload *w;
+	pgtest_proc *run;
+	char *out;
+	unsigned txs;
+	long groups;
+
+	(void) state;
+	bank_schema(e);
+	tm_catch_up(e, 120);
+	c.conninfo = e->dst;
+	pthread_create(&th, NULL, checker_main, &c);
+	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
+	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	w = pgtest_workload_start(e->src, bank_step, NULL);
+	while (pgtest_workload_iterations(w) < 2500)
+		tm_sleep_ms(50);
+	txs = pgtest_workload_stop(w, NULL);
+	/* the backlog of a stopped run, caught up by the workers too */
+	pgtest_proc_kill(run, SIGTERM);
+	assert_int_equal(pgtest_proc_wait(run, 60), 0);
+	out = strdup(pgtest_proc_output(run));
+	pgtest_proc_free(run);
+	w = pgtest_workload_start(e->src, bank_step, NULL);
+	while (pgtest_workload_iterations(w) < 1500)
+		tm_sleep_ms(50);
+	txs += pgtest_workload_stop(w, NULL);
+	run = tm_spawn(e, "run", "--until-caught-up", "--apply-workers", "2", NULL);
+	assert_int_equal(pgtest_proc_wait(run, 180), 0);
+	groups = worker_groups(out) + worker_groups(pgtest_proc_output(run));
+	if (groups <= 10)
+		fail_msg("the workers applied %ld groups:\n%s\n%s", groups, out,
+		         pgtest_proc_output(run));
+	pgtest_proc_free(run);
+	free(out);
+	c.stop = true;
+	pthread_join(th, NULL);
+	print_message("%u transactions, %ld groups applied by the workers\n", txs, groups);
+	assert_checked(&c);
+	assert_true(groups > 10);
+	tm_assert_equal(e, "accounts", "id");
+	tm_assert_equal(e, "ledger", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM ledger"), (long) txs);
+	tm_env_free(e);
+}
+
+static void
+test_exactly_once_through_kill9(void **state)
+{
+	tm_env *e = tm_env_new("parkill");
+	pgtest_workload *w;
+	pgtest_proc *run;
+	unsigned txs;
+	long rows, writes, distinct;
+
+	(void) state;
+	bank_schema(e);
+	tm_catch_up(e, 120);
+	/* every write of the apply to a ledger row, logged on the target */
+	pgtest_exec(e->t, "CREATE TABLE ledger_writes (id bigint NOT NULL);"
+	                  "CREATE FUNCTION log_write() RETURNS trigger LANGUAGE plpgsql AS"
+	                  " $$BEGIN INSERT INTO ledger_writes VALUES (NEW.id); RETURN NULL; END$$;"
+	                  "CREATE TRIGGER log_write AFTER INSERT OR UPDATE ON ledger"
+	                  " FOR EACH ROW EXECUTE FUNCTION log_write();"
+	                  "ALTER TABLE ledger ENABLE ALWAYS TRIGGER log_write");
+	w = pgtest_workload_start(e->src, bank_step, NULL);
+	for (int k = 0; k < 6; k++) {
+		run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
+		tm_sleep_ms(500 + (k * 373) % 900);
+		if (!pgtest_proc_running(run))
+			fail_msg("tidemark run ended before the kill:\n%s", pgtest_proc_output(run));
+		pgtest_proc_kill(run, SIGKILL);
+		assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
+		pgtest_proc_free(run);
+	}
+	txs = pgtest_workload_stop(w, NULL);
+	assert_int_equal(tm_run(e, 180, NULL, "run", "--until-caught-up", "--apply-workers", "3",
+	                        NULL),
+	                 0);
+	tm_assert_equal(e, "accounts", "id");
+	tm_assert_equal(e, "ledger", "id");
+	rows = pgtest_query_long(e->s, "SELECT count(*) FROM ledger");
+	writes = pgtest_query_long(e->t, "SELECT count(*) FROM ledger_writes");
+	distinct = pgtest_query_long(e->t, "SELECT count(DISTINCT id) FROM ledger_writes");
+	print_message("%u transactions, 6 kills: %ld ledger rows, %ld writes on the target\n", txs,
+	              rows, writes);
+	assert_true(rows > 500);
+	if (writes != rows || distinct != rows)
+		fail_msg("the source has %ld ledger rows; the target wrote %ld times (%ld rows): a "
+		         "group was applied twice or lost", rows, writes, distinct);
+	tm_env_free(e);
+}
+
+/* ---- TPC-B: every group meets the last one on the branches ---- */
+
+#define BRANCHES 5
+#define TELLERS 50
+#define TPCB_ACCOUNTS 10000
+
+static void
+tpcb_step(PGconn *conn, void *arg, unsigned i)
+{
+	unsigned salt = (unsigned) (uintptr_t) arg * 2654435761u;
+	unsigned aid = (i * 7919u + salt) % TPCB_ACCOUNTS + 1;
+	unsigned tid = (i * 31u + salt) % TELLERS + 1, bid = (tid - 1) % BRANCHES + 1;
+	int delta = (int) ((i * 104729u + salt) % 10001) - 5000;
+
+	pgtest_exec(conn, "BEGIN; UPDATE pgbench_accounts SET abalance = abalance + %d WHERE aid = %u;"
+	                  " UPDATE pgbench_tellers SET tbalance = tbalance + %d WHERE tid = %u;"
+	                  " UPDATE pgbench_branches SET bbalance = bbalance + %d WHERE bid = %u;"
+	                  " INSERT INTO pgbench_history (tid, bid, aid, delta) VALUES (%u, %u, %u, %d);"
+	                  " COMMIT",
+	            delta, aid, delta, tid, delta, bid, tid, bid, aid, delta);
+}
+
+typedef struct tpcb_checker {
+	const char *conninfo;
+	volatile bool stop;
+	long reads, unequal;
+	char seen[128];
+} tpcb_checker;
+
+static void *
+tpcb_checker_main(void *arg)
+{
+	tpcb_checker *c = arg;
+	PGconn *conn = PQconnectdb(c->conninfo);
+
+	while (!c->stop) {
+		PGresult *r = PQexec(conn, "SELECT (SELECT sum(abalance) FROM pgbench_accounts),"
+		                           " (SELECT sum(tbalance) FROM pgbench_tellers),"
+		                           " (SELECT sum(bbalance) FROM pgbench_branches),"
+		                           " (SELECT coalesce(sum(delta), 0) FROM pgbench_history)");
+
+		if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+			c->reads++;
+			for (int k = 1; k < 4; k++)
+				if (strcmp(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, k)) != 0) {
+					c->unequal++;
+					snprintf(c->seen, sizeof c->seen, "%s %s %s %s", PQgetvalue(r, 0, 0),
+					         PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
+					break;
+				}
+		}
+		PQclear(r);
+		tm_sleep_ms(2);
+	}
+	PQfinish(conn);
+	return NULL;
+}
+
+static void
+test_tpcb_sums_stay_equal(void **state)
+{
+	tm_env *e = tm_env_new("partpcb");
+	tpcb_checker c = {0};
+	pgtest_workload *w[3];
+	pthread_t th;
+	pgtest_proc *run;
+	unsigned txs = 0;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE pgbench_branches (bid int PRIMARY KEY, bbalance int NOT NULL);"
+	                  "CREATE TABLE pgbench_tellers (tid int PRIMARY KEY, bid int, tbalance int NOT NULL);"
+	                  "CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int,"
+	                  " abalance int NOT NULL, filler char(84));"
+	                  "CREATE TABLE pgbench_history (hid bigserial PRIMARY KEY, tid int, bid int,"
+	                  " aid int, delta int, mtime timestamptz DEFAULT now());"
+	                  "INSERT INTO pgbench_branches SELECT g, 0 FROM generate_series(1, %d) g;"
+	                  "INSERT INTO pgbench_tellers SELECT g, (g - 1) %% %d + 1, 0"
+	                  " FROM generate_series(1, %d) g;"
+	                  "INSERT INTO pgbench_accounts SELECT g, (g - 1) %% %d + 1, 0, ''"
+	                  " FROM generate_series(1, %d) g",
+	            BRANCHES, BRANCHES, TELLERS, BRANCHES, TPCB_ACCOUNTS);
+	assert_int_equal(tm_run(e, 60, NULL, "setup", "--schema", "public", NULL), 0);
+	tm_catch_up(e, 120);
+	c.conninfo = e->dst;
+	pthread_create(&th, NULL, tpcb_checker_main, &c);
+	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
+	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	for (int k = 0; k < 3; k++)
+		w[k] = pgtest_workload_start(e->src, tpcb_step, (void *) (uintptr_t) (k + 1));
+	while (pgtest_workload_iterations(w[0]) < 1000)
+		tm_sleep_ms(50);
+	for (int k = 0; k < 3; k++)
+		txs += pgtest_workload_stop(w[k], NULL);
+	tm_stop_and_catch_up(e, run, 120);
+	c.stop = true;
+	pthread_join(th, NULL);
+	print_message("%u transactions, %ld target reads\n", txs, c.reads);
+	if (c.unequal > 0)
+		fail_msg("%ld of %ld reads of the target saw the sums differ (accounts, tellers, "
+		         "branches, history: %s)", c.unequal, c.reads, c.seen);
+	assert_true(c.reads > 100);
+	tm_assert_equal(e, "pgbench_accounts", "aid");
+	tm_assert_equal(e, "pgbench_tellers", "tid");
+	tm_assert_equal(e, "pgbench_branches", "bid");
+	tm_assert_equal(e, "pgbench_history", "hid");
+	tm_env_free(e);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_order_and_atomicity),
+		cmocka_unit_test(test_exactly_once_through_kill9),
+		cmocka_unit_test(test_tpcb_sums_stay_equal),
+	};
+
+	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
+}
