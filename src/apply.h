@@ -188,6 +188,10 @@ const apply_stats *apply_get_stats(const apply *a);
 void apply_set_marker(apply *a, const char *content);
 bool apply_marker_reached(const apply *a);
 
+/* Forgets every prepared statement of the apply's connections (after DDL
+ * on the target: sink_reset_statements), the parallel workers' too. */
+int apply_reset_statements(apply *a);
+
 /* Reloads the table list from the catalog (after `snapshot` requests). */
 int apply_reload_tables(apply *a);
 

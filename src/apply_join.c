@@ -450,7 +450,7 @@ apply_set_aside(apply *a, apply_rel *r)
 		log_info("target: the table of %s before it was set aside is kept as \"%s\"",
 		         strbuf_str(&name), aside);
 	if (rc == TM_OK)
-		rc = sink_reset_statements(a->sink);
+		rc = apply_reset_statements(a);
 	if (rc == TM_OK)
 		rc = apply_reload_tables(a);
 	apply_forget_statements(a, table_id);

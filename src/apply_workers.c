@@ -97,6 +97,19 @@ apply_workers_close(apply *a)
 	key_set_free(&a->group_keys);
 }
 
+int
+apply_reset_statements(apply *a)
+{
+	/* (the DDL ran on the apply's own connection: no worker is busy) */
+	int rc = apply_workers_settle(a);
+
+	if (rc == TM_OK)
+		rc = sink_reset_statements(a->sink);
+	for (int i = 0; rc == TM_OK && i < a->nworkers; i++)
+		rc = sink_reset_statements(a->workers[i].sink);
+	return rc;
+}
+
 bool
 apply_workers_busy(const apply *a)
 {

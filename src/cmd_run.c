@@ -202,7 +202,7 @@ after_sync(run_state *st, int rc_in, schema_sync_result *res)
 		return rc;
 	}
 	snapshot_poll_soon(st->snap);
-	rc = sink_reset_statements(st->sink);
+	rc = apply_reset_statements(st->apply);
 	if (rc == TM_OK)
 		rc = apply_reload_tables(st->apply);
 	/* in the transaction that changed them: names, keys and types as now */

@@ -332,6 +332,61 @@ test_tpcb_sums_stay_equal(void **state)
 	tm_env_free(e);
 }
 
+/* ---- schema changes between parallel groups ---- */
+
+static void
+items_step(PGconn *conn, void *arg, unsigned i)
+{
+	const bool *text = arg;
+
+	/* rows of 1.5 kB: upserted one statement each (apply_int.h), on the
+	 * workers, prepared with the column's type of the time */
+	if (*text)
+		pgtest_exec(conn, "UPDATE items SET code = 'c' || %u WHERE id = %u", i, i % 300 + 1);
+	else
+		pgtest_exec(conn, "UPDATE items SET code = %u WHERE id = %u", i, i % 300 + 1);
+}
+
+static void
+test_schema_change_between_groups(void **state)
+{
+	tm_env *e = tm_env_new("parddl");
+	pgtest_workload *w;
+	pgtest_proc *run;
+	bool text = false;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE items (id int PRIMARY KEY, code int, note text);"
+	                  "INSERT INTO items SELECT g, g, repeat('n', 1500) FROM generate_series(1, 300) g");
+	tm_setup_table(e, "items");
+	tm_catch_up(e, 120);
+	run = tm_spawn(e, "run", "--apply-workers", "2", NULL);
+	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	w = pgtest_workload_start(e->src, items_step, &text);
+	while (pgtest_workload_iterations(w) < 1000)
+		tm_sleep_ms(20);
+	pgtest_workload_stop(w, NULL);
+	/* the same statements' text after the change: their parameter's type is not */
+	pgtest_exec(e->s, "ALTER TABLE items ALTER COLUMN code TYPE text USING code::text");
+	text = true;
+	w = pgtest_workload_start(e->src, items_step, &text);
+	while (pgtest_workload_iterations(w) < 1000)
+		tm_sleep_ms(20);
+	pgtest_workload_stop(w, NULL);
+	pgtest_exec(e->s, "ALTER TABLE items ADD COLUMN extra int DEFAULT 7");
+	w = pgtest_workload_start(e->src, items_step, &text);
+	while (pgtest_workload_iterations(w) < 500)
+		tm_sleep_ms(20);
+	pgtest_workload_stop(w, NULL);
+	tm_stop_and_catch_up(e, run, 120);
+	assert_string_equal(pgtest_query_value(e->t, "SELECT format_type(atttypid, atttypmod)"
+	                                             " FROM pg_attribute WHERE attrelid = 'items'::regclass"
+	                                             " AND attname = 'code'"),
+	                    "text");
+	tm_assert_equal(e, "items", "id");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -339,6 +394,7 @@ main(void)
 		cmocka_unit_test(test_order_and_atomicity),
 		cmocka_unit_test(test_exactly_once_through_kill9),
 		cmocka_unit_test(test_tpcb_sums_stay_equal),
+		cmocka_unit_test(test_schema_change_between_groups),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
