@@ -208,18 +208,18 @@ free_worker(apply *a)
 static int
 send_group(apply *a, apply_worker *w)
 {
-	sink *main = a->sink;
+	sink *own = a->sink;
 	int rc;
 
 	/* its waits answer the source's keepalives as the apply's own do */
-	sink_tick_like(w->sink, main);
+	sink_tick_like(w->sink, own);
 	use_sink(a, w->sink);
 	rc = sink_begin(w->sink);
 	if (rc == TM_OK)
 		rc = apply_net_flush(a);
 	if (rc == TM_OK)
 		rc = catalog_save_progress(w->sink, a->cfg.slot, a->group_end, a->group_commit_time);
-	use_sink(a, main);
+	use_sink(a, own);
 	for (int i = 0; rc == TM_OK && i < a->nworkers; i++)
 		if (&a->workers[i] != w)
 			rc = confirm(a, &a->workers[i], true);
