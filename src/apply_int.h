@@ -292,8 +292,9 @@ apply_net_way apply_net_way_of(apply *a, apply_rel *r);
 int apply_net_history_row(apply *a, apply_rel *r, const char *op, const pgoutput_tuple *t,
                           arena *scratch);
 void apply_net_free(apply *a);
-/* Forgets r's statements of many rows and its column types. */
-void apply_net_forget_rel(apply *a, apply_rel *r);
+/* Forgets r's column types (its statements of many rows go with the
+ * others: apply_rel_release_statements). */
+void apply_net_forget_rel(apply_rel *r);
 /* Puts a change of r: NET_ROW and NET_PARTIAL from t (present: the
  * columns sent), NET_DELETE from t's key. *conflict: not put (a partial
  * onto a key this group deleted): the caller flushes and sends it alone. */

@@ -93,12 +93,8 @@ out:
 }
 
 void
-apply_net_forget_rel(apply *a, apply_rel *r)
+apply_net_forget_rel(apply_rel *r)
 {
-	sink_stmt_release(a->sink, r->upsert_rows);
-	sink_stmt_release(a->sink, r->history_rows);
-	sink_stmt_release(a->sink, r->delete_rows);
-	r->upsert_rows = r->history_rows = r->delete_rows = NULL;
 	for (int i = 0; r->types != NULL && i < r->ncols; i++)
 		free(r->types[i]);
 	free(r->types);

@@ -126,19 +126,13 @@ apply_reload_tables(apply *a)
 void
 apply_rel_forget_statements(apply *a, apply_rel *r)
 {
-	sink_stmt_release(a->sink, r->upsert);
-	sink_stmt_release(a->sink, r->upsert_plain);
-	sink_stmt_release(a->sink, r->delete);
-	for (int i = 0; i < r->npartials; i++) {
-		sink_stmt_release(a->sink, r->partials[i].stmt);
-		sink_stmt_release(a->sink, r->partials[i].rows);
+	apply_rel_release_statements(a, r);
+	for (int i = 0; i < r->npartials; i++)
 		free(r->partials[i].present);
-	}
 	free(r->partials);
 	r->partials = NULL;
 	r->npartials = 0;
-	r->upsert = r->delete = r->upsert_plain = NULL;
-	apply_net_forget_rel(a, r);
+	apply_net_forget_rel(r);
 	apply_shape_forget(r);
 }
 

@@ -220,9 +220,8 @@ send_group(apply *a, apply_worker *w)
 	if (rc == TM_OK)
 		rc = catalog_save_progress(w->sink, a->cfg.slot, a->group_end, a->group_commit_time);
 	use_sink(a, own);
-	for (int i = 0; rc == TM_OK && i < a->nworkers; i++)
-		if (&a->workers[i] != w)
-			rc = confirm(a, &a->workers[i], true);
+	if (rc == TM_OK)
+		rc = apply_workers_settle(a); /* every earlier group (w has none) */
 	if (rc == TM_OK)
 		rc = sink_commit_send(w->sink);
 	return rc;

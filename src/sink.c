@@ -352,6 +352,15 @@ note_queued(sink *s, const char *sql)
 
 static int send_deallocations(sink *s);
 
+/* A query whose result is read (what: said of it in a failure) queued. */
+static void
+note_query(sink *s, const char *what)
+{
+	s->queued_what[s->queued] = true;
+	s->queued_stmt[s->queued] = NULL;
+	s->queued_sql[s->queued++] = what;
+}
+
 /* Before a statement is sent: the guard's say (sink_set_guard). */
 static int
 guard(sink *s)
@@ -406,9 +415,7 @@ query(sink *s, const char *what, const char *sql, int nparams, const char *const
 		return rc;
 	if (PQsendQueryParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0) != 1)
 		return pgconn_fail(s->conn, TGT, what, NULL);
-	s->queued_what[s->queued] = true;
-	s->queued_stmt[s->queued] = NULL;
-	s->queued_sql[s->queued++] = what;
+	note_query(s, what);
 	rc = drain(s, &last);
 	if (rc == TM_OK && res != NULL)
 		*res = last;
@@ -543,18 +550,10 @@ sink_in_transaction(const sink *s)
 int
 sink_commit(sink *s, tm_lsn *wal_end)
 {
-	PGresult *r = NULL;
-	int rc = send_params(s, "COMMIT", 0, NULL);
+	bool done;
+	int rc = sink_commit_send(s);
 
-	s->in_tx = false;
-	if (rc != TM_OK)
-		return rc;
-	/* inserted after our commit record, so at or past its end */
-	rc = sink_query(s, "committing", "SELECT pg_current_wal_insert_lsn()", 0, NULL, &r);
-	if (rc == TM_OK && wal_end != NULL)
-		lsn_parse(PQgetvalue(r, 0, 0), wal_end);
-	PQclear(r);
-	return rc;
+	return rc == TM_OK ? sink_commit_wait(s, true, &done, wal_end) : rc;
 }
 
 int
@@ -563,15 +562,14 @@ sink_commit_send(sink *s)
 	int rc = send_params(s, "COMMIT", 0, NULL);
 
 	s->in_tx = false;
+	/* inserted after our commit record, so at or past its end */
 	if (rc == TM_OK && (rc = send_deallocations(s)) == TM_OK &&
 	    PQsendQueryParams(s->conn, "SELECT pg_current_wal_insert_lsn()", 0, NULL, NULL, NULL,
 	                      NULL, 0) != 1)
 		rc = pgconn_fail(s->conn, TGT, "committing", NULL);
 	if (rc != TM_OK)
 		return rc;
-	s->queued_what[s->queued] = true;
-	s->queued_stmt[s->queued] = NULL;
-	s->queued_sql[s->queued++] = "committing";
+	note_query(s, "committing");
 	if (PQpipelineSync(s->conn) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a sync point", NULL);
 	round_start(s, true);
