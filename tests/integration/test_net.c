@@ -188,16 +188,7 @@ test_netted_through_kill9(void **state)
 	tm_setup_table(e, "public.ev");
 	tm_catch_up(e, 60);
 	w = pgtest_workload_start(e->src, hot_step, NULL);
-	for (int k = 0; k < 4; k++) {
-		pgtest_proc *run = tm_spawn(e, "run", NULL);
-
-		tm_sleep_ms(500 + (k * 373) % 900);
-		if (!pgtest_proc_running(run))
-			fail_msg("tidemark run ended before the kill:\n%s", pgtest_proc_output(run));
-		pgtest_proc_kill(run, SIGKILL);
-		assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
-		pgtest_proc_free(run);
-	}
+	tm_kill9_runs(e, 4, 500, NULL);
 	pgtest_workload_stop(w, NULL);
 	tm_catch_up(e, 180);
 	tm_assert_rows_equal(e->s, "public.ev", e->t, "public.ev", "id, kind, payload");

@@ -182,7 +182,6 @@ test_exactly_once_through_kill9(void **state)
 {
 	tm_env *e = tm_env_new("parkill");
 	pgtest_workload *w;
-	pgtest_proc *run;
 	unsigned txs;
 	long rows, writes, distinct;
 
@@ -197,15 +196,7 @@ test_exactly_once_through_kill9(void **state)
 	                  " FOR EACH ROW EXECUTE FUNCTION log_write();"
 	                  "ALTER TABLE ledger ENABLE ALWAYS TRIGGER log_write");
 	w = pgtest_workload_start(e->src, bank_step, NULL);
-	for (int k = 0; k < 6; k++) {
-		run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
-		tm_sleep_ms(500 + (k * 373) % 900);
-		if (!pgtest_proc_running(run))
-			fail_msg("tidemark run ended before the kill:\n%s", pgtest_proc_output(run));
-		pgtest_proc_kill(run, SIGKILL);
-		assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
-		pgtest_proc_free(run);
-	}
+	tm_kill9_runs(e, 6, 500, "--apply-workers", "3", NULL);
 	txs = pgtest_workload_stop(w, NULL);
 	assert_int_equal(tm_run(e, 180, NULL, "run", "--until-caught-up", "--apply-workers", "3",
 	                        NULL),

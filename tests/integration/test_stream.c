@@ -256,16 +256,7 @@ test_kill9_mid_stream(void **state)
 	count_triggers(e);
 	tm_catch_up(e, 60); /* the (empty) snapshot is done before the workload */
 	w = pgtest_workload_start(e->src, event_step, NULL);
-	for (int k = 0; k < 6; k++) {
-		pgtest_proc *run = tm_spawn(e, "run", "--no-net-changes", NULL);
-
-		tm_sleep_ms(400 + (k * 373) % 900);
-		if (!pgtest_proc_running(run))
-			fail_msg("tidemark run ended before the kill:\n%s", pgtest_proc_output(run));
-		pgtest_proc_kill(run, SIGKILL);
-		assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
-		pgtest_proc_free(run);
-	}
+	tm_kill9_runs(e, 6, 400, "--no-net-changes", NULL);
 	steps = pgtest_workload_stop(w, NULL);
 	assert_int_equal(tm_run(e, 180, NULL, "run", "--until-caught-up", "--no-net-changes", NULL), 0);
 	print_message("%u workload steps, 6 kills\n", steps);

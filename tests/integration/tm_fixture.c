@@ -214,6 +214,28 @@ tm_setup_table(tm_env *e, const char *table)
 	free(out);
 }
 
+void
+tm_kill9_runs(tm_env *e, int kills, int first_ms, ...)
+{
+	va_list ap;
+	const char **argv;
+
+	va_start(ap, first_ms);
+	argv = build_argv(e, "run", ap);
+	va_end(ap);
+	for (int k = 0; k < kills; k++) {
+		pgtest_proc *run = pgtest_spawn(argv, NULL);
+
+		tm_sleep_ms(first_ms + (k * 373) % 900);
+		if (!pgtest_proc_running(run))
+			fail_msg("tidemark run ended before the kill:\n%s", pgtest_proc_output(run));
+		pgtest_proc_kill(run, SIGKILL);
+		assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
+		pgtest_proc_free(run);
+	}
+	free(argv);
+}
+
 pgtest_proc *
 tm_start_run(tm_env *e, ...)
 {

@@ -45,6 +45,10 @@ char *tm_expect_at(const char *file, int line, tm_env *e, int rc, const char *co
 /* tidemark with --source/--target/--slot filled in; args NULL-terminated. */
 int tm_run(tm_env *e, double timeout_s, char **output, ...);
 pgtest_proc *tm_spawn(tm_env *e, ...);
+/* `run` with the given extra arguments (NULL-terminated), killed with
+ * SIGKILL kills times, each after first_ms plus a varying 0 to 0.9 s
+ * (fails the test if a run ends before its kill). */
+void tm_kill9_runs(tm_env *e, int kills, int first_ms, ...);
 /* `run --until-caught-up`, expecting exit 0 (fails the test otherwise). */
 void tm_catch_up(tm_env *e, double timeout_s);
 /* Stops a background `run` with SIGTERM (expecting exit 0), then catches up. */
