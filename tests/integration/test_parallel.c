@@ -345,6 +345,7 @@ test_schema_change_between_groups(void **state)
 	pgtest_workload *w;
 	pgtest_proc *run;
 	bool text = false;
+	char *type;
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE items (id int PRIMARY KEY, code int, note text);"
@@ -370,10 +371,10 @@ test_schema_change_between_groups(void **state)
 		tm_sleep_ms(20);
 	pgtest_workload_stop(w, NULL);
 	tm_stop_and_catch_up(e, run, 120);
-	assert_string_equal(pgtest_query_value(e->t, "SELECT format_type(atttypid, atttypmod)"
-	                                             " FROM pg_attribute WHERE attrelid = 'items'::regclass"
-	                                             " AND attname = 'code'"),
-	                    "text");
+	type = pgtest_query_value(e->t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+	                                " WHERE attrelid = 'items'::regclass AND attname = 'code'");
+	assert_string_equal(type, "text");
+	free(type);
 	tm_assert_equal(e, "items", "id");
 	tm_env_free(e);
 }
