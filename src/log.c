@@ -174,7 +174,13 @@ log_tty_width(void)
 bool
 log_is_tty(void)
 {
-	return format == LOG_FORMAT_TEXT && isatty(STDERR_FILENO) == 1;
+	/* asked at every turn of the stream's loop: standard error stays what
+	 * it was when first asked */
+	static int tty = -1;
+
+	if (tty < 0)
+		tty = isatty(STDERR_FILENO) == 1;
+	return format == LOG_FORMAT_TEXT && tty == 1;
 }
 
 void

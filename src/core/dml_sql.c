@@ -278,6 +278,29 @@ dml_sql_upsert_rows(strbuf *sql, const dml_sql_table *t, const char *const *type
 	append_upsert_tail(sql, t);
 }
 
+/* INSERT INTO h (tidemark_op, tidemark_seq, tidemark_lsn,
+ * tidemark_commit_time, c1, ...): the entries' columns in the order of
+ * their arrays and of their COPY fields */
+static void
+append_history_columns(strbuf *sql, const dml_sql_table *t)
+{
+	strbuf_append_qualified(sql, t->schema, t->shape->history);
+	strbuf_append(sql, " (tidemark_op, tidemark_seq, tidemark_lsn, tidemark_commit_time");
+	for (int i = 0; i < t->ncols; i++) {
+		strbuf_append(sql, ", ");
+		strbuf_append_ident(sql, t->cols[i]);
+	}
+	strbuf_append(sql, ")");
+}
+
+void
+dml_sql_history_copy_in(strbuf *sql, const dml_sql_table *t)
+{
+	strbuf_append(sql, "COPY ");
+	append_history_columns(sql, t);
+	strbuf_append(sql, " FROM STDIN");
+}
+
 void
 dml_sql_history_rows(strbuf *sql, const dml_sql_table *t, const char *const *types)
 {
@@ -292,13 +315,7 @@ dml_sql_history_rows(strbuf *sql, const dml_sql_table *t, const char *const *typ
 	for (int i = 0; i < t->ncols; i++)
 		all[4 + i] = types[i];
 	strbuf_append(sql, "INSERT INTO ");
-	strbuf_append_qualified(sql, t->schema, t->shape->history);
-	strbuf_append(sql, " (tidemark_op, tidemark_seq, tidemark_lsn, tidemark_commit_time");
-	for (int i = 0; i < t->ncols; i++) {
-		strbuf_append(sql, ", ");
-		strbuf_append_ident(sql, t->cols[i]);
-	}
-	strbuf_append(sql, ")");
+	append_history_columns(sql, t);
 	append_unnest(sql, t->ncols + 4, all);
 	free(all);
 }
@@ -378,6 +395,16 @@ void
 dml_sql_array_end(strbuf *sb)
 {
 	strbuf_append(sb, sb->len == 0 ? "{}" : "}");
+}
+
+void
+dml_sql_copy_field(strbuf *sb, bool last, const char *v, size_t len)
+{
+	if (v == NULL)
+		strbuf_appendn(sb, "\\N", 2);
+	else
+		strbuf_append_copy_text(sb, v, len);
+	strbuf_appendc(sb, last ? '\n' : '\t');
 }
 
 void

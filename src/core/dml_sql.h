@@ -68,6 +68,10 @@ void dml_sql_upsert_rows(strbuf *sql, const dml_sql_table *t, const char *const 
 /* History entries of many whole rows: t's columns, after the entries'
  * arrays $1 (op, text), $2 (seq), $3 (position), $4 (commit time). */
 void dml_sql_history_rows(strbuf *sql, const dml_sql_table *t, const char *const *types);
+/* The same entries as lines of COPY text (dml_sql_copy_field):
+ * COPY h (tidemark_op, tidemark_seq, tidemark_lsn, tidemark_commit_time,
+ * c1, ..) FROM STDIN. */
+void dml_sql_history_copy_in(strbuf *sql, const dml_sql_table *t);
 /*
  * Deletes and partial updates of many rows by key, of a plain mirror (no
  * shape), one array of text per parameter as above:
@@ -91,6 +95,11 @@ void dml_sql_update_rows(strbuf *sql, const dml_sql_table *t, const bool *presen
  * NULL), and its end ("{}" for none). */
 void dml_sql_array_element(strbuf *sb, const char *v, size_t len);
 void dml_sql_array_end(strbuf *sb);
+/* One field of a line of COPY text format: v (NULL: \N) with backslash,
+ * newline, carriage return and tab escaped, then a tab, or the line's
+ * newline when last. The type's input function reads the value as it
+ * reads the same text as a parameter. */
+void dml_sql_copy_field(strbuf *sb, bool last, const char *v, size_t len);
 
 /* DELETE FROM t WHERE k1 = $1 AND ... (parameters: the key values in
  * key_idx order). */

@@ -114,18 +114,24 @@ strbuf_append_qualified(strbuf *sb, const char *schema, const char *name)
 void
 strbuf_append_copy_text(strbuf *sb, const char *s, size_t n)
 {
+	size_t from = 0;
+
 	strbuf_reserve(sb, n);
 	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
+		const char *esc;
 
-		switch (c) {
-		case '\\': strbuf_appendn(sb, "\\\\", 2); break;
-		case '\n': strbuf_appendn(sb, "\\n", 2); break;
-		case '\r': strbuf_appendn(sb, "\\r", 2); break;
-		case '\t': strbuf_appendn(sb, "\\t", 2); break;
-		default: strbuf_appendc(sb, c); break;
+		switch (s[i]) {
+		case '\\': esc = "\\\\"; break;
+		case '\n': esc = "\\n"; break;
+		case '\r': esc = "\\r"; break;
+		case '\t': esc = "\\t"; break;
+		default: continue;
 		}
+		strbuf_appendn(sb, s + from, i - from);
+		strbuf_appendn(sb, esc, 2);
+		from = i + 1;
 	}
+	strbuf_appendn(sb, s + from, n - from);
 }
 
 const char *

@@ -707,6 +707,52 @@ test_history_quarantine(void **state)
 	tm_env_free(e);
 }
 
+/* A history's entries hold each value exactly as the source wrote it,
+ * whether a flush writes them with COPY (a group of 600 entries) or in
+ * one statement of arrays (10): text with tabs, newlines, carriage returns,
+ * backslashes, quotes and braces, the two characters \N, NULLs, arrays,
+ * jsonb, bytea, numeric, timestamptz, char(n) and boolean. A trigger on the
+ * source logs every row version into a table tidemark does not replicate:
+ * the history's entries but the copy's are that log, row for row. */
+static void
+test_history_values(void **state)
+{
+	static const char *const cols = "id, t, a, j, b, n, ts, c, flag";
+	tm_env *e = tm_env_new("hist_values");
+
+	(void) state;
+	pgtest_exec(e->s,
+	            "CREATE TABLE v (id int PRIMARY KEY, t text, a int[], j jsonb, b bytea,"
+	            " n numeric, ts timestamptz, c char(3), flag boolean);"
+	            "CREATE TABLE v_log (LIKE v);"
+	            "CREATE FUNCTION v_log() RETURNS trigger LANGUAGE plpgsql AS"
+	            " $$BEGIN INSERT INTO v_log SELECT NEW.*; RETURN NULL; END$$;"
+	            "CREATE TABLE odd (k int PRIMARY KEY, s text);"
+	            "INSERT INTO odd VALUES (0, E'tab\there'), (1, E'new\nline'),"
+	            " (2, E'cr\rreturn'), (3, E'back\\slash'), (4, '\\N'), (5, ''),"
+	            " (6, NULL), (7, '\"quoted\" {braces}, comma'), (8, 'NULL'),"
+	            " (9, U&'\\00fcn\\00ef\\00a9\\00f8d\\00e9 \\2603')");
+	setup_with(e, "public.v", NULL, NULL, NULL);
+	set_mode(e, "history", false);
+	tm_catch_up(e, 120);
+	pgtest_exec(e->s, "CREATE TRIGGER v_log AFTER INSERT OR UPDATE ON v FOR EACH ROW"
+	                  " EXECUTE FUNCTION v_log()");
+	/* 600 entries in one transaction, then 10 */
+	pgtest_exec(e->s,
+	            "INSERT INTO v SELECT g, o.s, ARRAY[g, NULL, -g], jsonb_build_object('k', o.s,"
+	            " 'n', g), convert_to(coalesce(o.s, ''), 'UTF8'), g / 7.0,"
+	            " '2026-01-01 00:00:00+00'::timestamptz + g * interval '1 minute 1.5 s',"
+	            " 'ab', g %% 2 = 0 FROM generate_series(1, 600) g JOIN odd o ON o.k = g %% 10");
+	pgtest_exec(e->s, "UPDATE v SET t = t || E'\t' || id, flag = NOT flag WHERE id <= 10");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.v", e->t, "public.v", cols);
+	tm_assert_rows_equal(e->s, "public.v_log", e->t,
+	                     "(SELECT * FROM v_history WHERE tidemark_op <> 'copy') h", cols);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(DISTINCT tidemark_lsn) FROM"
+	                                         " v_history"), 2);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -720,6 +766,7 @@ main(void)
 		cmocka_unit_test(test_history_soft_delete),
 		cmocka_unit_test(test_soft_delete_key_onto_marked),
 		cmocka_unit_test(test_history_quarantine),
+		cmocka_unit_test(test_history_values),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);

@@ -247,6 +247,17 @@ test_many_rows(void **state)
 	assert_sql(&sql, "{\"a\\\"b\\\\c\",NULL,\"NULL\",\"\"}");
 	dml_sql_array_end(&sql);
 	assert_sql(&sql, "{}");
+	/* the same entries as COPY text: fields by tab, NULL as \N, the
+	 * characters COPY reads specially escaped, a value "\N" not NULL */
+	dml_sql_history_copy_in(&sql, &hist_only);
+	assert_sql(&sql, "COPY \"s\".\"t_history\" (tidemark_op, tidemark_seq, tidemark_lsn,"
+	                 " tidemark_commit_time, \"id\", \"v\") FROM STDIN");
+	dml_sql_copy_field(&sql, false, "a\tb\nc\rd\\e", 9);
+	dml_sql_copy_field(&sql, false, NULL, 0);
+	dml_sql_copy_field(&sql, false, "\\N", 2);
+	dml_sql_copy_field(&sql, false, "", 0);
+	dml_sql_copy_field(&sql, true, "x\"y", 3);
+	assert_sql(&sql, "a\\tb\\nc\\rd\\\\e\t\\N\t\\\\N\t\tx\"y\n");
 }
 
 /* Deletes and partial updates of many rows: each key compared as the
