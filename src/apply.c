@@ -105,6 +105,7 @@ apply_new(sink *s, const apply_config *cfg, apply **out)
 		apply_free(a);
 		return rc;
 	}
+	sink_set_stall(s, apply_stream_stalled, a, APPLY_STREAM_STALL_MS);
 	*out = a;
 	return TM_OK;
 }
@@ -114,6 +115,8 @@ apply_free(apply *a)
 {
 	if (a == NULL)
 		return;
+	apply_stream_free(a);
+	sink_set_stall(a->sink, NULL, NULL, 0);
 	apply_workers_close(a);
 	for (int i = 0; i < a->nrels; i++) {
 		apply_keep_free(a, a->rels[i]);
@@ -181,8 +184,8 @@ key_params(const apply_rel *r, const pgoutput_tuple *t, arena *scratch)
 	return p;
 }
 
-static bool
-key_differs(const apply_rel *r, const pgoutput_tuple *oldt, const pgoutput_tuple *newt)
+bool
+apply_key_differs(const apply_rel *r, const pgoutput_tuple *oldt, const pgoutput_tuple *newt)
 {
 	for (int k = 0; k < r->nkeys; k++) {
 		const pgoutput_value *o = &oldt->values[r->key_idx[k]];
@@ -195,8 +198,8 @@ key_differs(const apply_rel *r, const pgoutput_tuple *oldt, const pgoutput_tuple
 	return false;
 }
 
-static bool
-has_unchanged(const pgoutput_tuple *t)
+bool
+apply_has_unchanged(const pgoutput_tuple *t)
 {
 	for (int i = 0; i < t->ncols; i++)
 		if (t->values[i].kind == PGOUTPUT_VALUE_UNCHANGED)
@@ -206,8 +209,8 @@ has_unchanged(const pgoutput_tuple *t)
 
 /* ---- observers ---- */
 
-static bool
-watching(const apply *a, const apply_rel *r)
+bool
+apply_watching(const apply *a, const apply_rel *r)
 {
 	const apply_hooks *h = &a->cfg.hooks;
 
@@ -234,7 +237,7 @@ observe_row(apply *a, const apply_rel *r, const pgoutput_tuple *t, arena *scratc
 	const char **key;
 	size_t *len;
 
-	if (!watching(a, r))
+	if (!apply_watching(a, r))
 		return;
 	key_text(r, t, scratch, &key, &len);
 	a->cfg.hooks.on_row(a->cfg.hooks.ctx, r->table->table_id, key, len);
@@ -247,7 +250,7 @@ observe_partial(apply *a, const apply_rel *r, const pgoutput_tuple *t, arena *sc
 	size_t *len, *vlen;
 	int n = 0;
 
-	if (!watching(a, r))
+	if (!apply_watching(a, r))
 		return;
 	key_text(r, t, scratch, &key, &len);
 	names = arena_alloc(scratch, sizeof(char *) * (size_t) (r->ncols + 1));
@@ -588,10 +591,10 @@ apply_update(apply *a, const pgoutput_msg *m, arena *scratch)
 	if ((rc = apply_shape_ready(a, r)) != TM_OK)
 		return rc;
 	count_change(a, METRICS_ROWS_UPDATED);
-	moved = m->u.update.old_kind != 0 && key_differs(r, oldt, newt);
+	moved = m->u.update.old_kind != 0 && apply_key_differs(r, oldt, newt);
 	if (moved)
 		observe_row(a, r, oldt, scratch);
-	if (has_unchanged(newt)) {
+	if (apply_has_unchanged(newt)) {
 		observe_partial(a, r, newt, scratch);
 		return net_or_partial(a, r, oldt, newt, moved, scratch);
 	}
@@ -652,7 +655,8 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 
 	if (a->skipping)
 		return TM_OK;
-	if ((rc = apply_net_flush(a)) != TM_OK)
+	if ((rc = apply_stream_barrier(a, "a TRUNCATE before its commit")) != TM_OK ||
+	    (rc = apply_net_flush(a)) != TM_OK)
 		return rc;
 	for (uint32_t i = 0; i < m->u.truncate.nrelids; i++) {
 		apply_rel *r = change_rel(a, m->u.truncate.relids[i], m, &rc);
@@ -676,7 +680,7 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 			schemas[n] = r->table->target_schema;
 			names[n++] = r->table->target_table;
 		}
-		if (watching(a, r))
+		if (apply_watching(a, r))
 			a->cfg.hooks.on_truncate(a->cfg.hooks.ctx, r->table->table_id);
 	}
 	if (n == 0 && !marked)
@@ -829,6 +833,8 @@ apply_commit(apply *a, const pgoutput_msg *m)
 	metrics_stage(a->cfg.metrics, METRICS_SOURCE_TXS, 1);
 	a->group_end = m->u.commit.end_lsn;
 	a->group_commit_time = m->u.commit.commit_time;
+	if (a->watch_xid != 0 && a->xid == a->watch_xid)
+		a->watch_end = m->u.commit.end_lsn;
 	return group_full(a) ? group_commit(a) : TM_OK;
 }
 
@@ -845,8 +851,11 @@ apply_logical_message(apply *a, const pgoutput_msg *m)
 	}
 	if (strncmp(m->u.message.prefix, "tidemark.", 9) == 0 && a->cfg.hooks.on_message != NULL) {
 		/* what it runs (a schema change, a chunk's load) meets the target
-		 * holding every change before it */
-		int rc = apply_net_flush(a);
+		 * holding every change before it, and no streamed transaction's */
+		int rc = apply_stream_barrier(a, "a schema change or a copy before its commit");
+
+		if (rc == TM_OK)
+			rc = apply_net_flush(a);
 
 		a->tx_messaged = true;
 		if (rc == TM_OK)
@@ -905,10 +914,23 @@ apply_message(apply *a, const pgoutput_msg *m, arena *scratch)
 	case PGOUTPUT_TYPE:
 		return TM_OK;
 	default:
-		log_error("unexpected %s message: streaming of in-progress transactions was not "
-		          "requested", pgoutput_kind_name(m->kind));
+		log_error("internal: a %s message outside the streamed transactions' path",
+		          pgoutput_kind_name(m->kind));
 		return TM_EXIT_INTERNAL;
 	}
+}
+
+void
+apply_watch_commit(apply *a, uint32_t xid)
+{
+	a->watch_xid = xid;
+	a->watch_end = LSN_INVALID;
+}
+
+bool
+apply_watched_applied(const apply *a)
+{
+	return a->watch_end != LSN_INVALID && a->applied >= a->watch_end;
 }
 
 int

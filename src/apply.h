@@ -141,7 +141,12 @@ typedef struct apply_config {
 	                            * committed with each target transaction */
 	bool net_changes;          /* a group applies each key's net change (below) */
 	int workers;               /* parallel apply connections (below); 1: none */
-	const char *target;        /* borrowed: their conninfo */
+	const char *target;        /* borrowed: their conninfo (and the streamed
+	                            * transactions' connection) */
+	bool stream_direct;        /* a transaction the source streams in progress is
+	                            * applied as it comes, where it may (below) */
+	const char *spool_dir;     /* borrowed: where streamed transactions are
+	                            * spooled (NULL: $TMPDIR, else /tmp) */
 } apply_config;
 
 typedef struct apply_stats {
@@ -158,6 +163,45 @@ void apply_free(apply *a);
 /* Applies one message. Scratch memory (the caller's arena, reset by the
  * caller after each message) holds the message's arrays. */
 int apply_message(apply *a, const pgoutput_msg *m, arena *scratch);
+
+/*
+ * Transactions the source streams while they are in progress (pgoutput
+ * streaming; apply_stream.c). Each one's messages are spooled to a file of
+ * its own (bounded memory, whatever its size) and, while it only changes
+ * rows of tables with a key in mirror mode that no copy is busy with, also
+ * applied as they come (cfg.stream_direct): as net changes, in a target
+ * transaction of its own on a connection of its own, with a savepoint per
+ * subtransaction. At its Stream Commit, once every group before it is
+ * committed, that transaction stores its position and commits: the
+ * transaction reaches the target moments after its commit on the source.
+ * Anything else met on the way (a schema change or another message of
+ * tidemark's, a TRUNCATE, a table being copied or in another mode or
+ * without a key, a value to check, a copy starting, a wait of the apply's
+ * own connection for a lock it holds) rolls that target transaction back,
+ * and the transaction is applied at its commit from its spool, the usual
+ * way, as if it had come whole. A Stream Abort rolls back (to the
+ * subtransaction's savepoint, and cuts the spool back to its start).
+ *
+ * A subtransaction rolled back around a tidemark message (a DDL in a
+ * savepoint) cannot be told apart in the stream, whose messages carry the
+ * top transaction's xid: apply_stream_restart then says the session must
+ * start again without streaming until that transaction is applied.
+ */
+/* Applies one message as received: streamed ones (Stream Start, Stop,
+ * Commit, Abort and the messages between them: m->stream_xid, raw and len
+ * their bytes, lsn their position) here, the others by apply_message. */
+int apply_received(apply *a, const pgoutput_msg *m, const char *raw, size_t len, tm_lsn lsn,
+                   arena *scratch);
+/* Must the session start again without streaming? *xid: until this
+ * transaction is applied (apply_watch_commit). */
+bool apply_stream_restart(const apply *a, uint32_t *xid);
+/* Watches for the commit of transaction xid: apply_watched_applied is
+ * true once its target transaction is committed. */
+void apply_watch_commit(apply *a, uint32_t xid);
+bool apply_watched_applied(const apply *a);
+/* The transactions streamed so far and applied as they came, and those
+ * applied at their commit from their spool. */
+void apply_stream_counts(const apply *a, long *direct, long *spooled);
 
 /* The source has nothing more right now: commit an open group when it ends
  * on a source transaction boundary. */

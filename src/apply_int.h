@@ -54,6 +54,17 @@
 
 typedef struct apply_kept apply_kept; /* apply_join.c */
 typedef struct apply_worker apply_worker; /* apply_workers.c */
+typedef struct apply_stream apply_stream; /* apply_stream.c */
+
+/* A streamed transaction is applied as it comes with at most this many
+ * savepoints (subtransactions with changes): beyond, it is applied at its
+ * commit, so that no target transaction grows past what PostgreSQL caches
+ * of a transaction's subtransactions (64) for every reader's snapshot. */
+#define APPLY_STREAM_SAVEPOINTS 32
+/* The apply's own connection waiting this long while a streamed
+ * transaction is applied as it comes: that transaction may hold the lock
+ * waited for, and is rolled back (applied at its commit instead). */
+#define APPLY_STREAM_STALL_MS 3000
 
 typedef struct apply_partial {
 	bool *present;      /* owned: columns set by this statement */
@@ -170,6 +181,21 @@ struct apply {
 	key_set group_keys;         /* the keys of the group being sent */
 	long par_groups;            /* groups the workers committed */
 	long par_waits;             /* of them, after waiting for an earlier one's keys */
+	/* streamed transactions (apply_stream.c) */
+	apply_stream *streams;      /* owned list: those open */
+	apply_stream *stream_in;    /* borrowed: the one between Stream Start and Stop */
+	sink *stream_sink;          /* owned: the connection of the one applied as it
+	                             * comes (opened on first use) */
+	net_set *stream_net;        /* owned: its net changes */
+	sink *own_sink;             /* the apply's own connection and net changes, */
+	net_set *own_net;           /* while a->sink and a->net are the stream's */
+	bool stream_swapped;
+	bool restart_unstreamed;    /* apply_stream_restart */
+	uint32_t restart_xid;
+	uint32_t watch_xid;         /* apply_watch_commit: */
+	tm_lsn watch_end;           /* its end, once its commit was met */
+	long stream_direct;         /* streamed transactions committed as they came */
+	long stream_spooled;        /* and from their spool */
 };
 
 /* A group as it is counted once committed. */
@@ -187,6 +213,28 @@ void apply_group_committed(apply *a, const apply_done *g, tm_lsn wal_end);
 /* A target commit whose WAL ends at target_lsn applied up to source_lsn:
  * durable once the target's flushed WAL passes it (apply.c). */
 void apply_note_commit(apply *a, tm_lsn target_lsn, tm_lsn source_lsn);
+
+/* ---- apply.c: what the streamed transactions share with the others ---- */
+
+/* Does the update change the key (both tuples of r's columns)? */
+bool apply_key_differs(const apply_rel *r, const pgoutput_tuple *oldt, const pgoutput_tuple *newt);
+/* Is a column of t an unchanged TOAST value, not sent? */
+bool apply_has_unchanged(const pgoutput_tuple *t);
+/* Is the snapshot watching r's table (a chunk's window open)? */
+bool apply_watching(const apply *a, const apply_rel *r);
+
+/* ---- apply_stream.c ---- */
+
+/* Something the target must see in source order comes (a tidemark
+ * message, a TRUNCATE, tables reloaded): a streamed transaction applied
+ * as it comes goes back to its spool (rolled back on its connection). */
+int apply_stream_barrier(apply *a, const char *why);
+/* The apply's own connection has waited long: the same (sink_set_stall). */
+void apply_stream_stalled(void *ctx);
+/* Forgets the statements prepared on the streamed transactions'
+ * connection (after DDL on the target). */
+int apply_stream_reset_statements(apply *a);
+void apply_stream_free(apply *a);
 
 /* ---- apply_rel.c: tables, relations, their statements ---- */
 
@@ -238,6 +286,9 @@ int apply_workers_open(apply *a);
 void apply_workers_close(apply *a);
 /* Does a worker have a group in flight? */
 bool apply_workers_busy(const apply *a);
+/* The apply's statements go to s from now on (each relation's held ones
+ * let go, found again in s's cache when next used). */
+void apply_use_sink(apply *a, sink *s);
 /* Does the group that ends go to a worker (nothing of it went elsewhere)? */
 bool apply_workers_take(const apply *a);
 /* Sends the group that ends to a worker (apply_workers_take). */

@@ -91,7 +91,12 @@ apply_reload_tables(apply *a)
 {
 	catalog_table *arr;
 	int n, stale = 0;
-	int rc = apply_net_flush(a); /* the changes held are of the tables as they were */
+	/* the changes held are of the tables as they were; a streamed
+	 * transaction applied as it comes may meet a copy starting */
+	int rc = apply_stream_barrier(a, "tables to copy (again) before its commit");
+
+	if (rc == TM_OK)
+		rc = apply_net_flush(a);
 
 	if (rc == TM_OK)
 		rc = catalog_load_tables(a->sink, a->cfg.slot, &arr, &n);

@@ -105,6 +105,8 @@ apply_reset_statements(apply *a)
 
 	if (rc == TM_OK)
 		rc = sink_reset_statements(a->sink);
+	if (rc == TM_OK)
+		rc = apply_stream_reset_statements(a);
 	for (int i = 0; rc == TM_OK && i < a->nworkers; i++)
 		rc = sink_reset_statements(a->workers[i].sink);
 	return rc;
@@ -175,8 +177,8 @@ add_key(void *ctx, const net_entry *e)
 /* The relations' statements belong to the connection they were prepared
  * on: they are let go before the apply's statements go to another one
  * (and found again in that one's cache when next used). */
-static void
-use_sink(apply *a, sink *s)
+void
+apply_use_sink(apply *a, sink *s)
 {
 	for (int i = 0; i < a->nrels; i++)
 		apply_rel_release_statements(a, a->rels[i]);
@@ -213,13 +215,13 @@ send_group(apply *a, apply_worker *w)
 
 	/* its waits answer the source's keepalives as the apply's own do */
 	sink_tick_like(w->sink, own);
-	use_sink(a, w->sink);
+	apply_use_sink(a, w->sink);
 	rc = sink_begin(w->sink);
 	if (rc == TM_OK)
 		rc = apply_net_flush(a);
 	if (rc == TM_OK)
 		rc = catalog_save_progress(w->sink, a->cfg.slot, a->group_end, a->group_commit_time);
-	use_sink(a, own);
+	apply_use_sink(a, own);
 	if (rc == TM_OK)
 		rc = apply_workers_settle(a); /* every earlier group (w has none) */
 	if (rc == TM_OK)

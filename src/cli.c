@@ -128,6 +128,13 @@ const cli_option cli_option_table[] = {
 	{"no-net-changes", 0, NULL, FLAG(no_net_changes), RUNS, RUNS,
 	 "apply every source change as it came (default: each\n"
 	 "key's net change per target transaction)"},
+	{"no-streaming", 0, NULL, FLAG(no_streaming), RUNS, RUNS,
+	 "do not ask the source to stream large transactions while\n"
+	 "they are in progress (default: it does, and they are\n"
+	 "applied as they come where they can be)"},
+	{"spool-dir", 0, "DIR", STRING(spool_dir), RUNS, RUNS,
+	 "where streamed transactions wait for their commit\n"
+	 "(default: $TMPDIR, else /tmp; files removed at once)"},
 	{"drop-tables", 0, NULL, FLAG(drop_tables), RUNS, RUNS,
 	 "drop on the target the tables dropped on the source\n"
 	 "(default: keep them, no longer replicated)"},

@@ -61,6 +61,8 @@ typedef struct cli_options {
 	bool drop_target;         /* teardown: also drop the target catalog */
 	bool drop_columns;        /* run: drop on the target the columns dropped on the source */
 	bool no_net_changes;      /* run: every change applied as it came (apply.h) */
+	bool no_streaming;        /* run: transactions sent whole at their commit */
+	char *spool_dir;          /* run: where streamed transactions are spooled */
 	bool drop_tables;         /* run: drop on the target the tables dropped on the source */
 	long chunk_rows;          /* run: snapshot chunk size (0: default) */
 	long long chunk_bytes;    /* run: snapshot chunk size in bytes read (0: default) */

@@ -97,6 +97,10 @@ typedef struct run_state {
 	metrics *metrics;           /* owned; NULL without --metrics-listen */
 	double last_metrics;        /* when the positions were last set */
 	tm_lsn metrics_applied;     /* the applied position they were set to */
+	bool restart_now;           /* the session ended to start again at once */
+	bool unstreamed;            /* sessions without streaming, until: */
+	uint32_t unstreamed_xid;    /* this transaction is applied (or rolled back) */
+	double unstreamed_checked;  /* when the source was last asked about it */
 } run_state;
 
 /* ---- new tables in replicated schemas ---- */
@@ -427,9 +431,9 @@ handle_xlogdata(run_state *st, const pgoutput_copydata *cd)
 		          err.msg);
 		return TM_EXIT_SOURCE;
 	}
-	rc = apply_message(st->apply, &m, &st->scratch);
+	rc = apply_received(st->apply, &m, cd->data, cd->len, cd->wal_start, &st->scratch);
 	arena_reset(&st->scratch);
-	if (m.kind == PGOUTPUT_COMMIT)
+	if (m.kind == PGOUTPUT_COMMIT || m.kind == PGOUTPUT_STREAM_COMMIT)
 		st->made_progress = true;
 	return rc;
 }
@@ -449,20 +453,61 @@ handle_copydata(run_state *st, const char *buf, size_t len)
 	return handle_xlogdata(st, &cd);
 }
 
-/* Done when asked to stop, or caught up; either way only at a source
- * transaction boundary, after committing what the target has open. */
+/* How often a session without streaming asks the source whether the
+ * transaction it waits for has ended without a commit. */
+#define UNSTREAMED_CHECK_S 5
+
+/* Should the session start again with the other streaming setting? A
+ * streamed transaction asked for a session without streaming
+ * (apply_stream_restart); such a session ends once that transaction is
+ * applied, or the source says it ended otherwise. */
+static bool
+streaming_turns(run_state *st, int *rc)
+{
+	char status[16] = "";
+	double now = clock_now_s();
+
+	if (!st->unstreamed)
+		return apply_stream_restart(st->apply, &st->unstreamed_xid);
+	if (apply_watched_applied(st->apply))
+		return true;
+	if (now - st->unstreamed_checked < UNSTREAMED_CHECK_S)
+		return false;
+	st->unstreamed_checked = now;
+	*rc = source_query_next_xid(st->control, &st->next_xid);
+	st->next_xid_at = now;
+	if (*rc == TM_OK)
+		*rc = source_query_xact_status(st->control,
+		                               ddl_auth_widen_xid(st->next_xid, st->unstreamed_xid),
+		                               status, sizeof status);
+	return *rc == TM_OK && strcmp(status, "committed") != 0 &&
+	       strcmp(status, "in progress") != 0;
+}
+
+/* Done when asked to stop, or caught up, or to start again with the other
+ * streaming setting; only at a source transaction boundary, after
+ * committing what the target has open. */
 static bool
 session_done(run_state *st, int *rc)
 {
-	bool wanted = stop_requests > 0 ||
+	bool turn = streaming_turns(st, rc);
+	bool wanted = stop_requests > 0 || turn ||
 	              (st->marker[0] != '\0' && apply_marker_reached(st->apply) &&
 	               !snapshot_busy(st->snap));
 
+	if (*rc != TM_OK)
+		return true;
 	if (!wanted || apply_in_source_transaction(st->apply))
 		return false;
 	*rc = apply_idle(st->apply);
 	if (*rc == TM_OK)
 		*rc = apply_settle(st->apply); /* what parallel workers have in flight */
+	if (*rc == TM_OK && turn && stop_requests == 0) {
+		st->restart_now = true;
+		st->unstreamed = !st->unstreamed;
+		log_info("the stream starts again %s streaming", st->unstreamed ? "without" : "with");
+		return true;
+	}
 	if (*rc != TM_OK || stop_requests > 0)
 		return true;
 	/* tables registered by the target transactions just committed: the
@@ -608,8 +653,8 @@ session_open(run_state *st)
 	                          .type_boundary = type_boundary, .boundary_ctx = st,
 	                          .metrics = st->metrics};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}, st->metrics,
-	                    !o->no_net_changes, 1, NULL};
-	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2};
+	                    !o->no_net_changes, 1, NULL, true, NULL};
+	source_options so = {o->source, o->slot, o->publication, LSN_INVALID, 2, false};
 	char pos[LSN_TEXT_MAX];
 	int rc = pgconn_open(o->source, PGCONN_SOURCE, "control", false, &st->control);
 
@@ -653,6 +698,7 @@ session_open(run_state *st)
 	cfg.hooks.commit_ctx = st;
 	cfg.workers = o->no_net_changes ? 1 : o->apply_workers;
 	cfg.target = o->target;
+	cfg.spool_dir = o->spool_dir;
 	rc = apply_new(st->sink, &cfg, &st->apply);
 	/* this run's policies, said once: in force while its apply connection lives */
 	if (rc == TM_OK)
@@ -665,7 +711,10 @@ session_open(run_state *st)
 		apply_set_marker(st->apply, st->marker);
 	if (st->stop_before != LSN_INVALID)
 		apply_stop_before(st->apply, st->stop_before);
+	if (st->unstreamed)
+		apply_watch_commit(st->apply, st->unstreamed_xid);
 	so.start = apply_committed(st->apply);
+	so.streaming = !o->no_streaming && !st->unstreamed;
 	rc = source_open(&so, &st->stream);
 	st->connect_failed = PGCONN_IS_RETRY(rc) && rc != PGCONN_RETRY_SLOT_BUSY;
 	st->streamed |= rc == TM_OK;
@@ -761,6 +810,10 @@ cmd_run(const cli_options *o)
 	for (;;) {
 		st.made_progress = false;
 		rc = run_session(&st);
+		if (rc == TM_OK && st.restart_now && stop_requests == 0) {
+			st.restart_now = false;
+			continue;
+		}
 		if (rc == TM_EXIT_POLICY && st.stop_before != LSN_INVALID) {
 			/* apply what came before the stopping transaction, then stop */
 			log_info("applying the transactions before the stop");

@@ -55,6 +55,9 @@ struct sink {
 	sink_tick_fn tick;                /* called while a result is long in coming */
 	void *tick_ctx;
 	int tick_ms;
+	sink_tick_fn stall;               /* called once in a wait this long (sink_set_stall) */
+	void *stall_ctx;
+	int stall_ms;
 	int trying;                       /* in sink_try or a region (nested): a statement
 	                                   * error is kept, not logged */
 	char *try_failure;                /* owned: that error's message */
@@ -203,17 +206,22 @@ now_ms(void)
 static void
 wait_result(sink *s)
 {
-	double last = now_ms();
+	double start = now_ms(), last = start;
+	bool stalled = false;
 
-	while (s->tick != NULL && PQisBusy(s->conn)) {
+	while ((s->tick != NULL || s->stall != NULL) && PQisBusy(s->conn)) {
 		struct pollfd p = {PQsocket(s->conn), POLLIN, 0};
-		int n = poll(&p, 1, s->tick_ms);
+		int n = poll(&p, 1, s->tick != NULL ? s->tick_ms : s->stall_ms);
 
 		if ((n < 0 && errno != EINTR) || (n > 0 && PQconsumeInput(s->conn) == 0))
 			return;
-		if (now_ms() - last >= s->tick_ms) {
+		if (s->tick != NULL && now_ms() - last >= s->tick_ms) {
 			s->tick(s->tick_ctx);
 			last = now_ms();
+		}
+		if (s->stall != NULL && !stalled && now_ms() - start >= s->stall_ms) {
+			stalled = true;
+			s->stall(s->stall_ctx);
 		}
 	}
 }
@@ -376,6 +384,14 @@ guard(sink *s)
 }
 
 void
+sink_set_stall(sink *s, sink_tick_fn fn, void *ctx, int after_ms)
+{
+	s->stall = fn;
+	s->stall_ctx = ctx;
+	s->stall_ms = after_ms > 0 ? after_ms : 1000;
+}
+
+void
 sink_tick_like(sink *dst, const sink *src)
 {
 	dst->tick = src->tick;
@@ -529,6 +545,12 @@ sink_region_end(sink *s, int rc, char **failure)
 		return rc;
 	return sink_command(s, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_region", 0,
 	                    NULL);
+}
+
+int
+sink_send_static(sink *s, const char *sql)
+{
+	return send_params(s, sql, 0, NULL);
 }
 
 int

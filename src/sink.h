@@ -44,6 +44,11 @@ typedef void (*sink_tick_fn)(void *ctx);
 typedef int (*sink_guard_fn)(void *ctx, sink *s);
 void sink_set_guard(sink *s, sink_guard_fn fn, void *ctx);
 void sink_set_tick(sink *s, sink_tick_fn fn, void *ctx, int interval_ms);
+/* fn(ctx) is called once in a wait for a result that has lasted after_ms,
+ * from the waiting thread (the apply: its own connection may wait for a
+ * lock a streamed transaction's connection holds). fn must not use the
+ * sink. NULL: none. */
+void sink_set_stall(sink *s, sink_tick_fn fn, void *ctx, int after_ms);
 /* dst's tick becomes src's (a connection that works for src's user). */
 void sink_tick_like(sink *dst, const sink *src);
 void sink_close(sink *s);
@@ -89,6 +94,10 @@ int sink_region_begin(sink *s);
 int sink_region_end(sink *s, int rc, char **failure);
 
 int sink_begin(sink *s);
+/* Queues a statement without parameters or result (SAVEPOINT, ...): sql
+ * must be a string constant (it names the statement in a failure until its
+ * result is read). */
+int sink_send_static(sink *s, const char *sql);
 bool sink_in_transaction(const sink *s);
 /*
  * Commits and waits for the commit (visible, not yet durable: the session

@@ -75,7 +75,8 @@ start_replication(source *s, const source_options *o)
 	strbuf_append(&sql, "START_REPLICATION SLOT ");
 	strbuf_append_ident(&sql, o->slot);
 	strbuf_appendf(&sql, " LOGICAL %s (proto_version '%d', publication_names %s,"
-	               " messages 'true')", lsn_format(o->start, lsn), o->proto_version, pub);
+	               " messages 'true'%s)", lsn_format(o->start, lsn), o->proto_version, pub,
+	               o->streaming ? ", streaming 'on'" : "");
 	PQfreemem(pub);
 	r = PQexec(s->conn, sql.data);
 	if (PQresultStatus(r) != PGRES_COPY_BOTH) {

@@ -24,6 +24,7 @@ typedef struct source_options {
 	const char *publication;
 	tm_lsn start;             /* resume point: end of the last applied commit */
 	int proto_version;        /* 2 */
+	bool streaming;           /* ask for transactions in progress to be streamed */
 } source_options;
 
 /* Connects and issues START_REPLICATION. *out is new (source_close). */

@@ -672,6 +672,24 @@ source_query_next_xid(PGconn *conn, uint64_t *out)
 }
 
 int
+source_query_xact_status(PGconn *conn, uint64_t xid, char *out, size_t outlen)
+{
+	char text[24];
+	const char *params[] = {text};
+	PGresult *r;
+	int rc;
+
+	snprintf(text, sizeof text, "%llu", (unsigned long long) xid);
+	rc = query(conn, "reading a transaction's status",
+	           "SELECT coalesce(pg_xact_status($1::text::xid8), 'unknown')", 1, params, &r);
+	if (rc == TM_OK) {
+		snprintf(out, outlen, "%s", PQgetvalue(r, 0, 0));
+		PQclear(r);
+	}
+	return rc;
+}
+
+int
 source_query_emit(PGconn *conn, const char *prefix, const char *content, tm_lsn *lsn)
 {
 	const char *params[] = {prefix, content};

@@ -137,6 +137,9 @@ int source_query_capture_key(PGconn *conn, char **hex);
 /* The source's next transaction id, 64-bit with its epoch (the xmax of a
  * snapshot taken now; no transaction id is used up). */
 int source_query_next_xid(PGconn *conn, uint64_t *out);
+/* pg_xact_status of the 64-bit xid: "committed", "aborted", "in progress",
+ * or "unknown" (too old to be known). */
+int source_query_xact_status(PGconn *conn, uint64_t xid, char *out, size_t outlen);
 
 /* A transactional logical message in its own transaction; *lsn: its LSN. */
 int source_query_emit(PGconn *conn, const char *prefix, const char *content, tm_lsn *lsn);

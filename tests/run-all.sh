@@ -93,8 +93,9 @@ run_ctest() {
 
 # The sanitizer build runs every test but the slow fault-injection loops
 # (label "slow": test_faults, test_modes and test_net with their kill -9
-# proofs, the migration-history replay and the rewrites), which the normal
-# build runs: the suite stays under 20 minutes on two cores.
+# proofs, the migration-history replay, the rewrites and the streamed
+# transactions), which the normal build runs: the suite stays under 20
+# minutes on two cores.
 run_ctest_sanitized() {
 	ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

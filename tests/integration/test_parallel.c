@@ -45,16 +45,8 @@ bank_schema(tm_env *e)
 static void
 bank_step(PGconn *conn, void *arg, unsigned i)
 {
-	unsigned from = (i * 7919u + 13) % ACCOUNTS + 1;
-	unsigned to = (i * 104729u + 7) % ACCOUNTS + 1;
-
 	(void) arg;
-	if (from == to)
-		to = to % ACCOUNTS + 1;
-	pgtest_exec(conn, "BEGIN; UPDATE accounts SET balance = balance - %u WHERE id = %u;"
-	                  " UPDATE accounts SET balance = balance + %u WHERE id = %u;"
-	                  " INSERT INTO ledger (src, dst, amount) VALUES (%u, %u, %u); COMMIT",
-	            i % 50 + 1, from, i % 50 + 1, to, from, to, i % 50 + 1);
+	tm_bank_transfer(conn, ACCOUNTS, i);
 }
 
 typedef struct checker {

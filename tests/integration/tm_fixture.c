@@ -187,6 +187,20 @@ tm_stop_and_catch_up(tm_env *e, pgtest_proc *run, double timeout_s)
 }
 
 void
+tm_bank_transfer(PGconn *conn, unsigned accounts, unsigned i)
+{
+	unsigned from = (i * 7919u + 13) % accounts + 1;
+	unsigned to = (i * 104729u + 7) % accounts + 1;
+
+	if (from == to)
+		to = to % accounts + 1;
+	pgtest_exec(conn, "BEGIN; UPDATE accounts SET balance = balance - %u WHERE id = %u;"
+	                  " UPDATE accounts SET balance = balance + %u WHERE id = %u;"
+	                  " INSERT INTO ledger (src, dst, amount) VALUES (%u, %u, %u); COMMIT",
+	            i % 50 + 1, from, i % 50 + 1, to, from, to, i % 50 + 1);
+}
+
+void
 tm_assert_equal(tm_env *e, const char *table, const char *order_by)
 {
 	char *diff = NULL;

@@ -53,6 +53,11 @@ void tm_kill9_runs(tm_env *e, int kills, int first_ms, ...);
 void tm_catch_up(tm_env *e, double timeout_s);
 /* Stops a background `run` with SIGTERM (expecting exit 0), then catches up. */
 void tm_stop_and_catch_up(tm_env *e, pgtest_proc *run, double timeout_s);
+/* One step of the bank workload: amount i % 50 + 1 moved between two of
+ * the accounts 1..accounts (accounts: id, balance), and the move appended
+ * to ledger (id bigserial, src, dst, amount), in one transaction. */
+void tm_bank_transfer(PGconn *conn, unsigned accounts, unsigned i);
+
 /* Asserts the table is equal on both sides (fails with the difference). */
 void tm_assert_equal(tm_env *e, const char *table, const char *order_by);
 
