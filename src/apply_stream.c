@@ -248,13 +248,14 @@ stream_start(apply *a, const pgoutput_msg *m)
 	a->stream_in = t;
 	if (!t->direct)
 		return TM_OK;
-	/* no earlier transaction's row locks in its way */
+	/* no earlier transaction's row locks in its way (a long wait for them
+	 * may have sent this one to its spool: apply_stream_stalled) */
 	rc = apply_idle(a);
 	if (rc == TM_OK)
 		rc = apply_settle(a);
-	if (rc == TM_OK)
+	if (rc == TM_OK && t->direct)
 		rc = stream_sink_ready(a);
-	if (rc == TM_OK)
+	if (rc == TM_OK && t->direct)
 		stream_enter(a);
 	return rc;
 }
@@ -585,18 +586,16 @@ stream_abort(apply *a, const pgoutput_msg *m)
 
 /* ---- Stream Commit ---- */
 
-/* t applied as it came: the groups before it commit, then it does, with
+/* t applied as it came (the groups before it committed): it commits, with
  * its position. */
 static int
 direct_commit(apply *a, apply_stream *t, const pgoutput_msg *m)
 {
 	apply_done g = {m->u.stream_commit.end_lsn, m->u.stream_commit.commit_time, {0}, false};
 	tm_lsn wal_end = LSN_INVALID;
-	int rc = apply_idle(a);
+	int rc = TM_OK;
 
-	if (rc == TM_OK)
-		rc = apply_settle(a);
-	if (rc == TM_OK && a->cfg.hooks.on_commit != NULL)
+	if (a->cfg.hooks.on_commit != NULL)
 		a->cfg.hooks.on_commit(a->cfg.hooks.ctx, t->xid, m->u.stream_commit.commit_lsn);
 	if (rc == TM_OK)
 		rc = catalog_save_progress(a->stream_sink, a->cfg.slot, g.end, g.commit_time);
@@ -683,7 +682,13 @@ stream_commit(apply *a, const pgoutput_msg *m)
 	                  (a->stop_before != LSN_INVALID &&
 	                   m->u.stream_commit.commit_lsn >= a->stop_before)))
 		demote(a, t, "not to be applied now");
-	rc = t->direct ? direct_commit(a, t, m) : replay(a, t, m);
+	/* the groups before it commit first (a long wait for them may send it
+	 * to its spool: apply_stream_stalled) */
+	rc = t->direct ? apply_idle(a) : TM_OK;
+	if (rc == TM_OK && t->direct)
+		rc = apply_settle(a);
+	if (rc == TM_OK)
+		rc = t->direct ? direct_commit(a, t, m) : replay(a, t, m);
 	stream_free(a, t);
 	return rc;
 }

@@ -15,8 +15,8 @@ bench_now(void)
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static long
-vm_hwm_kb(pid_t pid)
+long
+bench_peak_kb(pid_t pid)
 {
 	char path[64], line[256];
 	FILE *f;
@@ -49,7 +49,7 @@ bench_run_program_measured(const char *program, const char *const argv[], double
 	int rc;
 
 	while (pgtest_proc_running(p) && bench_now() - start < timeout_s) {
-		long kb = vm_hwm_kb(pgtest_proc_pid(p));
+		long kb = bench_peak_kb(pgtest_proc_pid(p));
 
 		if (kb > peak)
 			peak = kb;

@@ -7,6 +7,9 @@
 #include "pgtest.h"
 
 double bench_now(void);
+/* A running process's peak resident set so far (VmHWM), in kB; -1 when
+ * it cannot be read. */
+long bench_peak_kb(pid_t pid);
 /* Runs a tidemark process to completion, sampling its peak resident set
  * (VmHWM) as it goes. Returns the exit code; *seconds and *peak_kb out. */
 int bench_run_measured(const char *const argv[], double timeout_s, double *seconds,

@@ -404,6 +404,45 @@ test_during_copy(void **state)
 	tm_env_free(e);
 }
 
+/* A lock the transaction applied as it comes holds on the target that
+ * the apply's own connection waits for (a unique index the target alone
+ * has: only the source decides what is unique there, and it allowed a
+ * later transaction to take the value): after a few seconds that
+ * transaction goes back to its spool, the wait ends, and it is applied at
+ * its commit without the value it gave up. Without this the apply would
+ * wait for its own open transaction until the lock timeout, then again
+ * after every retry. */
+static void
+test_lock_of_its_own(void **state)
+{
+	tm_env *e = streaming_env("stream_stall");
+	pgtest_proc *run;
+	PGconn *other;
+	char *out;
+
+	(void) state;
+	schema(e);
+	pgtest_exec(e->t, "CREATE UNIQUE INDEX big_pad_u ON big (pad) WHERE pad LIKE 'u%%'");
+	run = tm_start_run(e, NULL);
+	other = pgtest_connect_str(e->src);
+	pgtest_exec(e->s, "BEGIN; UPDATE big SET pad = 'u1' WHERE id = 1;"
+	                  " UPDATE big SET pad = 'big' WHERE id > 2");
+	/* its rows are streamed and applied as they come, u1 with them */
+	tm_sleep_ms(1500);
+	pgtest_exec(other, "UPDATE big SET pad = 'u1' WHERE id = 2");
+	tm_sleep_ms(4000);
+	pgtest_exec(e->s, "UPDATE big SET pad = 'x' WHERE id = 1; INSERT INTO rounds VALUES (1);"
+	                  " COMMIT");
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM rounds", "1", 120));
+	out = stop_run(run);
+	tm_assert_has(out, "waits for a lock it may hold");
+	tm_assert_has(out, "applied at its commit");
+	free(out);
+	PQfinish(other);
+	assert_all_equal(e);
+	tm_env_free(e);
+}
+
 /* --no-streaming: the same transactions come whole at their commit. */
 static void
 test_no_streaming(void **state)
@@ -434,6 +473,7 @@ main(void)
 		cmocka_unit_test(test_schema_change_rolled_back),
 		cmocka_unit_test(test_kill9),
 		cmocka_unit_test(test_during_copy),
+		cmocka_unit_test(test_lock_of_its_own),
 		cmocka_unit_test(test_no_streaming),
 	};
 
