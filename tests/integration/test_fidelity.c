@@ -472,6 +472,30 @@ workload_step(PGconn *conn, void *arg, unsigned i)
 	}
 }
 
+/* Every table, in one transaction, gets BULK_ROWS rows more and all its
+ * rows a new v: a flush holds that many whole rows of each table, which go
+ * in as statements of many rows (an array of text per column), and as many
+ * partial updates (their TOASTed values unsent), every key and value type
+ * with them. */
+#define BULK_ROWS 300
+static void
+bulk_rows(fidelity *f)
+{
+	char nsql[96];
+
+	pgtest_exec(f->e->s, "BEGIN");
+	for (int i = 0; i < f->ntables; i++) {
+		fid_table *t = &f->tables[i];
+
+		snprintf(nsql, sizeof nsql, "SELECT generate_series(%d, %d) AS n", t->next_n,
+		         t->next_n + BULK_ROWS - 1);
+		t->next_n += BULK_ROWS;
+		insert_rows(f->e->s, t, nsql, NULL);
+		pgtest_exec(f->e->s, "UPDATE fid.%s SET v = 'bulk ' || n", t->name);
+	}
+	pgtest_exec(f->e->s, "COMMIT");
+}
+
 /* ---- the oracle ---- */
 
 /* Every row of a table as one line of its values as the server prints
@@ -581,6 +605,7 @@ test_every_key_type_and_kind_under_the_race(void **state)
 	pgtest_workload_stop(wl, &errors);
 	print_message("%d tables raced; workload errors (unique keys taken): %u\n", f.ntables,
 	              errors);
+	bulk_rows(&f);
 	tm_stop_and_catch_up(f.e, run, 300);
 	for (int i = 0; i < f.ntables; i++)
 		assert_table_equal(&f, &f.tables[i]);
