@@ -609,6 +609,7 @@ direct_commit(apply *a, apply_stream *t, const pgoutput_msg *m)
 	metrics_stage(a->cfg.metrics, METRICS_ROWS_UPDATED, (uint64_t) t->updates);
 	metrics_stage(a->cfg.metrics, METRICS_ROWS_DELETED, (uint64_t) t->deletes);
 	metrics_stage(a->cfg.metrics, METRICS_SOURCE_TXS, 1);
+	metrics_stage(a->cfg.metrics, METRICS_STREAMED_DIRECT, 1);
 	metrics_add(a->cfg.metrics, METRICS_TARGET_TXS, 1);
 	metrics_commit(a->cfg.metrics);
 	apply_group_committed(a, &g, wal_end);
@@ -655,6 +656,9 @@ replay(apply *a, apply_stream *t, const pgoutput_msg *m)
 		arena_reset(&scratch);
 		count++;
 	}
+	/* counted with the group that commits it */
+	if (rc == TM_OK && !a->skipping)
+		metrics_stage(a->cfg.metrics, METRICS_STREAMED_SPOOLED, 1);
 	if (rc == TM_OK)
 		rc = apply_message(a, &commit, &scratch);
 	arena_free(&scratch);

@@ -131,7 +131,7 @@ define_positions(metrics *m)
 static void
 define_apply(metrics *m)
 {
-	prom_family *rows;
+	prom_family *rows, *streamed;
 
 	m->counters[METRICS_SOURCE_TXS] =
 		single(m, "tidemark_source_transactions_total", PROM_COUNTER, 1,
@@ -154,6 +154,12 @@ define_apply(metrics *m)
 		single(m, "tidemark_rows_quarantined_total", PROM_COUNTER, 1,
 		       "Rows written to tidemark.quarantine instead of their table (changes and "
 		       "copied rows).");
+	streamed = family(m, "tidemark_streamed_transactions_total", PROM_COUNTER, "applied", 1,
+	                  "Source transactions streamed while in progress and applied, by how: as "
+	                  "they came (committed at their source commit), or at their commit from "
+	                  "their spool file.");
+	m->counters[METRICS_STREAMED_DIRECT] = prom_series_of(streamed, "as_they_came");
+	m->counters[METRICS_STREAMED_SPOOLED] = prom_series_of(streamed, "at_commit");
 }
 
 static void

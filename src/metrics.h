@@ -44,6 +44,8 @@ typedef enum metrics_counter {
 	METRICS_RETRIES_TARGET,
 	METRICS_APPLY_BUSY_US,   /* the apply loop's time not waiting for the source */
 	METRICS_READER_BUSY_US,  /* the snapshot readers' time reading chunks */
+	METRICS_STREAMED_DIRECT, /* transactions streamed in progress: applied as they came, */
+	METRICS_STREAMED_SPOOLED, /* and from their spool at their commit */
 	METRICS_NCOUNTERS
 } metrics_counter;
 

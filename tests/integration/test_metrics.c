@@ -417,6 +417,38 @@ test_retry_counted(void **state)
 	tm_env_free(e);
 }
 
+/* Transactions the source streams while in progress (its
+ * logical_decoding_work_mem at its least): one applied as it comes, one
+ * with a schema change applied at its commit from its spool; each counted
+ * once, with its rows. */
+static void
+test_streamed_counted(void **state)
+{
+	tm_env *e = tm_env_new("streamed");
+	pgtest_proc *run;
+	int port;
+
+	(void) state;
+	pgtest_exec(e->s, "ALTER DATABASE src_streamed SET logical_decoding_work_mem = '64kB';"
+	                  "CREATE TABLE s (id int PRIMARY KEY, pad text);"
+	                  "INSERT INTO s SELECT g, 'p' FROM generate_series(1, 3000) g");
+	tm_setup_table(e, "s");
+	run = start_with_metrics(e, &port, NULL, NULL);
+	wait_metric(port, "tidemark_snapshot_tables_pending", 0, 60);
+	pgtest_exec(e->s, "UPDATE s SET pad = repeat('x', 40)");
+	wait_metric(port, "tidemark_streamed_transactions_total{applied=\"as_they_came\"}", 1, 60);
+	assert_true(metric(port, "tidemark_rows_applied_total{kind=\"update\"}") == 3000);
+	pgtest_exec(e->s, "BEGIN; UPDATE s SET pad = repeat('y', 40); ALTER TABLE s ADD COLUMN c int;"
+	                  " COMMIT");
+	wait_metric(port, "tidemark_streamed_transactions_total{applied=\"at_commit\"}", 1, 60);
+	wait_metric(port, "tidemark_rows_applied_total{kind=\"update\"}", 6000, 60);
+	assert_true(metric(port, "tidemark_streamed_transactions_total{applied=\"as_they_came\"}")
+	            == 1);
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "s", "id");
+	tm_env_free(e);
+}
+
 /* A port in use: exit 3 at once, before streaming, naming the address. */
 static void
 test_port_in_use(void **state)
@@ -449,6 +481,7 @@ main(void)
 		cmocka_unit_test(test_counters_match_workload),
 		cmocka_unit_test(test_quarantine_counted),
 		cmocka_unit_test(test_retry_counted),
+		cmocka_unit_test(test_streamed_counted),
 		cmocka_unit_test(test_port_in_use),
 	};
 
