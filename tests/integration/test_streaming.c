@@ -288,6 +288,51 @@ test_subtransactions(void **state)
 	tm_env_free(e);
 }
 
+/* Three large transactions at once, their blocks interleaved in the
+ * stream: one is applied as it comes (one at a time), the others go to
+ * their spools; they commit in another order than they began, and one
+ * rolls back. */
+static void
+test_interleaved(void **state)
+{
+	tm_env *e = streaming_env("stream_mix");
+	PGconn *c[3];
+	pgtest_proc *run;
+	char *out;
+
+	(void) state;
+	schema(e);
+	pgtest_exec(e->s, "CREATE TABLE other (id int PRIMARY KEY, v text)");
+	assert_int_equal(tm_run(e, 60, NULL, "setup", "--table", "public.other", NULL), 0);
+	run = tm_start_run(e, NULL);
+	for (int i = 0; i < 3; i++)
+		c[i] = pgtest_connect_str(e->src);
+	for (int i = 0; i < 3; i++)
+		pgtest_exec(c[i], "BEGIN");
+	/* rows of each in turn, so that their blocks alternate */
+	for (int step = 0; step < 4; step++)
+		for (int i = 0; i < 3; i++) {
+			pgtest_exec(c[i], "INSERT INTO other SELECT g, 'c%d s%d' FROM generate_series(%d, %d) g",
+			            i, step, i * 100000 + step * 2000 + 1, i * 100000 + step * 2000 + 2000);
+			tm_sleep_ms(200);
+		}
+	pgtest_exec(c[2], "COMMIT");
+	pgtest_exec(c[1], "ROLLBACK");
+	pgtest_exec(c[0], "COMMIT");
+	big_round(e->s);
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM rounds", "1", 120));
+	out = stop_run(run);
+	tm_assert_has(out, "applied as they came");
+	tm_assert_has(out, "applied at its commit");
+	free(out);
+	for (int i = 0; i < 3; i++)
+		PQfinish(c[i]);
+	tm_assert_equal(e, "public.other", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM other"), 16000);
+	assert_all_equal(e);
+	tm_env_free(e);
+}
+
 /* A schema change inside a large transaction: applied at its commit, at
  * its place among the rows (the column added, then filled). */
 static void
@@ -469,6 +514,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_direct_under_load),
 		cmocka_unit_test(test_subtransactions),
+		cmocka_unit_test(test_interleaved),
 		cmocka_unit_test(test_schema_change_inside),
 		cmocka_unit_test(test_schema_change_rolled_back),
 		cmocka_unit_test(test_kill9),
