@@ -42,12 +42,7 @@ bank_schema(tm_env *e)
 	                 0);
 }
 
-static void
-bank_step(PGconn *conn, void *arg, unsigned i)
-{
-	(void) arg;
-	tm_bank_transfer(conn, ACCOUNTS, i);
-}
+static unsigned accounts = ACCOUNTS; /* tm_bank_step's */
 
 typedef struct checker {
 	const char *conninfo;
@@ -137,7 +132,7 @@ test_order_and_atomicity(void **state)
 	pthread_create(&th, NULL, checker_main, &c);
 	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
 	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
-	w = pgtest_workload_start(e->src, bank_step, NULL);
+	w = pgtest_workload_start(e->src, tm_bank_step, &accounts);
 	while (pgtest_workload_iterations(w) < 2500)
 		tm_sleep_ms(50);
 	txs = pgtest_workload_stop(w, NULL);
@@ -146,7 +141,7 @@ test_order_and_atomicity(void **state)
 	assert_int_equal(pgtest_proc_wait(run, 60), 0);
 	out = strdup(pgtest_proc_output(run));
 	pgtest_proc_free(run);
-	w = pgtest_workload_start(e->src, bank_step, NULL);
+	w = pgtest_workload_start(e->src, tm_bank_step, &accounts);
 	while (pgtest_workload_iterations(w) < 1500)
 		tm_sleep_ms(50);
 	txs += pgtest_workload_stop(w, NULL);
@@ -187,7 +182,7 @@ test_exactly_once_through_kill9(void **state)
 	                  "CREATE TRIGGER log_write AFTER INSERT OR UPDATE ON ledger"
 	                  " FOR EACH ROW EXECUTE FUNCTION log_write();"
 	                  "ALTER TABLE ledger ENABLE ALWAYS TRIGGER log_write");
-	w = pgtest_workload_start(e->src, bank_step, NULL);
+	w = pgtest_workload_start(e->src, tm_bank_step, &accounts);
 	tm_kill9_runs(e, 6, 500, "--apply-workers", "3", NULL);
 	txs = pgtest_workload_stop(w, NULL);
 	assert_int_equal(tm_run(e, 180, NULL, "run", "--until-caught-up", "--apply-workers", "3",

@@ -85,12 +85,7 @@ tenth_step(PGconn *conn, void *arg, unsigned i)
 	pgtest_exec(conn, "UPDATE big SET pad = md5(random()::text) WHERE id %% 10 = %u", i % 10);
 }
 
-static void
-bank_step(PGconn *conn, void *arg, unsigned i)
-{
-	(void) arg;
-	tm_bank_transfer(conn, ACCOUNTS, i);
-}
+static unsigned accounts = ACCOUNTS; /* tm_bank_step's */
 
 /* ---- the reader on the target ---- */
 
@@ -209,7 +204,7 @@ test_direct_under_load(void **state)
 	schema(e);
 	checker_start(&c, e);
 	run = tm_start_run(e, NULL);
-	bank = pgtest_workload_start(e->src, bank_step, NULL);
+	bank = pgtest_workload_start(e->src, tm_bank_step, &accounts);
 	for (int i = 0; i < 6; i++)
 		big_round(e->s);
 	pgtest_workload_stop(bank, NULL);
@@ -408,7 +403,7 @@ test_kill9(void **state)
 	schema(e);
 	checker_start(&c, e);
 	big = pgtest_workload_start(e->src, big_step, NULL);
-	bank = pgtest_workload_start(e->src, bank_step, NULL);
+	bank = pgtest_workload_start(e->src, tm_bank_step, &accounts);
 	tm_kill9_runs(e, 5, 500, NULL);
 	pgtest_workload_stop(big, NULL);
 	pgtest_workload_stop(bank, NULL);

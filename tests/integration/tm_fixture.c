@@ -201,6 +201,12 @@ tm_bank_transfer(PGconn *conn, unsigned accounts, unsigned i)
 }
 
 void
+tm_bank_step(PGconn *conn, void *accounts, unsigned i)
+{
+	tm_bank_transfer(conn, *(const unsigned *) accounts, i);
+}
+
+void
 tm_assert_equal(tm_env *e, const char *table, const char *order_by)
 {
 	char *diff = NULL;

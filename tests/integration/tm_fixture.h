@@ -57,6 +57,9 @@ void tm_stop_and_catch_up(tm_env *e, pgtest_proc *run, double timeout_s);
  * the accounts 1..accounts (accounts: id, balance), and the move appended
  * to ledger (id bigserial, src, dst, amount), in one transaction. */
 void tm_bank_transfer(PGconn *conn, unsigned accounts, unsigned i);
+/* The same as a workload's step (pgtest_workload_start): accounts points
+ * to the number of accounts (an unsigned that outlives the workload). */
+void tm_bank_step(PGconn *conn, void *accounts, unsigned i);
 
 /* Asserts the table is equal on both sides (fails with the difference). */
 void tm_assert_equal(tm_env *e, const char *table, const char *order_by);
