@@ -260,15 +260,6 @@ net_put(net_set *ns, int table, net_kind kind, int ncols, int nkeys, const int *
 	return NET_PUT_OK;
 }
 
-bool
-net_has_table(const net_set *ns, int table)
-{
-	for (const net_entry *e = ns->head; e != NULL; e = e->next)
-		if (e->table == table)
-			return true;
-	return false;
-}
-
 long
 net_count(const net_set *ns)
 {

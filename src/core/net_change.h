@@ -64,8 +64,6 @@ net_put_result net_put(net_set *ns, int table, net_kind kind, int ncols, int nke
                        const int *key_idx, const char *const *values, const size_t *lens,
                        const bool *present);
 
-/* Is there an entry of table (any key)? */
-bool net_has_table(const net_set *ns, int table);
 /* Entries held, and the bytes their values take. */
 long net_count(const net_set *ns);
 size_t net_bytes(const net_set *ns);

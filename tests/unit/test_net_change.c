@@ -79,8 +79,6 @@ test_rules(void **state)
 	}
 	assert_int_equal(net_count(ns), 3);
 	assert_int_equal(net_puts(ns), 7);
-	assert_true(net_has_table(ns, 1));
-	assert_false(net_has_table(ns, 2));
 	net_clear(ns);
 	assert_int_equal(net_count(ns), 0);
 	assert_int_equal(net_bytes(ns), 0);
