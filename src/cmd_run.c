@@ -97,6 +97,7 @@ typedef struct run_state {
 	metrics *metrics;           /* owned; NULL without --metrics-listen */
 	double last_metrics;        /* when the positions were last set */
 	tm_lsn metrics_applied;     /* the applied position they were set to */
+	bool marker_reached;        /* the marker's transaction is applied */
 	bool restart_now;           /* the session ended to start again at once */
 	bool unstreamed;            /* sessions without streaming, until: */
 	uint32_t unstreamed_xid;    /* this transaction is applied (or rolled back) */
@@ -491,9 +492,12 @@ static bool
 session_done(run_state *st, int *rc)
 {
 	bool turn = streaming_turns(st, rc);
-	bool wanted = stop_requests > 0 || turn ||
-	              (st->marker[0] != '\0' && apply_marker_reached(st->apply) &&
-	               !snapshot_busy(st->snap));
+	bool wanted;
+
+	/* once applied, the marker stays reached: a later session of this run
+	 * starts after it and never meets it again */
+	st->marker_reached |= st->marker[0] != '\0' && apply_marker_reached(st->apply);
+	wanted = stop_requests > 0 || turn || (st->marker_reached && !snapshot_busy(st->snap));
 
 	if (*rc != TM_OK)
 		return true;
