@@ -162,6 +162,24 @@ demote(apply *a, apply_stream *t, const char *why)
 	         t->xid, why);
 }
 
+/* rc of work on the stream connection for t: a statement the target
+ * refused there (an intermediate state a unique index of the target's own
+ * does not take, say) sends t to its spool, to be applied at its commit
+ * the usual way; anything else is returned. */
+static int
+direct_result(apply *a, apply_stream *t, int rc)
+{
+	char *failure, why[300];
+
+	if (rc != TM_EXIT_TARGET || a->stream_sink == NULL ||
+	    (failure = sink_take_failure(a->stream_sink)) == NULL)
+		return rc;
+	snprintf(why, sizeof why, "the target refused a statement of it (%.200s)", failure);
+	free(failure);
+	demote(a, t, why);
+	return TM_OK;
+}
+
 int
 apply_stream_barrier(apply *a, const char *why)
 {
@@ -198,6 +216,7 @@ stream_sink_ready(apply *a)
 		if (rc != TM_OK)
 			return rc;
 		sink_tick_like(a->stream_sink, a->sink);
+		sink_keep_failures(a->stream_sink); /* what it refuses goes the usual way */
 		a->stream_net = net_new();
 	}
 	if (!sink_in_transaction(a->stream_sink))
@@ -254,7 +273,7 @@ stream_start(apply *a, const pgoutput_msg *m)
 	if (rc == TM_OK)
 		rc = apply_settle(a);
 	if (rc == TM_OK && t->direct)
-		rc = stream_sink_ready(a);
+		rc = direct_result(a, t, stream_sink_ready(a));
 	if (rc == TM_OK && t->direct)
 		stream_enter(a);
 	return rc;
@@ -265,8 +284,8 @@ stream_stop(apply *a)
 {
 	int rc = TM_OK;
 
-	if (a->stream_in != NULL && a->stream_in->direct)
-		rc = apply_net_flush(a); /* the target works on it meanwhile */
+	if (a->stream_in != NULL && a->stream_in->direct) /* the target works on it meanwhile */
+		rc = direct_result(a, a->stream_in, apply_net_flush(a));
 	stream_leave(a);
 	a->stream_in = NULL;
 	return rc;
@@ -469,7 +488,7 @@ note_sub(apply *a, apply_stream *t, uint32_t xid)
 		rc = sink_send_static(a->stream_sink, "SAVEPOINT tidemark_sub");
 	s->savepoint = rc == TM_OK;
 	t->nsavepoints += s->savepoint;
-	return rc;
+	return direct_result(a, t, rc);
 }
 
 /* A message between Stream Start and Stop. */
@@ -494,7 +513,7 @@ stream_data(apply *a, const pgoutput_msg *m, const char *raw, size_t len, tm_lsn
 	t->messaged |= is_tidemark_message(m);
 	if (!t->direct)
 		return TM_OK;
-	rc = direct_change(a, t, m, lsn, scratch, &why);
+	rc = direct_result(a, t, direct_change(a, t, m, lsn, scratch, &why));
 	if (rc == TM_OK && why != NULL)
 		demote(a, t, why);
 	return rc;
@@ -547,7 +566,7 @@ sub_abort(apply *a, apply_stream *t, int i)
 	}
 	t->nsavepoints -= undo;
 	t->nsubs = i;
-	return rc;
+	return undo > 0 ? direct_result(a, t, rc) : rc;
 }
 
 static int
@@ -593,16 +612,14 @@ direct_commit(apply *a, apply_stream *t, const pgoutput_msg *m)
 {
 	apply_done g = {m->u.stream_commit.end_lsn, m->u.stream_commit.commit_time, {0}, false};
 	tm_lsn wal_end = LSN_INVALID;
-	int rc = TM_OK;
+	int rc = catalog_save_progress(a->stream_sink, a->cfg.slot, g.end, g.commit_time);
 
-	if (a->cfg.hooks.on_commit != NULL)
-		a->cfg.hooks.on_commit(a->cfg.hooks.ctx, t->xid, m->u.stream_commit.commit_lsn);
-	if (rc == TM_OK)
-		rc = catalog_save_progress(a->stream_sink, a->cfg.slot, g.end, g.commit_time);
 	if (rc == TM_OK)
 		rc = sink_commit(a->stream_sink, &wal_end);
 	if (rc != TM_OK)
 		return rc;
+	if (a->cfg.hooks.on_commit != NULL)
+		a->cfg.hooks.on_commit(a->cfg.hooks.ctx, t->xid, m->u.stream_commit.commit_lsn);
 	g.counts.txs = 1;
 	g.counts.changes = t->inserts + t->updates + t->deletes;
 	metrics_stage(a->cfg.metrics, METRICS_ROWS_INSERTED, (uint64_t) t->inserts);
@@ -691,8 +708,10 @@ stream_commit(apply *a, const pgoutput_msg *m)
 	rc = t->direct ? apply_idle(a) : TM_OK;
 	if (rc == TM_OK && t->direct)
 		rc = apply_settle(a);
-	if (rc == TM_OK)
-		rc = t->direct ? direct_commit(a, t, m) : replay(a, t, m);
+	if (rc == TM_OK && t->direct)
+		rc = direct_result(a, t, direct_commit(a, t, m));
+	if (rc == TM_OK && !t->direct) /* (also one whose commit was refused) */
+		rc = replay(a, t, m);
 	stream_free(a, t);
 	return rc;
 }

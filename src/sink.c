@@ -518,6 +518,21 @@ sink_try_params(sink *s, const char *what, const char *sql, int nparams,
 	return sink_command(s, "releasing the savepoint", "RELEASE SAVEPOINT tidemark_try", 0, NULL);
 }
 
+void
+sink_keep_failures(sink *s)
+{
+	s->trying++;
+}
+
+char *
+sink_take_failure(sink *s)
+{
+	char *f = s->try_failure;
+
+	s->try_failure = NULL;
+	return f;
+}
+
 int
 sink_region_begin(sink *s)
 {

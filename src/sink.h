@@ -91,6 +91,13 @@ int sink_try_params(sink *s, const char *what, const char *sql, int nparams,
  * returned as usual. Regions and sink_try nest.
  */
 int sink_region_begin(sink *s);
+/* From now on, a statement the server refuses (not a failure a retry may
+ * cure) is not logged: the call fails with TM_EXIT_TARGET, the transaction
+ * is left failed (the caller rolls it back), and sink_take_failure gives
+ * the server's message (new string, or NULL when none is kept). For a
+ * connection whose work can be done again another way (apply_stream.c). */
+void sink_keep_failures(sink *s);
+char *sink_take_failure(sink *s);
 int sink_region_end(sink *s, int rc, char **failure);
 
 int sink_begin(sink *s);
