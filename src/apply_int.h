@@ -64,7 +64,7 @@ typedef struct apply_stream apply_stream; /* apply_stream.c */
 /* The apply's own connection waiting this long while a streamed
  * transaction is applied as it comes: that transaction may hold the lock
  * waited for, and is rolled back (applied at its commit instead). */
-#define APPLY_STREAM_STALL_MS 3000
+#define APPLY_STREAM_STALL_MS 5000
 
 typedef struct apply_partial {
 	bool *present;      /* owned: columns set by this statement */

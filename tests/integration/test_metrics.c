@@ -426,6 +426,7 @@ test_streamed_counted(void **state)
 {
 	tm_env *e = tm_env_new("streamed");
 	pgtest_proc *run;
+	double as_they_came, at_commit;
 	int port;
 
 	(void) state;
@@ -436,14 +437,18 @@ test_streamed_counted(void **state)
 	run = start_with_metrics(e, &port, NULL, NULL);
 	wait_metric(port, "tidemark_snapshot_tables_pending", 0, 60);
 	pgtest_exec(e->s, "UPDATE s SET pad = repeat('x', 40)");
-	wait_metric(port, "tidemark_streamed_transactions_total{applied=\"as_they_came\"}", 1, 60);
-	assert_true(metric(port, "tidemark_rows_applied_total{kind=\"update\"}") == 3000);
 	pgtest_exec(e->s, "BEGIN; UPDATE s SET pad = repeat('y', 40); ALTER TABLE s ADD COLUMN c int;"
 	                  " COMMIT");
-	wait_metric(port, "tidemark_streamed_transactions_total{applied=\"at_commit\"}", 1, 60);
 	wait_metric(port, "tidemark_rows_applied_total{kind=\"update\"}", 6000, 60);
-	assert_true(metric(port, "tidemark_streamed_transactions_total{applied=\"as_they_came\"}")
-	            == 1);
+	/* the first as it came (unless the log says why not: a loaded machine
+	 * can make the apply's own connection wait long enough), the second
+	 * at its commit (its schema change) */
+	as_they_came = metric(port, "tidemark_streamed_transactions_total{applied=\"as_they_came\"}");
+	at_commit = metric(port, "tidemark_streamed_transactions_total{applied=\"at_commit\"}");
+	if (as_they_came + at_commit != 2 || at_commit < 1 ||
+	    (as_they_came == 0 && strstr(pgtest_proc_output(run), "; it is applied at its commit") == NULL))
+		fail_msg("streamed transactions counted %g as they came, %g at their commit:\n%s",
+		         as_they_came, at_commit, pgtest_proc_output(run));
 	tm_stop_and_catch_up(e, run, 120);
 	tm_assert_equal(e, "s", "id");
 	tm_env_free(e);
