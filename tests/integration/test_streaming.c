@@ -404,7 +404,7 @@ test_kill9(void **state)
 	checker_start(&c, e);
 	big = pgtest_workload_start(e->src, big_step, NULL);
 	bank = pgtest_workload_start(e->src, tm_bank_step, &accounts);
-	tm_kill9_runs(e, 5, 500, NULL);
+	tm_kill9_runs(e, 3, 500, NULL);
 	pgtest_workload_stop(big, NULL);
 	pgtest_workload_stop(bank, NULL);
 	tm_catch_up(e, 180);
@@ -470,7 +470,6 @@ test_lock_of_its_own(void **state)
 	/* its rows are streamed and applied as they come, u1 with them */
 	tm_sleep_ms(1500);
 	pgtest_exec(other, "UPDATE big SET pad = 'u1' WHERE id = 2");
-	tm_sleep_ms(4000);
 	pgtest_exec(e->s, "UPDATE big SET pad = 'x' WHERE id = 1; INSERT INTO rounds VALUES (1);"
 	                  " COMMIT");
 	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM rounds", "1", 120));
