@@ -724,7 +724,6 @@ apply_group_committed(apply *a, const apply_done *g, tm_lsn wal_end)
 static int
 group_commit(apply *a)
 {
-	tm_lsn wal_end = LSN_INVALID;
 	bool to_worker = apply_workers_take(a);
 	int rc;
 
@@ -735,17 +734,22 @@ group_commit(apply *a)
 		if (rc == TM_OK)
 			rc = catalog_save_progress(a->sink, a->cfg.slot, a->group_end,
 			                           a->group_commit_time);
+		/* the group before, if it committed here too, is confirmed first */
 		if (rc == TM_OK)
-			rc = sink_commit(a->sink, &wal_end);
+			rc = apply_workers_settle(a);
+		if (rc == TM_OK)
+			rc = sink_commit_send(a->sink);
 	}
 	a->group_open = false;
 	a->group_begun = false;
 	if (rc != TM_OK)
 		return rc;
 	if (!to_worker) {
+		/* confirmed later (apply_settle, apply_idle), the next group read
+		 * from the stream meanwhile */
 		apply_done g = {a->group_end, a->group_commit_time, a->pending, a->marker_in_group};
 
-		apply_group_committed(a, &g, wal_end);
+		apply_own_sent(a, a->sink, &g);
 	}
 	metrics_add(a->cfg.metrics, METRICS_TARGET_TXS, 1);
 	metrics_commit(a->cfg.metrics);
@@ -954,8 +958,10 @@ apply_advance(apply *a, tm_lsn lsn)
 {
 	int rc;
 
-	if (a->group_open || a->in_source_tx || lsn <= a->applied)
+	if (a->group_open || a->in_source_tx)
 		return TM_OK;
+	if ((rc = apply_workers_settle(a)) != TM_OK || lsn <= a->applied)
+		return rc;
 	tm_lsn wal_end = LSN_INVALID;
 
 	rc = sink_begin(a->sink);

@@ -9,6 +9,11 @@
  * Target commits do not wait for the disk (synchronous_commit = off); the
  * position reported to the source as flushed follows the target's flushed
  * WAL, so a crash of the target loses nothing the source still needs.
+ * A group's COMMIT is not waited for: the apply reads the next group from
+ * the stream while the target executes it, and confirms it (the applied
+ * position and the counts follow) when the stream is idle, before anything
+ * waits for the target's state, and before the next group's COMMIT (which
+ * the sink sends only then: sink.h).
  *
  * Net changes (cfg.net_changes): within a group only each key's last state
  * is seen by readers, so the changes of tables with a key in mirror mode
@@ -211,9 +216,13 @@ int apply_idle(apply *a);
  * keepalive while idle): store lsn as applied so the source may free WAL. */
 int apply_advance(apply *a, tm_lsn lsn);
 
-/* Waits until every group sent to a parallel worker is committed (the
- * source has nothing more for now, or the run ends). */
+/* Waits until every group whose COMMIT was sent (on the apply's own
+ * connection or a parallel worker's) is confirmed (the source has nothing
+ * more for now, or the run ends). */
 int apply_settle(apply *a);
+/* The socket of a connection with a commit to confirm, to wait on beside
+ * the source's (its answer calls for apply_settle); -1: none. */
+int apply_wake_fd(const apply *a);
 
 /* The position applied and flushed to the target's disk: the only one ever
  * reported to the source as flushed. Advanced by apply_refresh_durable. */

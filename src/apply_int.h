@@ -127,6 +127,14 @@ typedef struct apply_rel {
 	shape_loaded shape;
 } apply_rel;
 
+/* A group as it is counted once its commit is confirmed. */
+typedef struct apply_done {
+	tm_lsn end;                 /* its end position */
+	pg_timestamp commit_time;   /* its last source commit's time */
+	apply_stats counts;         /* its transactions and changes */
+	bool marker;                /* it holds the marker's transaction */
+} apply_done;
+
 struct apply {
 	apply_config cfg;
 	sink *sink;                 /* borrowed */
@@ -181,6 +189,11 @@ struct apply {
 	key_set group_keys;         /* the keys of the group being sent */
 	long par_groups;            /* groups the workers committed */
 	long par_waits;             /* of them, after waiting for an earlier one's keys */
+	/* a group the apply's own connection committed without waiting: the
+	 * connection (borrowed) and what the group counts for once confirmed
+	 * (apply_workers.c: apply_own_sent) */
+	sink *own_busy;
+	apply_done own_group;
 	/* streamed transactions (apply_stream.c) */
 	apply_stream *streams;      /* owned list: those open */
 	apply_stream *stream_in;    /* borrowed: the one between Stream Start and Stop */
@@ -197,14 +210,6 @@ struct apply {
 	long stream_direct;         /* streamed transactions committed as they came */
 	long stream_spooled;        /* and from their spool */
 };
-
-/* A group as it is counted once committed. */
-typedef struct apply_done {
-	tm_lsn end;                 /* its end position */
-	pg_timestamp commit_time;   /* its last source commit's time */
-	apply_stats counts;         /* its transactions and changes */
-	bool marker;                /* it holds the marker's transaction */
-} apply_done;
 
 /* The group committed, its commit record ending before the target's WAL
  * position wal_end: the applied position and the counts follow it. */
@@ -284,8 +289,11 @@ void apply_rel_release_statements(apply *a, apply_rel *r);
 /* Opens cfg.workers connections (none below 2) and guards the apply's own. */
 int apply_workers_open(apply *a);
 void apply_workers_close(apply *a);
-/* Does a worker have a group in flight? */
+/* Does a worker, or the apply's own connection, have a group in flight? */
 bool apply_workers_busy(const apply *a);
+/* The group that ends committed on connection s (its COMMIT sent, not
+ * waited for: apply_workers_settle and _poll confirm it). */
+void apply_own_sent(apply *a, sink *s, const apply_done *g);
 /* The apply's statements go to s from now on (each relation's held ones
  * let go, found again in s's cache when next used). */
 void apply_use_sink(apply *a, sink *s);
@@ -294,7 +302,7 @@ bool apply_workers_take(const apply *a);
 /* Sends the group that ends to a worker (apply_workers_take). */
 int apply_workers_commit(apply *a);
 /* Every group in flight confirmed (waiting), or those whose commit has
- * come (poll). */
+ * come (poll), the own connection's included. */
 int apply_workers_settle(apply *a);
 int apply_workers_poll(apply *a);
 

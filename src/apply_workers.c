@@ -115,6 +115,8 @@ apply_reset_statements(apply *a)
 bool
 apply_workers_busy(const apply *a)
 {
+	if (a->own_busy != NULL)
+		return true;
 	for (int i = 0; i < a->nworkers; i++)
 		if (a->workers[i].busy)
 			return true;
@@ -143,10 +145,46 @@ confirm(apply *a, apply_worker *w, bool block)
 	return TM_OK;
 }
 
+int
+apply_wake_fd(const apply *a)
+{
+	if (a->own_busy != NULL)
+		return sink_socket(a->own_busy);
+	for (int i = 0; i < a->nworkers; i++)
+		if (a->workers[i].busy)
+			return sink_socket(a->workers[i].sink);
+	return -1;
+}
+
+void
+apply_own_sent(apply *a, sink *s, const apply_done *g)
+{
+	a->own_busy = s;
+	a->own_group = *g;
+}
+
+/* The group the own connection committed without waiting, confirmed. */
+static int
+confirm_own(apply *a, bool block)
+{
+	tm_lsn wal_end = LSN_INVALID;
+	bool done;
+	int rc;
+
+	if (a->own_busy == NULL)
+		return TM_OK;
+	rc = sink_commit_wait(a->own_busy, block, &done, &wal_end);
+	if (rc != TM_OK || !done)
+		return rc;
+	a->own_busy = NULL;
+	apply_group_committed(a, &a->own_group, wal_end);
+	return TM_OK;
+}
+
 static int
 confirm_all(apply *a, bool block)
 {
-	int rc = TM_OK;
+	int rc = confirm_own(a, block);
 
 	for (int i = 0; rc == TM_OK && i < a->nworkers; i++)
 		rc = confirm(a, &a->workers[i], block);
@@ -219,11 +257,14 @@ send_group(apply *a, apply_worker *w)
 	rc = sink_begin(w->sink);
 	if (rc == TM_OK)
 		rc = apply_net_flush(a);
+	apply_use_sink(a, own);
+	/* every earlier group (w has none) before the stored position's row:
+	 * an earlier group's statements may still be on their way, and would
+	 * wait for that row behind this group, itself waiting for them */
+	if (rc == TM_OK)
+		rc = apply_workers_settle(a);
 	if (rc == TM_OK)
 		rc = catalog_save_progress(w->sink, a->cfg.slot, a->group_end, a->group_commit_time);
-	apply_use_sink(a, own);
-	if (rc == TM_OK)
-		rc = apply_workers_settle(a); /* every earlier group (w has none) */
 	if (rc == TM_OK)
 		rc = sink_commit_send(w->sink);
 	return rc;
@@ -235,6 +276,9 @@ apply_workers_commit(apply *a)
 	apply_worker *w;
 	int rc = TM_OK;
 
+	/* a group the own connection has in flight: its keys are not kept */
+	if ((rc = confirm_own(a, true)) != TM_OK)
+		return rc;
 	key_set_clear(&a->group_keys);
 	net_each(a->net, add_key, &a->group_keys);
 	for (int i = 0; rc == TM_OK && i < a->nworkers; i++)

@@ -532,6 +532,9 @@ stream_loop(run_state *st)
 		size_t len;
 		double busy = 0;
 
+		/* a commit's answer from the target ends the wait too: confirmed
+		 * at once, the position and the marker follow it */
+		source_wake_on(st->stream, apply_wake_fd(st->apply));
 		rc = source_read(st->stream, 500, &buf, &len);
 		if (st->metrics != NULL)
 			busy = clock_now_s(); /* from here on, the apply's work */

@@ -11,11 +11,16 @@
 #include "log.h"
 #include "pgconn.h"
 #include "strbuf.h"
+#include "xalloc.h"
 
 #define TGT PGCONN_TARGET
-/* Statements queued before a sync point: bounds client memory and keeps
- * the server's unread results far below socket buffer sizes. */
+/* Statements queued before a sync point, and sync rounds in flight at
+ * most: a round's statements are sent while the server executes the
+ * rounds before (read as their results come), which bounds client memory
+ * (what each statement is, and the results libpq buffers: tens of bytes
+ * a statement) and lets tidemark prepare what comes next meanwhile. */
 #define SINK_BATCH 512
+#define SINK_ROUNDS 8
 /* Statement text the cache keeps, and keeps prepared on the server (a
  * prepared statement costs the target's session some multiple of its
  * text): beyond it, the least recently used are deallocated (and, when no
@@ -44,13 +49,38 @@ struct sink_stmt {
 	size_t bytes;      /* what it costs the cache */
 };
 
+/* What an entry of a round is. */
+typedef enum sink_entry {
+	SINK_EXEC,      /* a statement; sql is its SQL */
+	SINK_QUERY,     /* a query whose result is read; sql says what it is */
+	SINK_PARSE,     /* the preparation of stmt */
+	SINK_DEALLOC    /* a DEALLOCATE; sql is its text, owned by the round */
+} sink_entry;
+
+/* One sync round: the statements sent before its sync point, and what
+ * reading their results needs. */
+typedef struct sink_round {
+	int n;                            /* statements */
+	const char *sql[SINK_BATCH];      /* borrowed: what each statement is */
+	char kind[SINK_BATCH];            /* sink_entry */
+	sink_stmt *stmt[SINK_BATCH];      /* borrowed: the entry's statement, or NULL */
+	char **sent;                      /* owned until read: its DEALLOCATE texts */
+	int nsent, ncap_sent;
+	bool keep_last;                   /* the last statement's result is kept (s->kept) */
+	bool commit;                      /* a commit's: that result is its WAL position */
+} sink_round;
+
 struct sink {
 	PGconn *conn;                     /* owned */
 	bool in_tx;
-	int queued;                       /* statements since the last sync */
-	const char *queued_sql[SINK_BATCH]; /* borrowed: what each queued statement is */
-	bool queued_what[SINK_BATCH];       /* queued_sql[i] describes a query, not its SQL */
-	sink_stmt *queued_stmt[SINK_BATCH]; /* borrowed: the execution's statement, or NULL */
+	/* rounds[] is a ring: nring rounds sent (their sync point too), the
+	 * oldest at head, being read; then the one being filled (fill()) */
+	sink_round *rounds;               /* owned, SINK_ROUNDS + 1 */
+	int head, nring;
+	int commits;                      /* commit rounds among them (at most one) */
+	tm_lsn commit_end;                /* the last commit read: its WAL position */
+	bool broken;                      /* a round failed: the failures of those after
+	                                   * it are not logged again */
 	long nstatements;
 	sink_tick_fn tick;                /* called while a result is long in coming */
 	void *tick_ctx;
@@ -71,16 +101,14 @@ struct sink {
 	size_t budget;                    /* SINK_STMT_BUDGET */
 	int npending, ncap_pending;       /* DEALLOCATEs to send before the next statement */
 	char **pending;                   /* owned */
-	int nsent, ncap_sent;             /* DEALLOCATEs queued in this round */
-	char **sent;                      /* owned until the round's results are read */
 	sink_misses *misses;              /* owned list */
-	/* a round whose sync point was sent and whose results are being read
-	 * (read_round): the first failure, the statement they are at, the
-	 * NULLs in a row, the last statement's result (owned) if kept */
-	bool round_open;
-	int rd_rc, rd_index, rd_nulls;
-	bool rd_keep;
+	/* the oldest round's results read so far (read_oldest): its first
+	 * failure, the statement they are at, the NULLs in a row, its last
+	 * statement's result if kept (owned); then that result, once the
+	 * round is read, until drain() hands it over (owned) */
+	int rd_rc, rd_index, rd_nulls, rd_failed_at;
 	PGresult *rd_last;
+	PGresult *kept;
 	sink_guard_fn guard;              /* called before a statement is sent */
 	void *guard_ctx;
 	int guarding;                     /* in the guard: not called again */
@@ -112,6 +140,7 @@ sink_open(const char *conninfo, const char *role, sink **out)
 	if (s == NULL)
 		abort();
 	s->conn = conn;
+	s->rounds = xcalloc(SINK_ROUNDS + 1, sizeof *s->rounds);
 	s->nbuckets = SINK_BUCKETS_MIN;
 	s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
 	if (s->buckets == NULL)
@@ -141,9 +170,12 @@ sink_close(sink *s)
 	for (int i = 0; i < s->npending; i++)
 		free(s->pending[i]);
 	free(s->pending);
-	for (int i = 0; i < s->nsent; i++)
-		free(s->sent[i]);
-	free(s->sent);
+	for (int r = 0; r <= SINK_ROUNDS; r++) {
+		for (int i = 0; i < s->rounds[r].nsent; i++)
+			free(s->rounds[r].sent[i]);
+		free(s->rounds[r].sent);
+	}
+	free(s->rounds);
 	while (s->misses != NULL) {
 		sink_misses *next = s->misses->next;
 
@@ -152,17 +184,33 @@ sink_close(sink *s)
 		s->misses = next;
 	}
 	PQclear(s->rd_last);
+	PQclear(s->kept);
 	PQfinish(s->conn);
 	free(s->try_failure);
 	free(s);
 }
 
-/* Logs the first failure of a sync round with the statement it belongs to. */
+/* round i of those sent (0: the oldest), or the one being filled (nring) */
+static sink_round *
+round_at(sink *s, int i)
+{
+	return &s->rounds[(s->head + i) % (SINK_ROUNDS + 1)];
+}
+
+static sink_round *
+fill(sink *s)
+{
+	return round_at(s, s->nring);
+}
+
+/* Logs the first failure of a sync round with the statement it belongs
+ * to; a failure of a round after one that failed (the statements of an
+ * aborted transaction, skipped) is returned, not logged again. */
 static int
-fail_result(sink *s, int index, PGresult *r)
+fail_result(sink *s, const sink_round *rd, int index, PGresult *r)
 {
 	char what[200];
-	const char *sql = index < s->queued ? s->queued_sql[index] : NULL;
+	const char *sql = index < rd->n ? rd->sql[index] : NULL;
 
 	/* a statement refused; not a failure a retry may cure (a lock held,
 	 * the disk full, the server going down) */
@@ -176,7 +224,10 @@ fail_result(sink *s, int index, PGresult *r)
 			abort();
 		return TM_EXIT_TARGET;
 	}
-	if (index < s->queued && s->queued_what[index])
+	if (s->broken)
+		return TM_EXIT_TARGET;
+	s->broken = true;
+	if (index < rd->n && rd->kind[index] == SINK_QUERY)
 		snprintf(what, sizeof what, "%.190s", sql);
 	else
 		snprintf(what, sizeof what, "applying \"%.150s\"", sql ? sql : "(statement)");
@@ -238,33 +289,10 @@ count_miss(sink_misses *m)
 		         "PostgreSQL's own replication does (%ld so far)", m->label, m->count);
 }
 
-/* The round's results read so far (read_round). */
-static void
-round_start(sink *s, bool keep_last)
-{
-	s->round_open = true;
-	s->rd_rc = TM_OK;
-	s->rd_index = 0;
-	s->rd_nulls = 0;
-	s->rd_keep = keep_last;
-	s->rd_last = NULL;
-}
-
-static void
-round_end(sink *s)
-{
-	s->round_open = false;
-	s->queued = 0;
-	s->round++;
-	for (int i = 0; i < s->nsent; i++)
-		free(s->sent[i]);
-	s->nsent = 0;
-}
-
-/* One result of the round (r NULL: the end of a statement's results);
- * true at the sync point. */
+/* One result of the oldest round (r NULL: the end of a statement's
+ * results); true at its sync point. */
 static bool
-round_result(sink *s, PGresult *r)
+round_result(sink *s, sink_round *rd, PGresult *r)
 {
 	ExecStatusType st;
 
@@ -272,8 +300,10 @@ round_result(sink *s, PGresult *r)
 		/* one NULL ends each statement's results; two in a row mean the
 		 * connection is gone before the sync point */
 		if (++s->rd_nulls > 1 || PQstatus(s->conn) != CONNECTION_OK) {
-			if (s->rd_rc == TM_OK)
+			if (s->rd_rc == TM_OK) {
+				s->rd_failed_at = s->rd_index;
 				s->rd_rc = pgconn_fail(s->conn, TGT, "reading results", NULL);
+			}
 			return true;
 		}
 		s->rd_index++;
@@ -285,13 +315,15 @@ round_result(sink *s, PGresult *r)
 		PQclear(r);
 		return true;
 	}
-	if (st == PGRES_FATAL_ERROR && s->rd_rc == TM_OK)
-		s->rd_rc = fail_result(s, s->rd_index, r);
-	if (st == PGRES_COMMAND_OK && s->rd_rc == TM_OK && s->rd_index < s->queued &&
-	    s->queued_stmt[s->rd_index] != NULL && s->queued_stmt[s->rd_index]->misses != NULL &&
+	if (st == PGRES_FATAL_ERROR && s->rd_rc == TM_OK) {
+		s->rd_failed_at = s->rd_index;
+		s->rd_rc = fail_result(s, rd, s->rd_index, r);
+	}
+	if (st == PGRES_COMMAND_OK && s->rd_rc == TM_OK && s->rd_index < rd->n &&
+	    rd->stmt[s->rd_index] != NULL && rd->stmt[s->rd_index]->misses != NULL &&
 	    strcmp(PQcmdTuples(r), "0") == 0)
-		count_miss(s->queued_stmt[s->rd_index]->misses);
-	if (s->rd_keep && s->rd_rc == TM_OK && s->rd_index == s->queued - 1) {
+		count_miss(rd->stmt[s->rd_index]->misses);
+	if ((rd->keep_last || rd->commit) && s->rd_rc == TM_OK && s->rd_index == rd->n - 1) {
 		PQclear(s->rd_last);
 		s->rd_last = r;
 	} else
@@ -299,47 +331,142 @@ round_result(sink *s, PGresult *r)
 	return false;
 }
 
+static void push_string(char ***list, int *n, int *cap, char *str);
+
+/* A round failed at entry from: the server skipped it and what follows
+ * it. The statements it prepared are not prepared, and its DEALLOCATEs
+ * are sent again before the next statement. */
+static void
+round_skipped(sink *s, sink_round *rd, int from)
+{
+	for (int i = from; i < rd->n; i++)
+		if (rd->kind[i] == SINK_PARSE && rd->stmt[i]->prepared) {
+			rd->stmt[i]->prepared = false;
+			s->prepared_bytes -= rd->stmt[i]->bytes;
+		} else if (rd->kind[i] == SINK_DEALLOC)
+			push_string(&s->pending, &s->npending, &s->ncap_pending, xstrdup(rd->sql[i]));
+}
+
+/* The oldest round read to its end: what it kept goes where it belongs,
+ * its DEALLOCATE texts are freed, and the next round is the oldest. */
+static int
+round_done(sink *s, sink_round *rd)
+{
+	int rc = s->rd_rc;
+
+	if (rc != TM_OK)
+		round_skipped(s, rd, s->rd_failed_at);
+
+	if (rd->commit) {
+		s->commits--;
+		if (rc == TM_OK && s->rd_last != NULL)
+			lsn_parse(PQgetvalue(s->rd_last, 0, 0), &s->commit_end);
+	} else if (rd->keep_last && rc == TM_OK) {
+		PQclear(s->kept);
+		s->kept = s->rd_last;
+		s->rd_last = NULL;
+	}
+	PQclear(s->rd_last);
+	s->rd_last = NULL;
+	for (int i = 0; i < rd->nsent; i++)
+		free(rd->sent[i]);
+	rd->nsent = 0;
+	rd->n = 0;
+	rd->keep_last = rd->commit = false;
+	s->rd_rc = TM_OK;
+	s->rd_index = 0;
+	s->rd_nulls = 0;
+	s->head = (s->head + 1) % (SINK_ROUNDS + 1);
+	s->nring--;
+	if (rc == TM_OK)
+		s->broken = false; /* (a round after a failure succeeds once it ended) */
+	return rc;
+}
+
 /*
- * Reads the results of the round up to its sync point: all of them
- * (block), or those already arrived (*done false: the sync point has
- * not). At the end, *last (when kept) receives the result of the round's
- * last statement; the return is the round's first failure.
+ * Reads the results of the oldest round sent up to its sync point: all of
+ * them (block), or those already arrived (*ended false: the sync point has
+ * not). Returns the round's first failure once it ended.
  */
 static int
-read_round(sink *s, bool block, bool *done, PGresult **last)
+read_oldest(sink *s, bool block, bool *ended)
 {
-	*done = false;
+	sink_round *rd = round_at(s, 0);
+
+	*ended = false;
 	for (;;) {
 		if (block)
 			wait_result(s);
 		else if (PQconsumeInput(s->conn) != 0 && PQisBusy(s->conn))
 			return TM_OK; /* (a lost connection: PQgetResult says so) */
-		if (!round_result(s, PQgetResult(s->conn)))
+		if (!round_result(s, rd, PQgetResult(s->conn)))
 			continue;
-		*done = true;
-		if (last != NULL && s->rd_rc == TM_OK)
-			*last = s->rd_last;
-		else
-			PQclear(s->rd_last);
-		s->rd_last = NULL;
-		round_end(s);
-		return s->rd_rc;
+		*ended = true;
+		return round_done(s, rd);
 	}
 }
 
+/* Reads the rounds sent: those whose results have come (block false), or
+ * all of them; returns the first failure. */
+static int
+read_rounds(sink *s, bool block)
+{
+	int rc = TM_OK, r;
+	bool ended = true;
+
+	while (s->nring > 0 && ended)
+		if ((r = read_oldest(s, block, &ended)) != TM_OK && rc == TM_OK)
+			rc = r;
+	return rc;
+}
+
 /*
- * Reads every result up to the sync point. Keeps the result of the last
- * statement in *last when asked. Returns the first failure's status.
+ * The round being filled sent with its sync point (commit: it ends with a
+ * COMMIT and the query of its WAL position). Then the results that have
+ * come are read, and with SINK_ROUNDS rounds in flight the oldest is
+ * waited for.
+ */
+static int
+ship(sink *s, bool keep_last, bool commit)
+{
+	int rc = TM_OK;
+	bool ended = true;
+
+	if (PQpipelineSync(s->conn) != 1)
+		return pgconn_fail(s->conn, TGT, "sending a sync point", NULL);
+	fill(s)->keep_last = keep_last;
+	fill(s)->commit = commit;
+	s->commits += commit;
+	s->nring++;
+	s->round++;
+	while (rc == TM_OK && s->nring > 0 && ended)
+		rc = read_oldest(s, s->nring >= SINK_ROUNDS, &ended);
+	return rc;
+}
+
+/*
+ * Sends what is queued with a sync point and reads every result. Keeps the
+ * result of the last statement in *last when asked. Returns the first
+ * failure's status.
  */
 static int
 drain(sink *s, PGresult **last)
 {
-	bool done;
+	int rc = TM_OK;
 
-	if (PQpipelineSync(s->conn) != 1)
-		return pgconn_fail(s->conn, TGT, "sending a sync point", NULL);
-	round_start(s, last != NULL);
-	return read_round(s, true, &done, last);
+	if (fill(s)->n > 0 || s->nring == 0 || last != NULL)
+		rc = ship(s, last != NULL, false);
+	if (rc == TM_OK)
+		rc = read_rounds(s, true);
+	else
+		(void) read_rounds(s, true);
+	if (rc == TM_OK && last != NULL) {
+		*last = s->kept;
+		s->kept = NULL;
+	}
+	PQclear(s->kept);
+	s->kept = NULL;
+	return rc;
 }
 
 int
@@ -348,25 +475,37 @@ sink_sync(sink *s)
 	return drain(s, NULL);
 }
 
+/* An entry queued: the round is sent once it is full. */
+static int
+queue_one(sink *s, const char *sql, sink_entry kind, sink_stmt *st)
+{
+	sink_round *rd = fill(s);
+
+	rd->kind[rd->n] = (char) kind;
+	rd->stmt[rd->n] = st;
+	rd->sql[rd->n++] = sql;
+	return rd->n >= SINK_BATCH - 1 ? ship(s, false, false) : TM_OK;
+}
+
 static int
 note_queued(sink *s, const char *sql)
 {
-	s->queued_what[s->queued] = false;
-	s->queued_stmt[s->queued] = NULL;
-	s->queued_sql[s->queued++] = sql;
 	s->nstatements++;
-	return s->queued >= SINK_BATCH - 1 ? sink_sync(s) : TM_OK;
+	return queue_one(s, sql, SINK_EXEC, NULL);
 }
 
 static int send_deallocations(sink *s);
 
-/* A query whose result is read (what: said of it in a failure) queued. */
+/* A query whose result is read (what: said of it in a failure) queued,
+ * its round sent by the caller (queue_one leaves room for it). */
 static void
 note_query(sink *s, const char *what)
 {
-	s->queued_what[s->queued] = true;
-	s->queued_stmt[s->queued] = NULL;
-	s->queued_sql[s->queued++] = what;
+	sink_round *rd = fill(s);
+
+	rd->kind[rd->n] = SINK_QUERY;
+	rd->stmt[rd->n] = NULL;
+	rd->sql[rd->n++] = what;
 }
 
 /* Before a statement is sent: the guard's say (sink_set_guard). */
@@ -427,8 +566,11 @@ query(sink *s, const char *what, const char *sql, int nparams, const char *const
 
 	if ((rc = send_deallocations(s)) != TM_OK)
 		return rc;
-	if (s->queued > 0 && (rc = sink_sync(s)) != TM_OK)
+	/* what came before is a round of its own: its failure is its own */
+	if (fill(s)->n > 0 && (rc = ship(s, false, false)) != TM_OK) {
+		(void) read_rounds(s, true);
 		return rc;
+	}
 	if (PQsendQueryParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0) != 1)
 		return pgconn_fail(s->conn, TGT, what, NULL);
 	note_query(s, what);
@@ -459,7 +601,7 @@ sink_command(sink *s, const char *what, const char *sql, int nparams, const char
 static int
 pipeline_leave(sink *s)
 {
-	int rc = s->queued > 0 ? sink_sync(s) : TM_OK;
+	int rc = fill(s)->n > 0 || s->nring > 0 ? sink_sync(s) : TM_OK;
 
 	if (rc == TM_OK && PQexitPipelineMode(s->conn) != 1)
 		rc = pgconn_fail(s->conn, TGT, "leaving pipeline mode", NULL);
@@ -596,8 +738,15 @@ sink_commit(sink *s, tm_lsn *wal_end)
 int
 sink_commit_send(sink *s)
 {
-	int rc = send_params(s, "COMMIT", 0, NULL);
+	int rc = TM_OK;
+	bool ended = true;
 
+	/* one commit in flight at a time: the one before is confirmed first,
+	 * so that no COMMIT follows a transaction whose failure is not known */
+	while (rc == TM_OK && s->commits > 0)
+		rc = read_oldest(s, true, &ended);
+	if (rc == TM_OK)
+		rc = send_params(s, "COMMIT", 0, NULL);
 	s->in_tx = false;
 	/* inserted after our commit record, so at or past its end */
 	if (rc == TM_OK && (rc = send_deallocations(s)) == TM_OK &&
@@ -607,25 +756,20 @@ sink_commit_send(sink *s)
 	if (rc != TM_OK)
 		return rc;
 	note_query(s, "committing");
-	if (PQpipelineSync(s->conn) != 1)
-		return pgconn_fail(s->conn, TGT, "sending a sync point", NULL);
-	round_start(s, true);
-	return TM_OK;
+	return ship(s, false, true);
 }
 
 int
 sink_commit_wait(sink *s, bool block, bool *done, tm_lsn *wal_end)
 {
-	PGresult *r = NULL;
-	int rc;
+	int rc = TM_OK;
+	bool ended = true;
 
-	*done = true;
-	if (!s->round_open)
-		return TM_OK;
-	rc = read_round(s, block, done, &r);
-	if (rc == TM_OK && *done && r != NULL && wal_end != NULL)
-		lsn_parse(PQgetvalue(r, 0, 0), wal_end);
-	PQclear(r);
+	while (rc == TM_OK && s->commits > 0 && ended)
+		rc = read_oldest(s, block, &ended);
+	*done = s->commits == 0;
+	if (rc == TM_OK && *done && wal_end != NULL)
+		*wal_end = s->commit_end;
 	return rc;
 }
 
@@ -643,16 +787,24 @@ sink_flushed(sink *s, tm_lsn *out)
 	return rc;
 }
 
+int
+sink_socket(const sink *s)
+{
+	return PQsocket(s->conn);
+}
+
 void
 sink_rollback(sink *s)
 {
 	s->in_tx = false;
 	if (PQstatus(s->conn) != CONNECTION_OK)
 		return;
+	/* what is queued first, in rounds of its own: after a failure the
+	 * server skips the rest of a round, and would skip the ROLLBACK */
+	(void) sink_sync(s);
 	if (PQsendQueryParams(s->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0) == 1) {
-		s->queued_what[s->queued] = false;
-		s->queued_stmt[s->queued] = NULL;
-		s->queued_sql[s->queued++] = "ROLLBACK";
+		note_query(s, "ROLLBACK");
+		fill(s)->kind[fill(s)->n - 1] = SINK_EXEC;
 		(void) sink_sync(s);
 	}
 }
@@ -687,19 +839,23 @@ push_string(char ***list, int *n, int *cap, char *str)
 static int
 send_deallocations(sink *s)
 {
-	int rc = TM_OK, i;
+	/* taken out first: a round read meanwhile may queue some again */
+	char **list = s->pending;
+	int n = s->npending, rc = TM_OK, i;
 
-	for (i = 0; rc == TM_OK && i < s->npending; i++) {
-		char *sql = s->pending[i];
-
-		push_string(&s->sent, &s->nsent, &s->ncap_sent, sql);
-		rc = send_params(s, sql, 0, NULL);
-		if (rc == TM_OK && s->queued >= SINK_BATCH - 1)
-			rc = sink_sync(s);
+	s->pending = NULL;
+	s->npending = s->ncap_pending = 0;
+	for (i = 0; rc == TM_OK && i < n; i++) {
+		/* (the round it is queued in keeps its text) */
+		push_string(&fill(s)->sent, &fill(s)->nsent, &fill(s)->ncap_sent, list[i]);
+		if (PQsendQueryParams(s->conn, list[i], 0, NULL, NULL, NULL, NULL, 0) != 1)
+			rc = pgconn_fail(s->conn, TGT, "sending a statement", NULL);
+		else
+			rc = queue_one(s, list[i], SINK_DEALLOC, NULL);
 	}
-	for (int j = i; j < s->npending; j++)
-		free(s->pending[j]);
-	s->npending = 0;
+	for (; i < n; i++)
+		push_string(&s->pending, &s->npending, &s->ncap_pending, list[i]);
+	free(list);
 	return rc;
 }
 
@@ -782,8 +938,8 @@ grow_buckets(sink *s)
 }
 
 /* Over the budget: the least recently used statements are deallocated,
- * and forgotten when no one holds them and they are not queued in this
- * round (their results, and what each is, are still to be read). */
+ * and forgotten when no one holds them and they are not queued in a round
+ * not read yet (their results, and what each is, are still to be read). */
 static void
 trim(sink *s, const sink_stmt *keep)
 {
@@ -794,7 +950,7 @@ trim(sink *s, const sink_stmt *keep)
 
 		if (st == keep)
 			;
-		else if (st->holds == 0 && !(st->round == s->round && s->queued > 0))
+		else if (st->holds == 0 && st->round < s->round - s->nring)
 			forget(s, st);
 		else if (s->prepared_bytes > s->budget)
 			unprepare(s, st);
@@ -897,7 +1053,8 @@ sink_send(sink *s, sink_stmt *st, const char *const *values, const int *lengths)
 			return pgconn_fail(s->conn, TGT, "preparing a statement", NULL);
 		st->prepared = true;
 		s->prepared_bytes += st->bytes;
-		if ((rc = note_queued(s, st->sql)) != TM_OK)
+		s->nstatements++;
+		if ((rc = queue_one(s, st->sql, SINK_PARSE, st)) != TM_OK)
 			return rc;
 		trim(s, st);
 		if ((rc = send_deallocations(s)) != TM_OK)
@@ -906,11 +1063,8 @@ sink_send(sink *s, sink_stmt *st, const char *const *values, const int *lengths)
 	st->round = s->round;
 	if (PQsendQueryPrepared(s->conn, st->name, st->nparams, values, lengths, NULL, 0) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a statement", NULL);
-	s->queued_stmt[s->queued] = st;
-	s->queued_what[s->queued] = false;
-	s->queued_sql[s->queued++] = st->sql;
 	s->nstatements++;
-	return s->queued >= SINK_BATCH - 1 ? sink_sync(s) : TM_OK;
+	return queue_one(s, st->sql, SINK_EXEC, st);
 }
 
 void

@@ -4,6 +4,16 @@
  * transaction; they are checked at each sync point. Ordinary queries
  * (catalog reads and writes) may be mixed in and are answered in order.
  *
+ * A sync point ends a round of up to 511 statements. Rounds are sent
+ * without waiting for the ones before (up to 8 in flight), whose results
+ * are read as they come: the target executes one round while the caller
+ * prepares the next. A failure is returned by the call that reads it (any
+ * later send, a sync, a query), and the statements after it in the same
+ * transaction fail too (not logged again). The one rule that keeps this
+ * safe: a COMMIT is sent only once the commit before it on the sink is
+ * confirmed (sink_commit_send waits for it), so no transaction commits
+ * after one whose failure is not known yet.
+ *
  * The sink never commits by itself: the caller decides where target
  * transactions end (whole source transactions only), and writes the
  * applied position inside the transaction before sink_commit.
@@ -116,18 +126,21 @@ bool sink_in_transaction(const sink *s);
 int sink_commit(sink *s, tm_lsn *wal_end);
 /*
  * The same in two halves, for a commit that goes on while the caller does
- * other work (parallel apply, apply.h): sink_commit_send queues COMMIT and
- * the WAL position and sends them; sink_commit_wait reads their results,
- * all of them (block) or those already come (*done false: not yet; call
- * again). Nothing else may be sent on the sink in between. *wal_end as
- * sink_commit's, set when *done; the return is the transaction's first
- * failure (a statement refused, the connection lost).
+ * other work (the apply, apply.h): sink_commit_send waits for the commit
+ * before it on the sink, then queues COMMIT and the WAL position and sends
+ * them; sink_commit_wait reads the results up to them, all (block) or
+ * those already come (*done false: not yet; call again). Statements of the
+ * next transaction may be sent in between (BEGIN first). *wal_end as
+ * sink_commit's, of the last commit confirmed, set when *done; the return
+ * is the first failure read (a statement refused, the connection lost).
  */
 int sink_commit_send(sink *s);
 int sink_commit_wait(sink *s, bool block, bool *done, tm_lsn *wal_end);
 /* The target's WAL position flushed to disk (not guarded: a read of the
  * server's state, never of a transaction). */
 int sink_flushed(sink *s, tm_lsn *out);
+/* The connection's socket, to wait on beside others (nothing is read). */
+int sink_socket(const sink *s);
 /* Rolls back (after a failure); the connection stays usable if it can. */
 void sink_rollback(sink *s);
 
@@ -158,7 +171,7 @@ int sink_prepared_statements(const sink *s, size_t *bytes);
 int sink_reset_statements(sink *s);
 
 /* Queues one execution. values[i] NULL is SQL NULL; lengths may be NULL
- * (NUL-terminated values). Errors surface at the next sync point. */
+ * (NUL-terminated values). Errors surface when their round is read. */
 int sink_send(sink *s, sink_stmt *stmt, const char *const *values, const int *lengths);
 
 /* A statement meant to change one row (an update or delete of a table

@@ -23,6 +23,7 @@ struct source {
 	char *pending;      /* owned by libpq (PQfreemem): the last payload handed out */
 	char *peeked;       /* owned by libpq: a payload read ahead by source_has_pending */
 	int peeked_len;
+	int wake_fd;        /* source_wake_on: also ends a wait when readable; -1 none */
 };
 
 /*
@@ -100,6 +101,7 @@ source_open(const source_options *o, source **out)
 
 	if (s == NULL)
 		abort();
+	s->wake_fd = -1;
 	s->slot = strdup(o->slot);
 	s->publication = strdup(o->publication);
 	s->conninfo = strdup(o->conninfo);
@@ -169,8 +171,8 @@ read_nowait(source *s, char **buf)
 static int
 wait_socket(source *s, int timeout_ms)
 {
-	struct pollfd pfd = {PQsocket(s->conn), POLLIN, 0};
-	int n = poll(&pfd, 1, timeout_ms);
+	struct pollfd pfd[2] = {{PQsocket(s->conn), POLLIN, 0}, {s->wake_fd, POLLIN, 0}};
+	int n = poll(pfd, s->wake_fd >= 0 ? 2 : 1, timeout_ms);
 
 	if (n < 0 && errno != EINTR) {
 		log_error("source: waiting for the stream: %s", strerror(errno));
@@ -213,6 +215,12 @@ source_read(source *s, int timeout_ms, const char **buf, size_t *len)
 	*buf = data;
 	*len = (size_t) n;
 	return TM_OK;
+}
+
+void
+source_wake_on(source *s, int fd)
+{
+	s->wake_fd = fd;
 }
 
 bool

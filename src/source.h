@@ -38,6 +38,10 @@ void source_close(source *s);
  */
 int source_read(source *s, int timeout_ms, const char **buf, size_t *len);
 
+/* A wait of source_read also ends, with nothing read, when fd is readable
+ * (the target answering a commit the apply waits for); -1: none. */
+void source_wake_on(source *s, int fd);
+
 /* Is a complete message already buffered (no wait needed)? */
 bool source_has_pending(source *s);
 

@@ -26,7 +26,12 @@
  * over ROUNDS (default 3), tidemark / floor and native / tidemark.
  * PERCENT (default 100) scales the backlogs, not the tables. Last, every
  * table on both targets is compared with the source row for row.
+ *
+ * BENCH_ONLY=wide,tpcb runs those backlogs alone; BENCH_INDEXED=0 (or 1)
+ * only without (or with) the secondary indexes. TIDEMARK_BENCH_ARGS adds
+ * options to `tidemark run` (benchlib.c).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +262,21 @@ check(void)
 	PQfinish(t[1]);
 }
 
+/* Whether BENCH_ONLY (a comma-separated list of names) leaves b in. */
+static bool
+chosen(const backlog *b)
+{
+	const char *only = getenv("BENCH_ONLY");
+	size_t n = strlen(b->name);
+
+	if (only == NULL || *only == '\0')
+		return true;
+	for (const char *p = only; p != NULL; p = strchr(p, ','), p = p ? p + 1 : NULL)
+		if (strncmp(p, b->name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
 static void
 summary(int indexed, int rounds, int percent)
 {
@@ -270,6 +290,8 @@ summary(int indexed, int rounds, int percent)
 		double t = bench_median(b->secs[indexed][TIDEMARK], rounds);
 		double n = bench_median(b->secs[indexed][NATIVE], rounds);
 
+		if (!chosen(b))
+			continue;
 		printf("  %-8s %7ld %9.2f %9.2f %9.2f %15.2f %16.2f\n", b->name,
 		       (long) b->transactions * percent / 100, f, t, n, t / f, n / t);
 	}
@@ -292,10 +314,14 @@ main(int argc, char **argv)
 	bench_pair_subscribe(&pair, (const char *const[]) {ddl, bench_tpcb_ddl, NULL});
 	floor_catch_up(); /* the copies' and setups' changes */
 	for (int indexed = 0; indexed < 2; indexed++) {
+		const char *want = getenv("BENCH_INDEXED");
+
+		if (want != NULL && *want != '\0' && atoi(want) != indexed)
+			continue;
 		if (indexed)
 			add_indexes();
 		for (int i = 0; i < NBACKLOGS; i++)
-			for (int round = 0; round < rounds; round++)
+			for (int round = 0; round < rounds && chosen(&backlogs[i]); round++)
 				round_of(&backlogs[i], indexed, round, percent);
 		summary(indexed, rounds, percent);
 	}

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "exitcode.h"
 #include "tm_fixture.h"
 
 /* Runs tidemark with argv (NULL-terminated); its exit code, output in *out. */
@@ -294,6 +295,51 @@ test_libpq_environment(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * A row the target refuses (a constraint of its own) early in a large
+ * transaction whose rows go one statement each, many rounds of them, with
+ * more transactions right behind: the statements after it, its COMMIT and
+ * the next transactions' are already on their way when the refusal is
+ * read. Nothing of that transaction nor of any after it commits: run stops
+ * with the target's error naming the constraint, the target holds the rows
+ * from before, and its stored position is from before too. Once the
+ * constraint is gone the rest follows, each row once.
+ */
+static void
+test_refused_row_commits_nothing_after(void **state)
+{
+	tm_env *e = tm_env_new("errrefused");
+	pgtest_proc *run;
+	char *before, *ok;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE events (id bigint PRIMARY KEY, kind int, payload text)");
+	tm_setup_table(e, "events");
+	pgtest_exec(e->s, "INSERT INTO events SELECT g, 0, 'before' FROM generate_series(1, 10) g");
+	tm_catch_up(e, 60);
+	pgtest_exec(e->t, "ALTER TABLE events ADD CONSTRAINT not_this_one CHECK (id <> 1005)");
+	before = pgtest_query_value(e->s, "SELECT pg_current_wal_insert_lsn()");
+	/* rows of 1.3 kB go one statement each: 4,000 of them, 8 rounds */
+	pgtest_exec(e->s, "INSERT INTO events SELECT g, 1, repeat(md5(g::text), 40)"
+	                  " FROM generate_series(1001, 5000) g");
+	for (int i = 0; i < 30; i++)
+		pgtest_exec(e->s, "INSERT INTO events VALUES (%d, 2, 'after')", 10000 + i);
+	run = tm_start_run(e, NULL);
+	assert_int_equal(pgtest_proc_wait(run, 120), TM_EXIT_TARGET);
+	tm_assert_has(pgtest_proc_output(run), "not_this_one");
+	pgtest_proc_free(run);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM events WHERE id > 10"), 0);
+	ok = pgtest_query_value(e->t, "SELECT applied_lsn <= '%s' FROM tidemark.progress", before);
+	assert_string_equal(ok, "t");
+	free(ok);
+	free(before);
+	pgtest_exec(e->t, "ALTER TABLE events DROP CONSTRAINT not_this_one");
+	tm_catch_up(e, 120);
+	tm_assert_equal(e, "events", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM events"), 4040);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -305,6 +351,7 @@ main(void)
 		cmocka_unit_test(test_unreadable_table_named),
 		cmocka_unit_test(test_conventions),
 		cmocka_unit_test(test_libpq_environment),
+		cmocka_unit_test(test_refused_row_commits_nothing_after),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
