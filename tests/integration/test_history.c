@@ -29,7 +29,7 @@
  *                           (default fixtures/history/unleash/migrations)
  *   HISTORY_STEPS=n         replay the first n steps only
  *   HISTORY_KILL_AT=k       kill -9 tidemark before step k (default n / 2)
- *   HISTORY_ROWS=r          rows inserted per table and step (default 2)
+ *   HISTORY_ROWS=r          rows inserted per table and step (default 1)
  *   HISTORY_SEED=s          the writer's seed (default 1)
  *   HISTORY_TRACKED=1       also run the steps whose failure is tracked
  *                           (see tracked[] below); otherwise each is replaced
@@ -364,7 +364,7 @@ read_cfg(history_cfg *cfg, int available)
 	if (cfg->steps > available || cfg->steps < 0)
 		cfg->steps = available;
 	cfg->kill_at = env_int("HISTORY_KILL_AT", cfg->steps / 2);
-	cfg->rows = env_int("HISTORY_ROWS", 2);
+	cfg->rows = env_int("HISTORY_ROWS", 1);
 	cfg->seed = env_int("HISTORY_SEED", 1);
 	cfg->run_tracked = env_int("HISTORY_TRACKED", 0) != 0;
 	cfg->wait_each = env_int("HISTORY_WAIT", 0) != 0;
