@@ -11,7 +11,7 @@
 # 3. Runs the unit and integration tests (ctest) in both.
 # 4. Runs the unit tests under valgrind (memory errors, definite leaks).
 # 5. Builds build-fuzz/ (clang, libFuzzer) and fuzzes each harness of
-#    tests/fuzz/ for FUZZ_SECONDS (default 8) on its seeds: any crash, leak,
+#    tests/fuzz/ for FUZZ_SECONDS (default 6) on its seeds: any crash, leak,
 #    timeout or sanitizer report fails the step (skipped, not failed, when
 #    clang's libFuzzer runtime is missing).
 # 6. Builds the newer PostgreSQL whose source lies beside the project
@@ -143,7 +143,7 @@ fuzz_step() {
 		record fuzz PASS 0 "skipped: no libFuzzer runtime"
 		return 0
 	fi
-	step fuzz "$ROOT/tests/fuzz/fuzz.sh" -t "${FUZZ_SECONDS:-8}" -j "$JOBS" --fresh
+	step fuzz "$ROOT/tests/fuzz/fuzz.sh" -t "${FUZZ_SECONDS:-6}" -j "$JOBS" --fresh
 }
 
 # The integration tests where major versions differ, against the newer
