@@ -79,6 +79,10 @@ struct sink {
 	int head, nring;
 	int commits;                      /* commit rounds among them (at most one) */
 	tm_lsn commit_end;                /* the last commit read: its WAL position */
+	int tx_rc;                        /* the first failure read since the last commit
+	                                   * round (not one of sink_try's) */
+	int commit_rc;                    /* the last commit's: its own failure or tx_rc
+	                                   * (a COMMIT after a failure rolls back) */
 	bool broken;                      /* a round failed: the failures of those after
 	                                   * it are not logged again */
 	long nstatements;
@@ -231,7 +235,8 @@ fail_result(sink *s, const sink_round *rd, int index, PGresult *r)
 		snprintf(what, sizeof what, "%.190s", sql);
 	else
 		snprintf(what, sizeof what, "applying \"%.150s\"", sql ? sql : "(statement)");
-	return pgconn_fail(s->conn, TGT, what, r);
+	s->tx_rc = pgconn_fail(s->conn, TGT, what, r);
+	return s->tx_rc;
 }
 
 void
@@ -302,7 +307,11 @@ round_result(sink *s, sink_round *rd, PGresult *r)
 		if (++s->rd_nulls > 1 || PQstatus(s->conn) != CONNECTION_OK) {
 			if (s->rd_rc == TM_OK) {
 				s->rd_failed_at = s->rd_index;
-				s->rd_rc = pgconn_fail(s->conn, TGT, "reading results", NULL);
+				s->rd_rc = s->broken ? PGCONN_RETRY_TARGET
+				                     : pgconn_fail(s->conn, TGT, "reading results", NULL);
+				s->broken = true;
+				if (s->tx_rc == TM_OK)
+					s->tx_rc = s->rd_rc;
 			}
 			return true;
 		}
@@ -359,7 +368,9 @@ round_done(sink *s, sink_round *rd)
 
 	if (rd->commit) {
 		s->commits--;
-		if (rc == TM_OK && s->rd_last != NULL)
+		s->commit_rc = rc != TM_OK ? rc : s->tx_rc;
+		s->tx_rc = TM_OK;
+		if (s->commit_rc == TM_OK && s->rd_last != NULL)
 			lsn_parse(PQgetvalue(s->rd_last, 0, 0), &s->commit_end);
 	} else if (rd->keep_last && rc == TM_OK) {
 		PQclear(s->kept);
@@ -746,6 +757,9 @@ sink_commit_send(sink *s)
 	while (rc == TM_OK && s->commits > 0)
 		rc = read_oldest(s, true, &ended);
 	if (rc == TM_OK)
+		rc = s->commit_rc;
+	s->commit_rc = TM_OK;
+	if (rc == TM_OK)
 		rc = send_params(s, "COMMIT", 0, NULL);
 	s->in_tx = false;
 	/* inserted after our commit record, so at or past its end */
@@ -768,6 +782,9 @@ sink_commit_wait(sink *s, bool block, bool *done, tm_lsn *wal_end)
 	while (rc == TM_OK && s->commits > 0 && ended)
 		rc = read_oldest(s, block, &ended);
 	*done = s->commits == 0;
+	/* a failure of the transaction read before (by any call) counts too */
+	if (rc == TM_OK && *done)
+		rc = s->commit_rc;
 	if (rc == TM_OK && *done && wal_end != NULL)
 		*wal_end = s->commit_end;
 	return rc;
@@ -806,6 +823,8 @@ sink_rollback(sink *s)
 		note_query(s, "ROLLBACK");
 		fill(s)->kind[fill(s)->n - 1] = SINK_EXEC;
 		(void) sink_sync(s);
+		/* (that transaction is over, and the caller knows it failed) */
+		s->tx_rc = s->commit_rc = TM_OK;
 	}
 }
 

@@ -8,6 +8,7 @@
  *   - a statement refused in the last round before a COMMIT that was not
  *     waited for: the next transaction's COMMIT is never sent (its rows
  *     never show), and the failure names the statement;
+ *   - a failure read first by another call still fails the commit;
  *   - the statement cache deallocates and forgets statements while their
  *     executions are still in unread rounds (a tiny budget): every
  *     execution's result is still counted against its own statement.
@@ -119,6 +120,37 @@ test_failure_holds_back_the_next_commit(void **state)
 	tm_env_free(e);
 }
 
+/* The failure of a transaction read by another call first (here a read of
+ * the flushed position, whose status is set aside): its commit still
+ * fails, though its COMMIT, alone in a round after the failed one, is
+ * answered as a ROLLBACK without an error. */
+static void
+test_failure_read_elsewhere_fails_the_commit(void **state)
+{
+	tm_env *e = tm_env_new("sinksticky");
+	sink *s;
+	tm_lsn flushed;
+	bool done = false;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->t, "CREATE TABLE a (id int PRIMARY KEY CHECK (id <> 1000))");
+	s = open_sink(e);
+	assert_int_equal(sink_begin(s), TM_OK);
+	/* BEGIN and 1,021 rows: two full rounds; the COMMIT starts a third */
+	rc = insert_rows(s, "a", 1, 1021);
+	(void) sink_flushed(s, &flushed);
+	if (rc == TM_OK)
+		rc = sink_commit_send(s);
+	if (rc == TM_OK)
+		rc = sink_commit_wait(s, true, &done, NULL);
+	assert_int_equal(rc, TM_EXIT_TARGET);
+	sink_rollback(s);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM a"), 0);
+	sink_close(s);
+	tm_env_free(e);
+}
+
 #define STATEMENTS 64
 
 static void
@@ -164,6 +196,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rounds_in_flight),
 		cmocka_unit_test(test_failure_holds_back_the_next_commit),
+		cmocka_unit_test(test_failure_read_elsewhere_fails_the_commit),
 		cmocka_unit_test(test_statements_forgotten_in_flight),
 	};
 
