@@ -125,24 +125,32 @@ apply_workers_busy(const apply *a)
 
 /* ---- confirmations ---- */
 
-/* The worker's group committed (or not yet, when !block and its results
- * have not all come): the position and the counts follow it. */
+/* Group g, whose COMMIT went on s, committed (*done; not yet when !block
+ * and its results have not all come): the position and the counts follow
+ * it. */
+static int
+confirm_group(apply *a, sink *s, const apply_done *g, bool block, bool *done)
+{
+	tm_lsn wal_end = LSN_INVALID;
+	int rc = sink_commit_wait(s, block, done, &wal_end);
+
+	if (rc == TM_OK && *done)
+		apply_group_committed(a, g, wal_end);
+	return rc;
+}
+
+/* The worker's group, confirmed. */
 static int
 confirm(apply *a, apply_worker *w, bool block)
 {
-	tm_lsn wal_end = LSN_INVALID;
-	bool done;
-	int rc;
+	bool done = false;
+	int rc = w->busy ? confirm_group(a, w->sink, &w->group, block, &done) : TM_OK;
 
-	if (!w->busy)
-		return TM_OK;
-	rc = sink_commit_wait(w->sink, block, &done, &wal_end);
-	if (rc != TM_OK || !done)
-		return rc;
-	w->busy = false;
-	key_set_clear(&w->keys);
-	apply_group_committed(a, &w->group, wal_end);
-	return TM_OK;
+	if (done) {
+		w->busy = false;
+		key_set_clear(&w->keys);
+	}
+	return rc;
 }
 
 int
@@ -167,18 +175,13 @@ apply_own_sent(apply *a, sink *s, const apply_done *g)
 static int
 confirm_own(apply *a, bool block)
 {
-	tm_lsn wal_end = LSN_INVALID;
-	bool done;
-	int rc;
+	bool done = false;
+	int rc = a->own_busy != NULL ? confirm_group(a, a->own_busy, &a->own_group, block, &done)
+	                             : TM_OK;
 
-	if (a->own_busy == NULL)
-		return TM_OK;
-	rc = sink_commit_wait(a->own_busy, block, &done, &wal_end);
-	if (rc != TM_OK || !done)
-		return rc;
-	a->own_busy = NULL;
-	apply_group_committed(a, &a->own_group, wal_end);
-	return TM_OK;
+	if (done)
+		a->own_busy = NULL;
+	return rc;
 }
 
 static int

@@ -749,15 +749,11 @@ sink_commit(sink *s, tm_lsn *wal_end)
 int
 sink_commit_send(sink *s)
 {
-	int rc = TM_OK;
-	bool ended = true;
-
+	bool done;
 	/* one commit in flight at a time: the one before is confirmed first,
 	 * so that no COMMIT follows a transaction whose failure is not known */
-	while (rc == TM_OK && s->commits > 0)
-		rc = read_oldest(s, true, &ended);
-	if (rc == TM_OK)
-		rc = s->commit_rc;
+	int rc = sink_commit_wait(s, true, &done, NULL);
+
 	s->commit_rc = TM_OK;
 	if (rc == TM_OK)
 		rc = send_params(s, "COMMIT", 0, NULL);
@@ -820,8 +816,7 @@ sink_rollback(sink *s)
 	 * server skips the rest of a round, and would skip the ROLLBACK */
 	(void) sink_sync(s);
 	if (PQsendQueryParams(s->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0) == 1) {
-		note_query(s, "ROLLBACK");
-		fill(s)->kind[fill(s)->n - 1] = SINK_EXEC;
+		(void) queue_one(s, "ROLLBACK", SINK_EXEC, NULL); /* (first of its round) */
 		(void) sink_sync(s);
 		/* (that transaction is over, and the caller knows it failed) */
 		s->tx_rc = s->commit_rc = TM_OK;
