@@ -76,6 +76,17 @@ apply_refresh_durable(apply *a)
 }
 
 int
+apply_make_durable(apply *a)
+{
+	int rc;
+
+	if (a->npending == 0 || sink_in_transaction(a->sink))
+		return TM_OK;
+	rc = catalog_flush_progress(a->sink, a->cfg.slot);
+	return rc == TM_OK ? apply_refresh_durable(a) : rc;
+}
+
+int
 apply_new(sink *s, const apply_config *cfg, apply **out)
 {
 	apply *a = calloc(1, sizeof *a);

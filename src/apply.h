@@ -232,6 +232,11 @@ tm_lsn apply_committed(const apply *a);
 /* Asks the target how far its WAL is flushed (one query, only when some
  * commit is not known durable yet). */
 int apply_refresh_durable(apply *a);
+/* At a clean end, with no group open: the target's WAL flushed through the
+ * last commit (catalog_flush_progress) when some commit is not known
+ * durable yet, so that the source can be told everything applied, and a
+ * restart decodes none of it again. */
+int apply_make_durable(apply *a);
 bool apply_in_transaction(const apply *a);        /* a source tx or a target group open */
 bool apply_in_source_transaction(const apply *a); /* between a source Begin and Commit */
 const apply_stats *apply_get_stats(const apply *a);

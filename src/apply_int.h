@@ -38,14 +38,6 @@
 #define APPLY_NET_MIN_BY_KEY 8
 #endif
 
-/* Whole rows whose values average more than this many bytes go one
- * statement each: the server reads an array of text value by value, and
- * for wide values that costs more than a statement per row. Measured
- * (bench_apply's wide backlog, 2 kB values, 10,000 updates, one round of
- * each): 0.52 s a statement per row, 0.72 s in arrays; rows of a few dozen
- * bytes are faster in arrays. */
-#define APPLY_NET_WIDE_ROW_BYTES 1024
-
 /* A history's entries held for one flush go in with COPY from this many
  * on (fewer: one statement of arrays, which needs no wait for what was
  * sent before it). Measured (bench_history, 2 cores): a statement of

@@ -93,6 +93,26 @@ catalog_save_progress(sink *s, const char *slot, tm_lsn applied, pg_timestamp co
 	return sink_send(s, sink_stmt_get(s, sql, 3), p, NULL);
 }
 
+int
+catalog_flush_progress(sink *s, const char *slot)
+{
+	const char *p[] = {slot};
+	tm_lsn end;
+	int rc = sink_begin(s);
+
+	if (rc == TM_OK)
+		rc = sink_command(s, "waiting for the target's disk",
+		                  "SELECT set_config('synchronous_commit', 'on', true)", 0, NULL);
+	if (rc == TM_OK)
+		rc = sink_command(s, "waiting for the target's disk",
+		                  "UPDATE tidemark.progress SET applied_lsn = applied_lsn"
+		                  " WHERE slot_name = $1", 1, p);
+	if (rc == TM_OK)
+		return sink_commit(s, &end);
+	sink_rollback(s);
+	return rc;
+}
+
 /* One generated column, under a savepoint: left out (with its reason in
  * kept_as) when the target refuses it. */
 static int

@@ -83,6 +83,11 @@ int catalog_read_progress(sink *s, const char *slot, tm_lsn *applied);
 /* Queues the position update (inside the caller's transaction). */
 int catalog_save_progress(sink *s, const char *slot, tm_lsn applied, pg_timestamp commit_time);
 
+/* A transaction of its own that changes nothing and whose commit waits for
+ * the target's disk (synchronous_commit on): once it returns, every commit
+ * made before it is flushed. */
+int catalog_flush_progress(sink *s, const char *slot);
+
 /* Registers a table: the types and collations its columns need (see
  * typesync.h), target schema and table created if missing (generated
  * columns with their expression, each under a savepoint: one the target

@@ -768,6 +768,8 @@ run_session(run_state *st)
 	if (rc == TM_OK)
 		log_progress(st, true);
 	if (rc == TM_OK)
+		rc = apply_make_durable(st->apply);
+	if (rc == TM_OK)
 		rc = send_feedback(st, true);
 	if (rc == TM_OK)
 		rc = resync_watch_poll(&st->resync, st->sink, st->opts->slot, true);

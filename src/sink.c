@@ -1055,6 +1055,13 @@ sink_reset_statements(sink *s)
 int
 sink_send(sink *s, sink_stmt *st, const char *const *values, const int *lengths)
 {
+	return sink_send_formats(s, st, values, lengths, NULL);
+}
+
+int
+sink_send_formats(sink *s, sink_stmt *st, const char *const *values, const int *lengths,
+                  const int *formats)
+{
 	int rc = guard(s);
 
 	if (rc == TM_OK)
@@ -1075,7 +1082,7 @@ sink_send(sink *s, sink_stmt *st, const char *const *values, const int *lengths)
 			return rc;
 	}
 	st->round = s->round;
-	if (PQsendQueryPrepared(s->conn, st->name, st->nparams, values, lengths, NULL, 0) != 1)
+	if (PQsendQueryPrepared(s->conn, st->name, st->nparams, values, lengths, formats, 0) != 1)
 		return pgconn_fail(s->conn, TGT, "sending a statement", NULL);
 	s->nstatements++;
 	return queue_one(s, st->sql, SINK_EXEC, st);

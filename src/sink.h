@@ -173,6 +173,10 @@ int sink_reset_statements(sink *s);
 /* Queues one execution. values[i] NULL is SQL NULL; lengths may be NULL
  * (NUL-terminated values). Errors surface when their round is read. */
 int sink_send(sink *s, sink_stmt *stmt, const char *const *values, const int *lengths);
+/* The same with each parameter's format (0 text, 1 binary, as libpq's;
+ * NULL: all text); a binary value needs its length. */
+int sink_send_formats(sink *s, sink_stmt *stmt, const char *const *values, const int *lengths,
+                      const int *formats);
 
 /* A statement meant to change one row (an update or delete of a table
  * without a key, matched by its whole old row): when an execution of it

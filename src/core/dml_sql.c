@@ -1,5 +1,6 @@
 #include "dml_sql.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -374,27 +375,86 @@ dml_sql_update_rows(strbuf *sql, const dml_sql_table *t, const bool *present,
 	append_key_match_rows(sql, t, types, n + 1);
 }
 
-void
-dml_sql_array_element(strbuf *sb, const char *v, size_t len)
+/*
+ * A text[] parameter in binary format, as array_recv reads it (every
+ * integer big-endian):
+ *
+ *   int32 ndim        1 (0 for an empty array, which ends there)
+ *   int32 flags       0 (the server finds the NULLs itself)
+ *   uint32 elemtype   25, text: the parameter's type is text[]
+ *   int32 dim, lbound the element count, then 1
+ *   per element       int32 length (-1: NULL), then that many bytes
+ *
+ * The server reads each element with textrecv: the bytes as they are,
+ * converted from the client's encoding as a text parameter is. Against an
+ * array literal this saves quoting here and, on the server, array_in's
+ * scan of every character: several times cheaper for values of kilobytes.
+ */
+#define ARRAY_HEADER 20
+#define TEXT_OID 25
+
+static void
+put_int32(char *p, uint32_t v)
 {
-	strbuf_appendc(sb, sb->len == 0 ? '{' : ',');
-	if (v == NULL) {
-		strbuf_append(sb, "NULL");
-		return;
-	}
-	strbuf_appendc(sb, '"');
-	for (size_t i = 0; i < len; i++) {
-		if (v[i] == '"' || v[i] == '\\')
-			strbuf_appendc(sb, '\\');
-		strbuf_appendc(sb, v[i]);
-	}
-	strbuf_appendc(sb, '"');
+	p[0] = (char) (v >> 24);
+	p[1] = (char) (v >> 16);
+	p[2] = (char) (v >> 8);
+	p[3] = (char) v;
+}
+
+static uint32_t
+get_int32(const char *p)
+{
+	const unsigned char *u = (const unsigned char *) p;
+
+	return (uint32_t) u[0] << 24 | (uint32_t) u[1] << 16 | (uint32_t) u[2] << 8 | u[3];
+}
+
+static void
+append_int32(strbuf *sb, uint32_t v)
+{
+	char b[4];
+
+	put_int32(b, v);
+	strbuf_appendn(sb, b, 4);
 }
 
 void
+dml_sql_array_element(strbuf *sb, const char *v, size_t len)
+{
+	if (sb->len == 0)
+		strbuf_appendn(sb, (const char[ARRAY_HEADER]){0}, ARRAY_HEADER);
+	if (v == NULL) {
+		append_int32(sb, UINT32_MAX); /* -1 */
+		return;
+	}
+	append_int32(sb, (uint32_t) len);
+	strbuf_appendn(sb, v, len);
+}
+
+size_t
 dml_sql_array_end(strbuf *sb)
 {
-	strbuf_append(sb, sb->len == 0 ? "{}" : "}");
+	uint32_t n = 0;
+
+	if (sb->len == 0) {
+		append_int32(sb, 0);
+		append_int32(sb, 0);
+		append_int32(sb, TEXT_OID);
+		return 0;
+	}
+	/* the elements counted by their lengths */
+	for (size_t off = ARRAY_HEADER; off + 4 <= sb->len; n++) {
+		uint32_t len = get_int32(sb->data + off);
+
+		off += 4 + (len == UINT32_MAX ? 0 : len);
+	}
+	put_int32(sb->data, 1);
+	put_int32(sb->data + 4, 0);
+	put_int32(sb->data + 8, TEXT_OID);
+	put_int32(sb->data + 12, n);
+	put_int32(sb->data + 16, 1);
+	return n;
 }
 
 void

@@ -54,8 +54,9 @@ typedef struct dml_sql_table {
 void dml_sql_upsert(strbuf *sql, const dml_sql_table *t);
 
 /*
- * Many rows in one statement, one array of text per column (its literal
- * built with dml_sql_array_element and dml_sql_array_end; each element is
+ * Many rows in one statement, one array of text per column (a parameter
+ * in binary format built with dml_sql_array_element and
+ * dml_sql_array_end; each element is
  * the value's text, cast to the column's type, which reads it with the
  * type's input function as a single-row statement does):
  *   INSERT INTO t (c1..cn) SELECT u.c1::T1, .. FROM unnest($1::text[], ..)
@@ -91,10 +92,13 @@ void dml_sql_history_copy_in(strbuf *sql, const dml_sql_table *t);
 void dml_sql_delete_rows(strbuf *sql, const dml_sql_table *t, const char *const *types);
 void dml_sql_update_rows(strbuf *sql, const dml_sql_table *t, const bool *present,
                          const char *const *types, int *narrays);
-/* An element appended to an array literal in sb ('{' first; NULL: SQL
- * NULL), and its end ("{}" for none). */
+/* An element appended to a text[] parameter in binary format in sb (the
+ * header's room first; NULL: SQL NULL; len below 2^31, as any value
+ * pgoutput sends), and its end: the header filled in (an empty array's
+ * when sb is empty). Returns the element count. Send the bytes with their
+ * length, in binary format. */
 void dml_sql_array_element(strbuf *sb, const char *v, size_t len);
-void dml_sql_array_end(strbuf *sb);
+size_t dml_sql_array_end(strbuf *sb);
 /* One field of a line of COPY text format: v (NULL: \N) with backslash,
  * newline, carriage return and tab escaped, then a tab, or the line's
  * newline when last. The type's input function reads the value as it

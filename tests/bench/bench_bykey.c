@@ -84,6 +84,8 @@ micro_run(sink *s, bool partial, bool many, int b)
 	for (int g = 0; g < MICRO_ROWS / b; g++) {
 		strbuf arr[3] = {STRBUF_INIT, STRBUF_INIT, STRBUF_INIT};
 		const char *p[3];
+		int lens[3];
+		static const int binary[3] = {1, 1, 1};
 
 		for (int i = 0; i < b; i++) {
 			char id[16], v[16];
@@ -102,10 +104,11 @@ micro_run(sink *s, bool partial, bool many, int b)
 		}
 		for (int k = 0; many && k < n; k++) {
 			dml_sql_array_end(&arr[k]);
-			p[k] = strbuf_str(&arr[k]);
+			p[k] = arr[k].data;
+			lens[k] = (int) arr[k].len;
 		}
 		if (many)
-			must(sink_send(s, st, p, NULL), "send");
+			must(sink_send_formats(s, st, p, lens, binary), "send");
 		for (int k = 0; k < 3; k++)
 			strbuf_free(&arr[k]);
 	}

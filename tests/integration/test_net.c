@@ -326,13 +326,88 @@ test_deletes_and_partials_by_key(void **state)
 	/* the transaction's 102 deletes and 120 partial updates of k_int went
 	 * as a few statements of many rows (the later deletes, one per
 	 * transaction, at most one statement each; upserts, whose UPDATE
-	 * triggers fire too, are not counted: wide rows go one each) */
+	 * triggers fire too, are not counted) */
 	deletes = pgtest_query_long(e->t, "SELECT count(*) FROM stmts WHERE op = 'DELETE'");
 	updates = pgtest_query_long(e->t, "SELECT count(*) FROM stmts WHERE op = 'UPDATE'"
 	                                  " AND verb = 'UPDATE'");
 	if (deletes > 1 + (KEY_ROWS + 40) / 17 || updates > 6)
 		fail_msg("k_int: %ld delete and %ld update statements: not by many rows", deletes,
 		         updates);
+	tm_env_free(e);
+}
+
+/*
+ * Values through the statements of many rows, which send each column's
+ * values as a text[] in binary format: every byte the array literal would
+ * have had to escape (quotes, backslashes, braces, commas, blanks, the
+ * text NULL), empty strings and SQL NULLs, multibyte characters, values of
+ * kilobytes and one TOASTed; as whole rows (inserts and updates), partial
+ * updates (the TOASTed column unchanged) and deletes by key, the keys
+ * themselves such texts. The target equals the source, by plain SQL.
+ */
+static void
+test_exact_values_in_arrays(void **state)
+{
+	tm_env *e = tm_env_new("net_values");
+	static const char *const texts =
+		"ARRAY['', 'NULL', 'null', '\"', '\\', '{', '}', ',', ' ', ' a b ', '{\"a\",NULL}',"
+		" E'tab\\there\\nline', 'ünïcødé ☃ 日本語', repeat('xy\"\\{},', 400),"
+		" repeat('é', 1500)]";
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE v (k text PRIMARY KEY, n int, a text, b text, big text);"
+	                  "ALTER TABLE v ALTER big SET STORAGE EXTERNAL");
+	tm_setup_table(e, "public.v");
+	tm_catch_up(e, 120);
+	/* inserts: each text as key and as values, and as NULLs */
+	pgtest_exec(e->s, "INSERT INTO v SELECT t || '#' || i, i, t, CASE WHEN i %% 2 = 0 THEN t END,"
+	                  " repeat(md5(i::text), 100) FROM unnest(%s) WITH ORDINALITY AS u (t, i)",
+	                  texts);
+	pgtest_exec(e->s, "INSERT INTO v SELECT t, i, NULL, t, NULL FROM unnest(%s)"
+	                  " WITH ORDINALITY AS u (t, i)", texts);
+	/* whole rows again, partials (big unchanged), then deletes by key */
+	pgtest_exec(e->s, "UPDATE v SET a = b, b = a, big = big || 'x' WHERE n %% 3 = 0");
+	pgtest_exec(e->s, "UPDATE v SET n = n + 100, a = coalesce(a, '') || '\\' WHERE n %% 3 <> 0");
+	pgtest_exec(e->s, "DELETE FROM v WHERE n %% 4 = 1");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.v", e->t, "public.v", "k, n, a, b, md5(big)");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM v"),
+	                 pgtest_query_long(e->s, "SELECT count(*) FROM v"));
+	tm_env_free(e);
+}
+
+/* A run that ends caught up leaves the slot confirmed at its end: the
+ * target's commits are flushed before the last status update (commits do
+ * not wait for the target's disk), so the next run decodes none of it
+ * again and the source keeps no WAL for it. */
+static void
+test_slot_confirmed_at_the_end(void **state)
+{
+	tm_env *e = tm_env_new("net_confirmed");
+	char *end, *ok;
+
+	(void) state;
+	create_hot(e);
+	tm_setup_table(e, "public.h");
+	tm_catch_up(e, 120);
+	/* the target's WAL writer asleep for long: only a commit that waits
+	 * flushes the target's last commits in time */
+	pgtest_exec(e->t, "ALTER SYSTEM SET wal_writer_delay = '10s'");
+	pgtest_exec(e->t, "SELECT pg_reload_conf()");
+	pgtest_exec(e->s, "CREATE PROCEDURE few() LANGUAGE plpgsql AS $$ BEGIN"
+	                  " FOR i IN 1 .. 300 LOOP UPDATE h SET n = n + 1 WHERE id = i %% 5; COMMIT;"
+	                  " END LOOP; END $$");
+	pgtest_exec(e->s, "CALL few()");
+	end = pgtest_query_value(e->s, "SELECT pg_current_wal_lsn()");
+	tm_catch_up(e, 120);
+	ok = pgtest_query_value(e->s, "SELECT confirmed_flush_lsn >= '%s' FROM pg_replication_slots"
+	                              " WHERE slot_name = '%s'", end, e->slot);
+	pgtest_exec(e->t, "ALTER SYSTEM RESET wal_writer_delay");
+	pgtest_exec(e->t, "SELECT pg_reload_conf()");
+	assert_string_equal(ok, "t");
+	assert_h_equal(e);
+	free(end);
+	free(ok);
 	tm_env_free(e);
 }
 
@@ -345,6 +420,8 @@ main(void)
 		cmocka_unit_test(test_netted_during_copy),
 		cmocka_unit_test(test_netted_through_kill9),
 		cmocka_unit_test(test_deletes_and_partials_by_key),
+		cmocka_unit_test(test_exact_values_in_arrays),
+		cmocka_unit_test(test_slot_confirmed_at_the_end),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);

@@ -238,15 +238,38 @@ test_many_rows(void **state)
 	                 " u.c3::pg_lsn, u.c4::timestamptz, u.c5::integer, u.c6::\"public\".\"mood\""
 	                 " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],"
 	                 " $6::text[]) AS u (c1, c2, c3, c4, c5, c6)");
-	/* elements quoted, backslashes and quotes escaped, NULL bare */
+	/* a text[] in binary format: the header, then each element's length
+	 * and bytes as they are (-1: NULL) */
 	dml_sql_array_element(&sql, "a\"b\\c", 5);
 	dml_sql_array_element(&sql, NULL, 0);
 	dml_sql_array_element(&sql, "NULL", 4);
 	dml_sql_array_element(&sql, "", 0);
-	dml_sql_array_end(&sql);
-	assert_sql(&sql, "{\"a\\\"b\\\\c\",NULL,\"NULL\",\"\"}");
-	dml_sql_array_end(&sql);
-	assert_sql(&sql, "{}");
+	assert_int_equal(dml_sql_array_end(&sql), 4);
+	{
+		static const char want[] = "\0\0\0\1" "\0\0\0\0" "\0\0\0\x19" "\0\0\0\4"
+		                           "\0\0\0\1" "\0\0\0\5" "a\"b\\c" "\xff\xff\xff\xff"
+		                           "\0\0\0\4" "NULL" "\0\0\0\0";
+
+		assert_int_equal(sql.len, sizeof want - 1);
+		assert_memory_equal(sql.data, want, sizeof want - 1);
+	}
+	strbuf_reset(&sql);
+	/* empty: no dimension */
+	assert_int_equal(dml_sql_array_end(&sql), 0);
+	assert_int_equal(sql.len, 12);
+	assert_memory_equal(sql.data, "\0\0\0\0\0\0\0\0\0\0\0\x19", 12);
+	strbuf_reset(&sql);
+	/* a value of 300 bytes: its length over two bytes */
+	{
+		char big[300];
+
+		memset(big, 'x', sizeof big);
+		dml_sql_array_element(&sql, big, sizeof big);
+		assert_int_equal(dml_sql_array_end(&sql), 1);
+		assert_memory_equal(sql.data + 20, "\0\0\x01\x2c", 4);
+		assert_int_equal(sql.len, 24 + sizeof big);
+	}
+	strbuf_reset(&sql);
 	/* the same entries as COPY text: fields by tab, NULL as \N, the
 	 * characters COPY reads specially escaped, a value "\N" not NULL */
 	dml_sql_history_copy_in(&sql, &hist_only);
