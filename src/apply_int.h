@@ -33,7 +33,11 @@
  * statement each). Measured (bench_bykey, 2 cores, medians of 3): one
  * statement of 1, 2 or 4 rows took 4.5 to 4.8, 2.4 to 2.7 and 1.3 to 2.2
  * times as long as as many single-row statements pipelined; from 8 rows
- * on 0.5 to 0.9 times (a statement of many rows pays its join once). */
+ * on 0.5 to 0.9 times (a statement of many rows pays its join once).
+ * Those were text array literals; with the arrays in binary, one noisy
+ * run: at 8 rows 1.12 (deletes) and 1.27 (partials) times as long, at 16
+ * rows 0.83 and 0.92, beyond 0.6 to 1.3 (values of a few bytes gain
+ * little from binary). */
 #ifndef APPLY_NET_MIN_BY_KEY /* (a build may set it: bench_bykey's peer) */
 #define APPLY_NET_MIN_BY_KEY 8
 #endif
