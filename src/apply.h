@@ -252,6 +252,9 @@ int apply_reset_statements(apply *a);
 
 /* Reloads the table list from the catalog (after `snapshot` requests). */
 int apply_reload_tables(apply *a);
+/* The same for the tables of these ids only (a schema change of a few of
+ * many tables: one query of those rows, not of every table's). */
+int apply_reload_tables_ids(apply *a, const int *ids, int nids);
 
 /* The stop policy: apply every transaction before the one committed at
  * commit_lsn, then return TM_EXIT_POLICY when it begins. */

@@ -82,12 +82,23 @@ forget_reshaped(apply *a, const catalog_table *old, const catalog_table *now)
 			apply_rel_forget_statements(a, a->rels[i]);
 }
 
+/* Was table_id asked for (ids NULL: every table was)? */
+static bool
+asked_for(const int *ids, int nids, int table_id)
+{
+	for (int i = 0; ids != NULL && i < nids; i++)
+		if (ids[i] == table_id)
+			return true;
+	return ids == NULL;
+}
+
 /*
  * Refreshes known tables in place (relations point at them) and adds new
- * ones. The replaced contents are gathered at the front of arr and freed.
+ * ones: every table, or those of ids. The replaced contents are gathered
+ * at the front of arr and freed.
  */
-int
-apply_reload_tables(apply *a)
+static int
+reload(apply *a, const int *ids, int nids)
 {
 	catalog_table *arr;
 	int n, stale = 0;
@@ -97,19 +108,19 @@ apply_reload_tables(apply *a)
 
 	if (rc == TM_OK)
 		rc = apply_net_flush(a);
-
 	if (rc == TM_OK)
-		rc = catalog_load_tables(a->sink, a->cfg.slot, &arr, &n);
-
+		rc = ids == NULL ? catalog_load_tables(a->sink, a->cfg.slot, &arr, &n)
+		                 : catalog_load_tables_ids(a->sink, a->cfg.slot, ids, nids, &arr, &n);
 	if (rc != TM_OK)
 		return rc;
-	/* a table the catalog no longer lists was dropped (or became a partition) */
+	/* a table asked for that the catalog no longer lists was dropped (or
+	 * became a partition) */
 	for (int i = 0; i < a->ntables; i++) {
 		bool listed = false;
 
 		for (int j = 0; j < n && !listed; j++)
 			listed = arr[j].table_id == a->tables[i]->table_id;
-		if (!listed)
+		if (!listed && asked_for(ids, nids, a->tables[i]->table_id))
 			snprintf(a->tables[i]->state, sizeof a->tables[i]->state, "dropped");
 	}
 	for (int i = 0; i < n; i++) {
@@ -126,6 +137,18 @@ apply_reload_tables(apply *a)
 	}
 	catalog_tables_free(arr, stale);
 	return apply_join_reloaded(a);
+}
+
+int
+apply_reload_tables(apply *a)
+{
+	return reload(a, NULL, 0);
+}
+
+int
+apply_reload_tables_ids(apply *a, const int *ids, int nids)
+{
+	return nids > 0 ? reload(a, ids, nids) : TM_OK;
 }
 
 void

@@ -209,7 +209,8 @@ after_sync(run_state *st, int rc_in, schema_sync_result *res)
 	snapshot_poll_soon(st->snap);
 	rc = apply_reset_statements(st->apply);
 	if (rc == TM_OK)
-		rc = apply_reload_tables(st->apply);
+		rc = res->any_new_table ? apply_reload_tables(st->apply)
+		                        : apply_reload_tables_ids(st->apply, res->changed, res->nchanged);
 	/* in the transaction that changed them: names, keys and types as now */
 	if (rc == TM_OK)
 		rc = key_order_for(st, res->changed, res->nchanged);

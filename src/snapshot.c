@@ -374,7 +374,7 @@ scan_catalog(snapshot *s)
 {
 	const char *p[] = {s->cfg.slot};
 	PGresult *r;
-	bool asked = false;
+	int *asked = NULL, nasked = 0;
 	int rc = sink_query(s->sink, "reading the tables to copy",
 	                    "SELECT table_id, source_schema, source_table,"
 	                    " array_to_json(key_columns)::text, array_to_json(snapshot_last_key)::text,"
@@ -392,25 +392,29 @@ scan_catalog(snapshot *s)
 	if (rc != TM_OK)
 		return rc;
 	forget_unlisted(s, r);
+	asked = xcalloc((size_t) PQntuples(r) + 1, sizeof(int));
 	for (int i = 0; i < PQntuples(r); i++) {
 		snap_table *t = find(s, atoi(PQgetvalue(r, i, 0)));
 
 		if (t == NULL) {
 			if (!(t = track(s, r, i))->done)
 				submit(s, t);
-			asked = true;
+			asked[nasked++] = t->table_id;
 			continue;
 		}
 		snap_table_refresh(t, r, i);
 		if (strcmp(t->request, PQgetvalue(r, i, 5)) != 0) {
 			rerequested(s, t, r, i);
-			asked = true;
+			asked[nasked++] = t->table_id;
 		}
 	}
 	PQclear(r);
 	/* a copy asked for may come with a new mode (`tidemark mode`): the
 	 * apply writes the table's changes in it from here on */
-	if (asked && s->apply != NULL && (rc = apply_reload_tables(s->apply)) != TM_OK)
+	if (s->apply != NULL)
+		rc = apply_reload_tables_ids(s->apply, asked, nasked);
+	free(asked);
+	if (rc != TM_OK)
 		return rc;
 	for (int i = 0; i < s->ntables; i++)
 		if (s->tables[i]->restart && !s->tables[i]->done)
