@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "be32.h"
 #include "exitcode.h"
 #include "log.h"
 #include "xalloc.h"
@@ -87,14 +88,14 @@ at_end(spool *s)
 int
 spool_append(spool *s, const char *data, size_t len)
 {
-	unsigned char head[4] = {(unsigned char) (len >> 24), (unsigned char) (len >> 16),
-	                         (unsigned char) (len >> 8), (unsigned char) len};
+	char head[4];
 	int rc = at_end(s);
 
 	if (rc != TM_OK)
 		return rc;
 	if (len > UINT32_MAX)
 		return fail(s, "a record over 4 GB");
+	be32_put(head, (uint32_t) len);
 	if (fwrite(head, 1, 4, s->f) != 4 || (len > 0 && fwrite(data, 1, len, s->f) != len))
 		return fail(s, "cannot write");
 	s->size += 4 + len;
@@ -134,7 +135,7 @@ spool_seek(spool *s, uint64_t pos)
 int
 spool_next(spool *s, const char **data, size_t *len, bool *end)
 {
-	unsigned char head[4];
+	char head[4];
 	size_t n;
 
 	*end = false;
@@ -146,7 +147,7 @@ spool_next(spool *s, const char **data, size_t *len, bool *end)
 	}
 	if (fread(head, 1, 4, s->f) != 4)
 		return fail(s, "cannot read back");
-	n = (size_t) head[0] << 24 | (size_t) head[1] << 16 | (size_t) head[2] << 8 | head[3];
+	n = be32_get(head);
 	if (n + 1 > s->rec_cap) {
 		s->rec_cap = n + 1;
 		s->rec = realloc(s->rec, s->rec_cap);

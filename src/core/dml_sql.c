@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "be32.h"
 #include "codec.h"
 
 static bool
@@ -394,28 +395,11 @@ dml_sql_update_rows(strbuf *sql, const dml_sql_table *t, const bool *present,
 #define TEXT_OID 25
 
 static void
-put_int32(char *p, uint32_t v)
-{
-	p[0] = (char) (v >> 24);
-	p[1] = (char) (v >> 16);
-	p[2] = (char) (v >> 8);
-	p[3] = (char) v;
-}
-
-static uint32_t
-get_int32(const char *p)
-{
-	const unsigned char *u = (const unsigned char *) p;
-
-	return (uint32_t) u[0] << 24 | (uint32_t) u[1] << 16 | (uint32_t) u[2] << 8 | u[3];
-}
-
-static void
 append_int32(strbuf *sb, uint32_t v)
 {
 	char b[4];
 
-	put_int32(b, v);
+	be32_put(b, v);
 	strbuf_appendn(sb, b, 4);
 }
 
@@ -445,15 +429,15 @@ dml_sql_array_end(strbuf *sb)
 	}
 	/* the elements counted by their lengths */
 	for (size_t off = ARRAY_HEADER; off + 4 <= sb->len; n++) {
-		uint32_t len = get_int32(sb->data + off);
+		uint32_t len = be32_get(sb->data + off);
 
 		off += 4 + (len == UINT32_MAX ? 0 : len);
 	}
-	put_int32(sb->data, 1);
-	put_int32(sb->data + 4, 0);
-	put_int32(sb->data + 8, TEXT_OID);
-	put_int32(sb->data + 12, n);
-	put_int32(sb->data + 16, 1);
+	be32_put(sb->data, 1);
+	be32_put(sb->data + 4, 0);
+	be32_put(sb->data + 8, TEXT_OID);
+	be32_put(sb->data + 12, n);
+	be32_put(sb->data + 16, 1);
 	return n;
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "be32.h"
 #include "pgoutput.h"
 
 /* ---- loading fixtures ---- */
@@ -62,27 +63,10 @@ read_whole_file(const char *path, size_t *len)
 	return buf;
 }
 
-static uint32_t
-get_be32(const char *p)
-{
-	const unsigned char *u = (const unsigned char *) p;
-
-	return (uint32_t) u[0] << 24 | (uint32_t) u[1] << 16 | (uint32_t) u[2] << 8 | u[3];
-}
-
 static uint64_t
 get_be64(const char *p)
 {
-	return (uint64_t) get_be32(p) << 32 | get_be32(p + 4);
-}
-
-static void
-put_be32(char *p, uint32_t v)
-{
-	p[0] = (char) (v >> 24);
-	p[1] = (char) (v >> 16);
-	p[2] = (char) (v >> 8);
-	p[3] = (char) v;
+	return (uint64_t) be32_get(p) << 32 | be32_get(p + 4);
 }
 
 /*
@@ -98,7 +82,7 @@ scan_records(const capture *c, record *recs)
 		uint32_t len;
 
 		assert_true(c->len - pos >= 4);
-		len = get_be32(c->buf + pos);
+		len = be32_get(c->buf + pos);
 		assert_true(len <= c->len - pos - 4);
 		if (recs != NULL)
 			recs[n] = (record) {c->buf + pos + 4, len};
@@ -924,7 +908,7 @@ test_huge_value_length(void **state)
 			if (v->kind != PGOUTPUT_VALUE_TEXT)
 				continue;
 			buf = copy_message(c, i, &len);
-			put_be32(buf + (v->data - c->copies[i].data) - 4, 0xFFFFFFF0);
+			be32_put(buf + (v->data - c->copies[i].data) - 4, 0xFFFFFFF0);
 			expect_error(buf, len, false, "value length 4294967280 exceeds the");
 			free(buf);
 		}
@@ -954,13 +938,13 @@ test_huge_counts(void **state)
 
 	/* Truncate: 'T', nrelids */
 	buf = copy_message(c, find_kind(c, PGOUTPUT_TRUNCATE, 0, 0), &len);
-	put_be32(buf + 1, 0xFFFFFFFF);
+	be32_put(buf + 1, 0xFFFFFFFF);
 	expect_error(buf, len, false, "Truncate: relation count 4294967295 needs at least");
 	free(buf);
 
 	/* Message: 'M', flags, lsn, "tidemark.test", length */
 	buf = copy_message(c, find_kind(c, PGOUTPUT_MESSAGE, 0, 0), &len);
-	put_be32(buf + 1 + 1 + 8 + 14, 0xFFFFFFF0);
+	be32_put(buf + 1 + 1 + 8 + 14, 0xFFFFFFF0);
 	expect_error(buf, len, false, "Message: content length 4294967280 exceeds the");
 	free(buf);
 }
@@ -998,7 +982,7 @@ test_error_names_field(void **state)
 	size_t len = 0;
 
 	buf[len++] = 'U';
-	put_be32(buf + len, 7);
+	be32_put(buf + len, 7);
 	len += 4;
 	buf[len++] = 'N';
 	buf[len++] = 0;
@@ -1006,7 +990,7 @@ test_error_names_field(void **state)
 	buf[len++] = 'n';
 	buf[len++] = 'u';
 	buf[len++] = 't';
-	put_be32(buf + len, 4000);
+	be32_put(buf + len, 4000);
 	len += 4;
 	memset(buf + len, 'x', 12);
 	len += 12;
