@@ -463,14 +463,14 @@ ship(sink *s, bool keep_last, bool commit)
 static int
 drain(sink *s, PGresult **last)
 {
-	int rc = TM_OK;
+	int rc = TM_OK, read_rc;
 
 	if (fill(s)->n > 0 || s->nring == 0 || last != NULL)
 		rc = ship(s, last != NULL, false);
+	/* every round sent is read, whatever failed first */
+	read_rc = read_rounds(s, true);
 	if (rc == TM_OK)
-		rc = read_rounds(s, true);
-	else
-		(void) read_rounds(s, true);
+		rc = read_rc;
 	if (rc == TM_OK && last != NULL) {
 		*last = s->kept;
 		s->kept = NULL;
@@ -486,16 +486,23 @@ sink_sync(sink *s)
 	return drain(s, NULL);
 }
 
-/* An entry queued: the round is sent once it is full. */
-static int
-queue_one(sink *s, const char *sql, sink_entry kind, sink_stmt *st)
+/* An entry added to the round being filled. */
+static void
+add_entry(sink *s, const char *sql, sink_entry kind, sink_stmt *st)
 {
 	sink_round *rd = fill(s);
 
 	rd->kind[rd->n] = (char) kind;
 	rd->stmt[rd->n] = st;
 	rd->sql[rd->n++] = sql;
-	return rd->n >= SINK_BATCH - 1 ? ship(s, false, false) : TM_OK;
+}
+
+/* An entry queued: the round is sent once it is full. */
+static int
+queue_one(sink *s, const char *sql, sink_entry kind, sink_stmt *st)
+{
+	add_entry(s, sql, kind, st);
+	return fill(s)->n >= SINK_BATCH - 1 ? ship(s, false, false) : TM_OK;
 }
 
 static int
@@ -512,11 +519,7 @@ static int send_deallocations(sink *s);
 static void
 note_query(sink *s, const char *what)
 {
-	sink_round *rd = fill(s);
-
-	rd->kind[rd->n] = SINK_QUERY;
-	rd->stmt[rd->n] = NULL;
-	rd->sql[rd->n++] = what;
+	add_entry(s, what, SINK_QUERY, NULL);
 }
 
 /* Before a statement is sent: the guard's say (sink_set_guard). */
