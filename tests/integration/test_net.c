@@ -376,6 +376,37 @@ test_exact_values_in_arrays(void **state)
 	tm_env_free(e);
 }
 
+/* The same arrays into a target database in LATIN1: the server converts
+ * each element of a binary text[] from the session's UTF8 as it converts
+ * a text parameter, so accented keys and values arrive as the source's
+ * characters, not as their UTF-8 bytes read as LATIN1. */
+static void
+test_arrays_into_a_latin1_target(void **state)
+{
+	tm_env *e = tm_env_new("net_latin1");
+	PGconn *admin = pgtest_connect(e->dst_cluster);
+
+	(void) state;
+	PQfinish(e->t);
+	pgtest_exec(admin, "DROP DATABASE dst_net_latin1");
+	pgtest_exec(admin, "CREATE DATABASE dst_net_latin1 ENCODING 'LATIN1' LC_COLLATE 'C'"
+	                   " LC_CTYPE 'C' TEMPLATE template0");
+	PQfinish(admin);
+	e->t = pgtest_connect_str(e->dst);
+	pgtest_exec(e->t, "SET client_encoding = 'UTF8'");
+	pgtest_exec(e->s, "CREATE TABLE v (k text PRIMARY KEY, n int, a text)");
+	tm_setup_table(e, "public.v");
+	tm_catch_up(e, 120);
+	pgtest_exec(e->s, "INSERT INTO v SELECT k || i, i, repeat(k, i::int) FROM unnest(ARRAY['é', 'ü',"
+	                  " 'ñ', 'Ø', 'ß', 'plain', '\"{,}\\']) WITH ORDINALITY AS u (k, i)");
+	pgtest_exec(e->s, "UPDATE v SET a = a || 'à' WHERE n %% 2 = 0");
+	pgtest_exec(e->s, "DELETE FROM v WHERE n = 3");
+	tm_catch_up(e, 120);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM v WHERE k = 'é1'"), 1);
+	tm_assert_rows_equal(e->s, "public.v", e->t, "public.v", "k, n, a");
+	tm_env_free(e);
+}
+
 /* A run that ends caught up leaves the slot confirmed at its end: the
  * target's commits are flushed before the last status update (commits do
  * not wait for the target's disk), so the next run decodes none of it
@@ -421,6 +452,7 @@ main(void)
 		cmocka_unit_test(test_netted_through_kill9),
 		cmocka_unit_test(test_deletes_and_partials_by_key),
 		cmocka_unit_test(test_exact_values_in_arrays),
+		cmocka_unit_test(test_arrays_into_a_latin1_target),
 		cmocka_unit_test(test_slot_confirmed_at_the_end),
 	};
 
