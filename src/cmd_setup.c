@@ -655,6 +655,7 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
 
 	if (rc != TM_OK)
 		return rc;
+	pgconn_warn_encodings(src, plain);
 	rc = migrate_apply(plain, PGCONN_TARGET, &done->target_migrations);
 	PQfinish(plain);
 	if (rc == TM_OK)

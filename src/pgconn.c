@@ -35,6 +35,21 @@ pgconn_has_password(const char *conninfo)
 	return has;
 }
 
+void
+pgconn_warn_encodings(PGconn *src, PGconn *dst)
+{
+	const char *se = PQparameterStatus(src, "server_encoding");
+	const char *te = PQparameterStatus(dst, "server_encoding");
+
+	/* UTF8 holds every character; SQL_ASCII stores the bytes it is given */
+	if (se == NULL || te == NULL || strcmp(se, te) == 0 || strcmp(te, "UTF8") == 0 ||
+	    strcmp(te, "SQL_ASCII") == 0)
+		return;
+	log_warn("target: the database's encoding is %s and the source's %s: a source character "
+	         "that %s cannot hold stops the run (SQLSTATE 22P05); a target database in UTF8 "
+	         "holds every character", te, se, te);
+}
+
 const char *
 pgconn_side_name(pgconn_side side)
 {
@@ -265,6 +280,16 @@ static const struct {
 	                         "rows. Fix: drop it"},
 	{"23503", PGCONN_TARGET, "a foreign key added by hand on the target refuses the source's "
 	                         "order of changes. Fix: drop it"},
+	{"22021", PGCONN_SOURCE, "a source value is not valid UTF-8, the encoding tidemark reads in "
+	                         "(an SQL_ASCII database stores any bytes). Fix: make the values valid "
+	                         "UTF-8 on the source. A change already in the WAL with such a value "
+	                         "stops the stream at it every time: once the values are fixed, drop "
+	                         "the slot (pg_drop_replication_slot) and `tidemark resync` (a new "
+	                         "slot; every table copied again in place)"},
+	{"22P05", PGCONN_TARGET, "a source character has no equivalent in the target database's "
+	                         "encoding. Fix: replicate into a target database in UTF8, which "
+	                         "holds every character (CREATE DATABASE ... ENCODING 'UTF8' "
+	                         "TEMPLATE template0, then `tidemark setup` into it)"},
 	{"42501", PGCONN_TARGET, "the target role lacks a privilege. Fix: grant it"},
 	{"42501", PGCONN_SOURCE, "the source role lacks a privilege (SELECT on the tables, REPLICATION, "
 	                         "or a superuser for setup's event trigger). Fix: grant it"},

@@ -40,6 +40,9 @@ typedef enum pgconn_side {
 	PGCONN_TARGET,
 } pgconn_side;
 
+/* Warns, at setup, when the target database's encoding cannot hold every
+ * character of the source database's. */
+void pgconn_warn_encodings(PGconn *src, PGconn *dst);
 const char *pgconn_side_name(pgconn_side side);
 
 /* Opens a connection. replication: adds replication=database. Returns a

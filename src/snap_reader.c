@@ -533,13 +533,18 @@ copy_rows(PGconn *conn, const table_cursor *c, const char *sql, snap_chunk *chun
 	}
 	if (*cut)
 		cancel_copy(conn);
-	else if (n == -1 && snap_chunk_finish(chunk, &err) != 0) {
-		log_error("source: %s", err.msg);
-		return TM_EXIT_INTERNAL;
-	}
 	r = PQgetResult(conn);
-	n = PQresultStatus(r) == PGRES_COMMAND_OK || *cut
-		? TM_OK : pgconn_fail_on(conn, SRC, "reading a snapshot chunk", r, &subject);
+	/* a COPY the server ended with an error (a value it could not convert,
+	 * say) is that error, not rows missing from a COPY it completed */
+	if (*cut)
+		n = TM_OK;
+	else if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		n = pgconn_fail_on(conn, SRC, "reading a snapshot chunk", r, &subject);
+	else if (snap_chunk_finish(chunk, &err) != 0) {
+		log_error("source: %s", err.msg);
+		n = TM_EXIT_INTERNAL;
+	} else
+		n = TM_OK;
 	PQclear(r);
 	while ((r = PQgetResult(conn)) != NULL)
 		PQclear(r);

@@ -26,11 +26,16 @@ source_query_check_server(PGconn *conn)
 	               "SELECT current_setting('server_version_num')::int,"
 	               " current_setting('wal_level'),"
 	               " (SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user),"
-	               " current_user",
+	               " current_user, current_setting('server_encoding')",
 	               0, NULL, &r);
 
 	if (rc != TM_OK)
 		return rc;
+	/* every session of tidemark reads the source in UTF8 (pgconn.c) */
+	if (strcmp(PQgetvalue(r, 0, 4), "SQL_ASCII") == 0)
+		log_warn("source: the database's encoding is SQL_ASCII, which stores any bytes: tidemark "
+		         "reads text as UTF-8, and a value that is not valid UTF-8 stops the copy or the "
+		         "stream with an error (SQLSTATE 22021)");
 	if (atoi(PQgetvalue(r, 0, 0)) < 150000) {
 		log_error("source: PostgreSQL %s is too old: tidemark needs PostgreSQL 15 or later",
 		          PQgetvalue(r, 0, 0));

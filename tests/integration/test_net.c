@@ -384,16 +384,9 @@ static void
 test_arrays_into_a_latin1_target(void **state)
 {
 	tm_env *e = tm_env_new("net_latin1");
-	PGconn *admin = pgtest_connect(e->dst_cluster);
 
 	(void) state;
-	PQfinish(e->t);
-	pgtest_exec(admin, "DROP DATABASE dst_net_latin1");
-	pgtest_exec(admin, "CREATE DATABASE dst_net_latin1 ENCODING 'LATIN1' LC_COLLATE 'C'"
-	                   " LC_CTYPE 'C' TEMPLATE template0");
-	PQfinish(admin);
-	e->t = pgtest_connect_str(e->dst);
-	pgtest_exec(e->t, "SET client_encoding = 'UTF8'");
+	tm_env_encoding(e, false, "LATIN1");
 	pgtest_exec(e->s, "CREATE TABLE v (k text PRIMARY KEY, n int, a text)");
 	tm_setup_table(e, "public.v");
 	tm_catch_up(e, 120);

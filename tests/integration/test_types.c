@@ -7,7 +7,9 @@
  * transaction), generated columns (at setup, added later, their expression
  * changed, DROP EXPRESSION, one the target refuses), and the fallback to
  * text when the target cannot have a type, visible in `tidemark schema`
- * and in the key order flag.
+ * and in the key order flag; databases in other encodings than UTF8 (a
+ * LATIN1 source with accented names, an SQL_ASCII source holding bytes
+ * that are not UTF-8, a LATIN1 target under a UTF8 source).
  *
  * Rows are compared by plain SQL on both sides: every row's text, sorted
  * byte-wise, so that neither side's ordering decides what is compared.
@@ -472,6 +474,143 @@ test_fallback_to_text_is_visible(void **state)
 	tm_env_free(e);
 }
 
+/* ---- a source database not in UTF8 ---- */
+
+/* A source database in LATIN1: every connection of tidemark asks for UTF8,
+ * so the copy, the stream (pgoutput converts to the walsender's client
+ * encoding), the captured DDL's text and verify all see the source's
+ * characters; accented names of schema, table and columns, accented keys
+ * and values, a column added with an accented name and default. */
+static void
+test_latin1_source(void **state)
+{
+	tm_env *e = tm_env_new("latin1src");
+	pgtest_proc *run;
+
+	(void) state;
+	tm_env_encoding(e, true, "LATIN1");
+	pgtest_exec(e->s, "CREATE SCHEMA \"café\";"
+	                  "CREATE TABLE \"café\".\"crème\" (k text PRIMARY KEY, \"naïve\" text, n int);"
+	                  "INSERT INTO \"café\".\"crème\" SELECT w || g, repeat(w, g %% 5), g"
+	                  "  FROM generate_series(1, 60) g, unnest(ARRAY['é', 'ü', 'Ø', 'ß', 'ñ',"
+	                  "  'plain']) w WHERE g %% 6 = array_position(ARRAY['é', 'ü', 'Ø', 'ß', 'ñ',"
+	                  "  'plain'], w) - 1");
+	assert_value(e->s, "SELECT count(*) FROM \"café\".\"crème\"", "60");
+	setup_tables(e, "café.crème", NULL);
+	catch_up_chunked(e);
+	tm_assert_rows_equal(e->s, "\"café\".\"crème\"", e->t, "\"café\".\"crème\"", "*");
+	assert_same_types(e, "\"café\".\"crème\"");
+
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "UPDATE \"café\".\"crème\" SET \"naïve\" = \"naïve\" || 'à', n = -n"
+	                  " WHERE n %% 2 = 0;"
+	                  "DELETE FROM \"café\".\"crème\" WHERE n %% 7 = 0;"
+	                  "UPDATE \"café\".\"crème\" SET k = k || 'ÿ' WHERE n %% 5 = 1;"
+	                  "INSERT INTO \"café\".\"crème\" VALUES ('Ææ', 'Þorn', 1000)");
+	pgtest_exec(e->s, "ALTER TABLE \"café\".\"crème\" ADD COLUMN \"über\" text DEFAULT 'ça va';"
+	                  "INSERT INTO \"café\".\"crème\" VALUES ('après', 'déjà', 1001, 'voilà');"
+	                  "UPDATE \"café\".\"crème\" SET \"über\" = 'où' WHERE n = 1000");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_rows_equal(e->s, "\"café\".\"crème\"", e->t, "\"café\".\"crème\"", "*");
+	assert_same_types(e, "\"café\".\"crème\"");
+	assert_value(e->t, "SELECT \"naïve\" FROM \"café\".\"crème\" WHERE k = 'Ææ'", "Þorn");
+	assert_value(e->t, "SELECT count(*) FROM tidemark.ddl_log WHERE statement LIKE '%über%ça va%'",
+	             "1");
+	assert_int_equal(tm_run(e, 60, NULL, "verify", "--chunk-rows", "7", NULL), 0);
+	tm_env_free(e);
+}
+
+/* A source database in SQL_ASCII, which stores any bytes: text that is
+ * UTF-8 is copied and streamed as such; a value that is not stops the copy
+ * and the stream with the source's error and the fix, and the fix given
+ * works: the value corrected, the slot dropped, `resync` brings the target
+ * back equal. */
+static void
+test_sql_ascii_source(void **state)
+{
+	tm_env *e = tm_env_new("asciisrc");
+	char *out = NULL;
+	int rc;
+
+	(void) state;
+	tm_env_encoding(e, true, "SQL_ASCII");
+	pgtest_exec(e->s, "CREATE TABLE a (k text PRIMARY KEY, v text);"
+	                  "INSERT INTO a SELECT 'é' || g, repeat('ü', g) FROM generate_series(1, 20) g;"
+	                  /* LATIN1's é: not UTF-8 */
+	                  "INSERT INTO a VALUES ('bad', E'caf\\xe9')");
+	rc = tm_run(e, 60, &out, "setup", "--table", "a", NULL);
+	if (rc != 0)
+		fail_msg("setup exited %d:\n%s", rc, out);
+	tm_assert_has(out, "encoding is SQL_ASCII");
+	free(out);
+	/* in the copy: the source's error, not a COPY cut short */
+	rc = tm_run(e, 60, &out, "run", "--until-caught-up", NULL);
+	assert_int_equal(rc, 4);
+	tm_assert_has(out, "reading a snapshot chunk");
+	tm_assert_has(out, "not valid UTF-8");
+	free(out);
+	pgtest_exec(e->s, "UPDATE a SET v = 'fixed' WHERE k = 'bad'");
+	catch_up_chunked(e);
+	pgtest_exec(e->s, "UPDATE a SET v = v || 'ß' WHERE length(v) %% 2 = 0;"
+	                  "INSERT INTO a VALUES ('Ø', 'ñ')");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.a", e->t, "public.a", "*");
+
+	/* in the stream */
+	pgtest_exec(e->s, "UPDATE a SET v = E'caf\\xe9' WHERE k = 'bad'");
+	rc = tm_run(e, 60, &out, "run", "--until-caught-up", NULL);
+	assert_int_equal(rc, 4);
+	tm_assert_has(out, "reading the replication stream");
+	tm_assert_has(out, "SQLSTATE 22021");
+	tm_assert_has(out, "not valid UTF-8");
+	free(out);
+	/* the fix it gives */
+	pgtest_exec(e->s, "UPDATE a SET v = 'café' WHERE k = 'bad'");
+	pgtest_exec(e->s, "SELECT pg_drop_replication_slot('%s')", e->slot);
+	rc = tm_run(e, 120, &out, "resync", "--until-caught-up", NULL);
+	if (rc != 0)
+		fail_msg("resync exited %d:\n%s", rc, out);
+	free(out);
+	tm_assert_rows_equal(e->s, "public.a", e->t, "public.a", "*");
+	assert_value(e->t, "SELECT v FROM a WHERE k = 'bad'", "café");
+	tm_env_free(e);
+}
+
+/* A target database in LATIN1 under a UTF8 source: setup warns, and a
+ * character LATIN1 has no equivalent for stops the copy, and the stream,
+ * with the fix (the LATIN1 target itself is test_net's). */
+static void
+test_narrower_target_encoding(void **state)
+{
+	tm_env *e = tm_env_new("latin1dst");
+	char *out = NULL;
+	int rc;
+
+	(void) state;
+	tm_env_encoding(e, false, "LATIN1");
+	pgtest_exec(e->s, "CREATE TABLE a (k int PRIMARY KEY, v text);"
+	                  "INSERT INTO a VALUES (1, 'déjà'), (2, '€uro')");
+	rc = tm_run(e, 60, &out, "setup", "--table", "a", NULL);
+	if (rc != 0)
+		fail_msg("setup exited %d:\n%s", rc, out);
+	tm_assert_has(out, "encoding is LATIN1 and the source's UTF8");
+	free(out);
+	rc = tm_run(e, 60, &out, "run", "--until-caught-up", NULL);
+	assert_int_equal(rc, 5);
+	tm_assert_has(out, "SQLSTATE 22P05");
+	tm_assert_has(out, "a target database in UTF8");
+	free(out);
+	pgtest_exec(e->s, "UPDATE a SET v = 'euro' WHERE k = 2");
+	catch_up_chunked(e);
+	pgtest_exec(e->s, "INSERT INTO a VALUES (3, '€')");
+	rc = tm_run(e, 60, &out, "run", "--until-caught-up", NULL);
+	assert_int_equal(rc, 5);
+	tm_assert_has(out, "SQLSTATE 22P05");
+	free(out);
+	assert_value(e->t, "SELECT v FROM a WHERE k = 1", "déjà");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -482,6 +621,9 @@ main(void)
 		cmocka_unit_test(test_generated_columns),
 		cmocka_unit_test(test_fallback_to_text_is_visible),
 		cmocka_unit_test(test_long_target_ddl_keeps_the_stream),
+		cmocka_unit_test(test_latin1_source),
+		cmocka_unit_test(test_sql_ascii_source),
+		cmocka_unit_test(test_narrower_target_encoding),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);

@@ -65,6 +65,23 @@ tm_env_new(const char *name)
 }
 
 void
+tm_env_encoding(tm_env *e, bool source, const char *encoding)
+{
+	PGconn **conn = source ? &e->s : &e->t;
+	PGconn *admin = pgtest_connect(source ? e->src_cluster : e->dst_cluster);
+	char *db = strdup(PQdb(*conn));
+
+	PQfinish(*conn);
+	pgtest_exec(admin, "DROP DATABASE \"%s\"", db);
+	pgtest_exec(admin, "CREATE DATABASE \"%s\" ENCODING '%s' LC_COLLATE 'C' LC_CTYPE 'C'"
+	                   " TEMPLATE template0", db, encoding);
+	PQfinish(admin);
+	*conn = pgtest_connect_str(source ? e->src : e->dst);
+	pgtest_exec(*conn, "SET client_encoding = 'UTF8'");
+	free(db);
+}
+
+void
 tm_env_free(tm_env *e)
 {
 	char *slot_drop = NULL;

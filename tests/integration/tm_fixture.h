@@ -26,6 +26,10 @@ int tm_clusters_stop(void **state);
 /* Per test: new databases named after the test, a slot name, connections. */
 tm_env *tm_env_new(const char *name);
 void tm_env_free(tm_env *e);
+/* Makes the source's (source true) or the target's database again in
+ * encoding (C collation), before anything is set up in it; the test's
+ * connection to it talks UTF8. */
+void tm_env_encoding(tm_env *e, bool source, const char *encoding);
 
 void tm_sleep_ms(int ms);
 
