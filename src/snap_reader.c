@@ -238,6 +238,13 @@ compare_order(PGconn *conn, table_cursor *c)
 	return rc;
 }
 
+/* The bytes of table alias's heap and TOAST as of their last VACUUM or
+ * ANALYZE (as reltuples): read from pg_class, so that no lock is asked on
+ * the table (pg_relation_size's would wait behind an ALTER TABLE). */
+#define PAGES_BYTES(alias)                                                              \
+	"((" alias ".relpages + coalesce((SELECT tc.relpages FROM pg_class tc WHERE tc.oid = " \
+	alias ".reltoastrelid), 0))::bigint * current_setting('block_size')::bigint)"
+
 /* A partitioned table holds no rows itself: it is read with all its
  * partitions (no ONLY), and its size is that of its leaves. Any other
  * table is read ONLY: an inheritance child is a table of its own. */
@@ -251,7 +258,7 @@ load_scope(PGconn *conn, table_cursor *c)
 	                     " pg_get_userbyid(c.relowner)"
 	                     " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,"
 	                     " LATERAL (SELECT sum(greatest(l.reltuples, 0))::bigint AS rows,"
-	                     "   sum(pg_total_relation_size(l.oid))::bigint AS bytes"
+	                     "   sum(" PAGES_BYTES("l") ")::bigint AS bytes"
 	                     "   FROM pg_partition_tree(c.oid) t JOIN pg_class l ON l.oid = t.relid"
 	                     "   WHERE t.isleaf AND c.relkind = 'p') s"
 	                     " WHERE n.nspname = $1 AND c.relname = $2", 2, p, &r);
@@ -277,7 +284,7 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 	int rc = pgconn_exec(conn, SRC, "reading the columns of a table to copy",
 	                     "SELECT a.attname, (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c"
 	                     "   WHERE c.oid = a.attrelid),"
-	                     " (SELECT CASE WHEN c.reltuples > 0 THEN (pg_total_relation_size(a.attrelid)"
+	                     " (SELECT CASE WHEN c.reltuples > 0 THEN (" PAGES_BYTES("c") ""
 	                     "   / c.reltuples)::bigint END FROM pg_class c WHERE c.oid = a.attrelid),"
 	                     " format_type(a.atttypid, a.atttypmod), a.atttypid < 16384,"
 	                     CODEC_KEY_TYPE_COLUMNS " FROM pg_attribute a"
