@@ -1063,24 +1063,22 @@ remember_statement(schema_sync *ss, ddl_event *e)
  * the text to record (ddl_parse_audit_text: never one that may hold a
  * secret). */
 static void
-parse_statement(const ddl_event *e, strbuf *classes, strbuf *fingerprint, strbuf *text)
+parse_statement(schema_sync *ss, const ddl_event *e, strbuf *classes, strbuf *fingerprint,
+                strbuf *text)
 {
-	ddl_parse_result pr;
-	tm_error err;
+	const ddl_parse_result *pr = schema_sync_parse(ss, e->statement);
 
-	memset(&pr, 0, sizeof pr);
 	if (e->statement == NULL)
 		return;
-	if (ddl_parse_text(e->statement, &pr, &err) != 0) {
+	if (pr == NULL) {
 		strbuf_append(text, "/* statement not recorded: it could not be parsed */");
 		return;
 	}
-	ddl_parse_audit_text(e->statement, &pr, text, fingerprint);
-	for (size_t i = 0; i < pr.n_changes; i++) {
+	ddl_parse_audit_text(e->statement, pr, text, fingerprint);
+	for (size_t i = 0; i < pr->n_changes; i++) {
 		strbuf_append(classes, classes->len ? ", " : "");
-		strbuf_append(classes, ddl_parse_kind_name(pr.changes[i].kind));
+		strbuf_append(classes, ddl_parse_kind_name(pr->changes[i].kind));
 	}
-	ddl_parse_result_free(&pr);
 }
 
 static int
@@ -1092,7 +1090,7 @@ log_event(schema_sync *ss, const ddl_event *e, tm_lsn pos, pg_timestamp commit_t
 	const char *p[12];
 	int rc;
 
-	parse_statement(e, &parsed, &fp, &text);
+	parse_statement(ss, e, &parsed, &fp, &text);
 	strbuf_append(&cls, note->classes.len ? strbuf_str(&note->classes) : "unclassified");
 	if (parsed.len > 0)
 		strbuf_appendf(&cls, " (statement: %s)", strbuf_str(&parsed));

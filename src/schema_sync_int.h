@@ -59,10 +59,10 @@ struct schema_sync {
 	int ntruncated, truncated_cap;
 	uint32_t *truncated;              /* owned: partitioned tables truncated, or copied
 	                                   * again for a truncated partition, in it */
-	long long using_xid;              /* the statement text whose ALTER ... TYPE */
-	char *using_text;                 /* clauses using_parse holds (owned) */
-	ddl_parse_result using_parse;     /* owned, parsed once per text */
-	bool using_parsed;                /* using_parse holds using_text's parse */
+	char *parsed_text;                /* owned: the last statement text parsed (every
+	                                   * message of a client string carries all of it) */
+	ddl_parse_result parsed;          /* owned: its parse, when parsed_ok */
+	bool parsed_ok;                   /* false: the text could not be parsed */
 	long long statement_xid;          /* the transaction of the statement text: */
 	char *statement;                  /* owned: long texts are sent once per transaction */
 	uint8_t key[DDL_AUTH_KEY_MAX];    /* the capture key (see ddl_auth.h) */
@@ -121,6 +121,11 @@ void schema_sync_command_done(schema_sync *ss);
 /* Adds relid to the transaction's list of truncated tables; false when it
  * was already there. */
 bool schema_sync_truncated_first(schema_sync *ss, long long xid, uint32_t relid);
+/* The parse of a statement text (borrowed: valid until the next call with
+ * another text), or NULL when there is none or it cannot be parsed. The
+ * last text's parse is kept: each message of a migration sent as one
+ * string carries the whole string, parsed once instead of once a message. */
+const ddl_parse_result *schema_sync_parse(schema_sync *ss, const char *statement);
 /* What the message's statement text says of the conversions of a table's
  * columns (ddl_using.h); *out new (ddl_using_list_free). Returns false,
  * with *out empty, when there is no text to read. */

@@ -130,38 +130,45 @@ schema_sync_truncated_first(schema_sync *ss, long long xid, uint32_t relid)
 	return true;
 }
 
-/* ---- the statement's USING clauses ---- */
+/* ---- the statement's parse ---- */
 
 static void
-forget_using(schema_sync *ss)
+forget_parse(schema_sync *ss)
 {
-	if (ss->using_parsed)
-		ddl_parse_result_free(&ss->using_parse);
-	ss->using_parsed = false;
-	free(ss->using_text);
-	ss->using_text = NULL;
+	if (ss->parsed_ok)
+		ddl_parse_result_free(&ss->parsed);
+	ss->parsed_ok = false;
+	free(ss->parsed_text);
+	ss->parsed_text = NULL;
+}
+
+const ddl_parse_result *
+schema_sync_parse(schema_sync *ss, const char *statement)
+{
+	tm_error err;
+
+	if (statement == NULL)
+		return NULL;
+	if (ss->parsed_text == NULL || strcmp(ss->parsed_text, statement) != 0) {
+		forget_parse(ss);
+		ss->parsed_text = xstrdup(statement);
+		ss->parsed_ok = ddl_parse_text(statement, &ss->parsed, &err) == 0;
+		if (!ss->parsed_ok)
+			ddl_parse_result_free(&ss->parsed);
+	}
+	return ss->parsed_ok ? &ss->parsed : NULL;
 }
 
 bool
 schema_sync_using(schema_sync *ss, const ddl_event *e, const tabledef *old,
                   const tabledef *now, ddl_using_list *out)
 {
-	tm_error err;
+	const ddl_parse_result *pr = schema_sync_parse(ss, e->statement);
 
 	memset(out, 0, sizeof *out);
-	if (e->statement == NULL)
+	if (pr == NULL)
 		return false;
-	if (!ss->using_parsed || ss->using_xid != e->xid || strcmp(ss->using_text, e->statement) != 0) {
-		forget_using(ss);
-		if (ddl_parse_text(e->statement, &ss->using_parse, &err) != 0) {
-			ddl_parse_result_free(&ss->using_parse);
-			return false;
-		}
-		ss->using_parsed = true;
-		ss->using_text = xstrdup(e->statement);
-		ss->using_xid = e->xid;
-	}
-	ddl_using_for_table(&ss->using_parse, now->schema, now->name, old->schema, old->name, out);
+	ddl_using_for_table(pr, now->schema, now->name, old->schema, old->name, out);
 	return true;
 }
 
@@ -179,7 +186,7 @@ schema_sync_rewrite_free(schema_sync *ss)
 {
 	free(ss->rewrites);
 	free(ss->truncated);
-	forget_using(ss);
+	forget_parse(ss);
 }
 
 /* ---- the target's ALTER COLUMN ... TYPE ---- */
