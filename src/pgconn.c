@@ -10,7 +10,8 @@
 #define SESSION_OPTIONS                                                                   \
 	"-c DateStyle=ISO,YMD -c IntervalStyle=postgres -c TimeZone=UTC "                     \
 	"-c extra_float_digits=3 -c bytea_output=hex -c client_encoding=UTF8 "                \
-	"-c lc_monetary=C -c client_min_messages=warning -c standard_conforming_strings=on"
+	"-c lc_monetary=C -c client_min_messages=warning -c standard_conforming_strings=on "    \
+	"-c row_security=off"
 
 /* Set once by main from the password files, read by every connection. */
 static const char *side_password[2];
@@ -324,6 +325,23 @@ append_server_error(strbuf *sb, const PGresult *res, const char *fallback)
 		strbuf_appendf(sb, " SQLSTATE %s", state);
 }
 
+/* Row-level security would hide or spare rows of a table from the role:
+ * with row_security off (SESSION_OPTIONS) the server refuses instead, as
+ * the copy must read every row the stream sends, and the target take every
+ * row written. */
+static void
+rls_fix(PGconn *conn, pgconn_side side, strbuf *fix)
+{
+	const char *role = conn && PQuser(conn) ? PQuser(conn) : "the role";
+
+	strbuf_appendf(fix, "row-level security would hide rows of the %s table from role \"%s\", "
+	                    "and tidemark must %s every row. Fix (as a superuser): ALTER ROLE ",
+	               pgconn_side_name(side), role, side == PGCONN_SOURCE ? "read" : "write");
+	strbuf_append_ident(fix, role);
+	strbuf_append(fix, " BYPASSRLS; or connect as the table's owner (without FORCE ROW LEVEL "
+	                   "SECURITY)");
+}
+
 /* GRANT SELECT for a table the role could not read, and for the tables
  * created later in its schema. */
 static void
@@ -367,7 +385,12 @@ pgconn_fail_on(PGconn *conn, pgconn_side side, const char *what, const PGresult 
 	strbuf line = STRBUF_INIT, grant = STRBUF_INIT;
 	int rc;
 
-	if (subject != NULL && side == PGCONN_SOURCE && state != NULL && strcmp(state, "42501") == 0) {
+	if (state != NULL && strcmp(state, "42501") == 0 && msg != NULL &&
+	    strstr(msg, "row-level security") != NULL) {
+		rls_fix(conn, side, &grant);
+		fix = strbuf_str(&grant);
+	} else if (subject != NULL && side == PGCONN_SOURCE && state != NULL &&
+	           strcmp(state, "42501") == 0) {
 		grant_fix(conn, subject, &grant);
 		fix = strbuf_str(&grant);
 	}

@@ -340,6 +340,48 @@ test_refused_row_commits_nothing_after(void **state)
 	tm_env_free(e);
 }
 
+/* A table under row-level security that hides rows from tidemark's role:
+ * the copy would read some rows while the stream sends them all. run stops
+ * with the fix instead (its sessions run with row_security off), and once
+ * the role bypasses it every row is copied. */
+static void
+test_row_level_security_refused(void **state)
+{
+	tm_env *e = tm_env_new("errrls");
+	char src[512], *out;
+	const char *argv[] = {"run", "--source", src, "--target", e->dst, "--slot", e->slot,
+	                      "--publication", e->slot, "--until-caught-up", NULL};
+	const char *verify[] = {"verify", "--source", src, "--target", e->dst, "--slot", e->slot,
+	                        NULL};
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE ROLE rep LOGIN REPLICATION;"
+	                  "CREATE TABLE t (id int PRIMARY KEY, tenant text NOT NULL);"
+	                  "INSERT INTO t SELECT g, CASE WHEN g %% 2 = 0 THEN 'rep' ELSE 'other' END"
+	                  " FROM generate_series(1, 20) g;"
+	                  "ALTER TABLE t ENABLE ROW LEVEL SECURITY;"
+	                  "CREATE POLICY own ON t USING (tenant = current_user);"
+	                  "GRANT SELECT ON t TO rep");
+	tm_setup_table(e, "public.t");
+	snprintf(src, sizeof src, "%s user=rep", e->src);
+	assert_int_equal(run_argv(argv, &out), 3);
+	tm_assert_has(out, "row-level security");
+	tm_assert_has(out, "ALTER ROLE \"rep\" BYPASSRLS");
+	assert_log_lines(out);
+	free(out);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM t"), 0);
+	pgtest_exec(e->s, "ALTER ROLE rep BYPASSRLS;"
+	                  "INSERT INTO t VALUES (21, 'other'), (22, 'rep'); DELETE FROM t WHERE id = 3");
+	assert_int_equal(run_argv(argv, &out), 0);
+	free(out);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM t"), 21);
+	tm_assert_rows_equal(e->s, "public.t", e->t, "public.t", "*");
+	assert_int_equal(run_argv(verify, &out), 0);
+	free(out);
+	pgtest_exec(e->s, "DROP OWNED BY rep; DROP ROLE rep");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -349,6 +391,7 @@ main(void)
 		cmocka_unit_test(test_bad_connection_strings),
 		cmocka_unit_test(test_failed_setup_says_what_it_did),
 		cmocka_unit_test(test_unreadable_table_named),
+		cmocka_unit_test(test_row_level_security_refused),
 		cmocka_unit_test(test_conventions),
 		cmocka_unit_test(test_libpq_environment),
 		cmocka_unit_test(test_refused_row_commits_nothing_after),
