@@ -7,11 +7,15 @@
 #include "log.h"
 #include "strbuf.h"
 
+/* Every session of tidemark: values printed in one way (the canonical
+ * text), row-level security that refuses rather than hides rows, and none
+ * of the roles' timeouts (tidemark bounds its own waits: each kind of
+ * session sets its lock and idle timeouts after it connects). */
 #define SESSION_OPTIONS                                                                   \
 	"-c DateStyle=ISO,YMD -c IntervalStyle=postgres -c TimeZone=UTC "                     \
 	"-c extra_float_digits=3 -c bytea_output=hex -c client_encoding=UTF8 "                \
 	"-c lc_monetary=C -c client_min_messages=warning -c standard_conforming_strings=on "    \
-	"-c row_security=off"
+	"-c row_security=off -c statement_timeout=0 -c idle_in_transaction_session_timeout=0"
 
 /* Set once by main from the password files, read by every connection. */
 static const char *side_password[2];
@@ -205,6 +209,10 @@ pgconn_open(const char *conninfo, pgconn_side side, const char *role, bool repli
 	free(options);
 	if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
 		*out = conn;
+		/* as SESSION_OPTIONS' timeouts, for the one PostgreSQL 17 added */
+		if (!replication && PQserverVersion(conn) >= 170000)
+			return pgconn_command(conn, side, "setting the session's transaction_timeout",
+			                      "SET transaction_timeout = 0", 0, NULL);
 		return TM_OK;
 	}
 	rc = pgconn_classify(side, NULL, false);

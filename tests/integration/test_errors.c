@@ -382,6 +382,60 @@ test_row_level_security_refused(void **state)
 	tm_env_free(e);
 }
 
+/* Timeouts a DBA set for the roles (statement_timeout,
+ * idle_in_transaction_session_timeout, and from PostgreSQL 17
+ * transaction_timeout: common on a warehouse) do not apply
+ * to tidemark's own sessions, which bound their waits themselves: a copy
+ * of a table without a key in one read, large chunk loads and a target
+ * ALTER that rewrites a table all take longer than them, and pass. */
+static void
+test_role_timeouts_do_not_apply(void **state)
+{
+	tm_env *e = tm_env_new("errtimeout");
+	char *out = NULL;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE big (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO big SELECT g, md5(g::text) FROM generate_series(1, 200000) g;"
+	                  "CREATE TABLE nk (v text) WITH (autovacuum_enabled = off);"
+	                  "ALTER TABLE nk REPLICA IDENTITY FULL;"
+	                  "INSERT INTO nk SELECT md5(g::text) FROM generate_series(1, 200000) g");
+	for (int side = 0; side < 2; side++) {
+		PGconn *c = side ? e->t : e->s;
+		const char *db = side ? "dst_errtimeout" : "src_errtimeout";
+
+		pgtest_exec(c, "ALTER ROLE CURRENT_USER IN DATABASE %s SET statement_timeout = '20ms';"
+		               "ALTER ROLE CURRENT_USER IN DATABASE %s"
+		               " SET idle_in_transaction_session_timeout = '50ms'", db, db);
+		if (PQserverVersion(c) >= 170000) /* PGBIN of a newer server */
+			pgtest_exec(c, "ALTER ROLE CURRENT_USER IN DATABASE %s"
+			               " SET transaction_timeout = '100ms'", db);
+	}
+	rc = tm_run(e, 120, &out, "setup", "--table", "public.big", "--table", "public.nk", NULL);
+	if (rc != 0)
+		fail_msg("setup exited %d:\n%s", rc, out);
+	free(out);
+	rc = tm_run(e, 300, &out, "run", "--until-caught-up", "--chunk-rows", "100000",
+	            "--chunk-bytes", "64MB", NULL);
+	if (rc != 0)
+		fail_msg("run exited %d:\n%s", rc, out);
+	free(out);
+	pgtest_exec(e->s, "ALTER TABLE big ALTER COLUMN id TYPE bigint; UPDATE big SET v = 'x'"
+	                  " WHERE id %% 1000 = 0");
+	rc = tm_run(e, 300, &out, "run", "--until-caught-up", NULL);
+	if (rc != 0)
+		fail_msg("run exited %d:\n%s", rc, out);
+	free(out);
+	for (int side = 0; side < 2; side++)
+		pgtest_exec(side ? e->t : e->s, "ALTER ROLE CURRENT_USER IN DATABASE %s RESET ALL",
+		            side ? "dst_errtimeout" : "src_errtimeout");
+	tm_assert_rows_equal(e->s, "public.big", e->t, "public.big", "*");
+	tm_assert_multiset_equal(e, "public.nk", "v");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM nk"), 200000);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -392,6 +446,7 @@ main(void)
 		cmocka_unit_test(test_failed_setup_says_what_it_did),
 		cmocka_unit_test(test_unreadable_table_named),
 		cmocka_unit_test(test_row_level_security_refused),
+		cmocka_unit_test(test_role_timeouts_do_not_apply),
 		cmocka_unit_test(test_conventions),
 		cmocka_unit_test(test_libpq_environment),
 		cmocka_unit_test(test_refused_row_commits_nothing_after),
