@@ -1037,13 +1037,49 @@ on_drop(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note,
 	return rc;
 }
 
-static void
-remember_rewrite(schema_sync *ss, const ddl_event *e, sync_note *note)
+/* table_rewrite's reason for ALTER TABLE ... SET LOGGED / SET UNLOGGED */
+#define REWRITE_PERSISTENCE 1
+
+/* The source made a replicated table (or a partition of one) unlogged or
+ * logged again. An unlogged table's changes are not written to the WAL, so
+ * the stream never has them: the table is copied again at each change of
+ * persistence, the one back to logged bringing the target up to date. */
+static int
+persistence_changed(schema_sync *ss, const ddl_event *e, sync_note *note,
+                    schema_sync_result *res)
+{
+	ddl_part_root *roots = NULL;
+	int n = 0;
+	int rc = catalog_partition_roots(ss->sink, ss->cfg.slot, &e->rewrite_relid, 1,
+	                                 &e->rewrite_relid, 1, &roots, &n);
+
+	for (int i = 0; rc == TM_OK && i < n; i++) {
+		const char *what = "its persistence changed on the source (SET UNLOGGED or SET LOGGED; "
+		                   "the changes of an unlogged table are not in the WAL): it is copied "
+		                   "again";
+
+		rc = schema_sync_request_snapshot(ss, roots[i].table_id);
+		schema_sync_result_add(res, roots[i].table_id);
+		log_warn("%s.%s: %s", roots[i].schema ? roots[i].schema : "?",
+		         roots[i].name ? roots[i].name : "?", what);
+		if (roots[i].schema != NULL && roots[i].name != NULL)
+			schema_sync_note_table(note, roots[i].schema, roots[i].name);
+		schema_sync_note_list(&note->actions, what);
+	}
+	catalog_partition_roots_free(roots, n);
+	return rc;
+}
+
+static int
+on_rewrite(schema_sync *ss, const ddl_event *e, sync_note *note, schema_sync_result *res)
 {
 	schema_sync_note_rewrite(ss, e);
 	schema_sync_join_rewritten(ss, e->rewrite_relid);
 	schema_sync_note_list(&note->classes, "table rewrite");
 	schema_sync_note_list(&note->actions, "noted: the source rewrote the table's rows");
+	if (e->rewrite_relid == 0 || (e->rewrite_reason & REWRITE_PERSISTENCE) == 0)
+		return TM_OK;
+	return persistence_changed(ss, e, note, res);
 }
 
 /* A long statement text comes once per transaction (statement_seq points
@@ -1157,7 +1193,7 @@ schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
 		log_warn("the DDL capture on the source reported: %s", e->error);
 	remember_statement(ss, e);
 	if (e->kind == DDL_EVENT_REWRITE)
-		remember_rewrite(ss, e, &note);
+		rc = on_rewrite(ss, e, &note, res);
 	else if (e->kind == DDL_EVENT_DROP)
 		rc = on_drop(ss, e, position, &note, res);
 	else if (e->kind == DDL_EVENT_TRUNCATE)

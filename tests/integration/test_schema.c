@@ -704,6 +704,47 @@ test_table_recreated_in_schema(void **state)
 	tm_env_free(e);
 }
 
+/* SET UNLOGGED on the source (a bulk-load trick; PostgreSQL refuses it
+ * only for a table its publication names, not one of a schema's or a
+ * partition of a published root): the table's changes leave the WAL until
+ * SET LOGGED. Each change of persistence makes the table be copied again,
+ * so the target holds the unlogged rows once the table is logged again. */
+static void
+test_unlogged_for_a_while(void **state)
+{
+	tm_env *e = tm_env_new("unlogged");
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA app; CREATE TABLE app.t (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO app.t SELECT g, 'v' || g FROM generate_series(1, 500) g;"
+	                  "CREATE TABLE app.p (region int, id int, v text, PRIMARY KEY (region, id))"
+	                  " PARTITION BY LIST (region);"
+	                  "CREATE TABLE app.p0 PARTITION OF app.p FOR VALUES IN (0);"
+	                  "CREATE TABLE app.p1 PARTITION OF app.p FOR VALUES IN (1);"
+	                  "INSERT INTO app.p SELECT g %% 2, g, 'v' FROM generate_series(1, 500) g");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 0);
+	free(out);
+	tm_catch_up(e, 60);
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "ALTER TABLE app.t SET UNLOGGED; ALTER TABLE app.p1 SET UNLOGGED");
+	pgtest_exec(e->s, "UPDATE app.t SET v = 'unlogged' WHERE id <= 100;"
+	                  "DELETE FROM app.t WHERE id > 450; INSERT INTO app.t VALUES (1000, 'new');"
+	                  "UPDATE app.p SET v = 'unlogged' WHERE id <= 100;"
+	                  "DELETE FROM app.p WHERE id > 450");
+	pgtest_exec(e->s, "ALTER TABLE app.t SET LOGGED; ALTER TABLE app.p1 SET LOGGED");
+	pgtest_exec(e->s, "UPDATE app.t SET v = 'logged' WHERE id %% 7 = 0;"
+	                  "UPDATE app.p SET v = 'logged' WHERE id %% 7 = 0");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_rows_equal(e->s, "app.t", e->t, "app.t", "*");
+	tm_assert_rows_equal(e->s, "app.p", e->t, "app.p", "*");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.t WHERE v = 'unlogged'"),
+	                 pgtest_query_long(e->s, "SELECT count(*) FROM app.t WHERE v = 'unlogged'"));
+	assert_int_equal(tm_run(e, 60, NULL, "verify", NULL), 0);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -726,6 +767,7 @@ main(void)
 		cmocka_unit_test(test_new_table_in_schema),
 		cmocka_unit_test(test_drop_tables),
 		cmocka_unit_test(test_table_recreated_in_schema),
+		cmocka_unit_test(test_unlogged_for_a_while),
 		cmocka_unit_test(test_forged_capture_messages_ignored),
 		cmocka_unit_test(test_catalog_upgrade),
 	};
