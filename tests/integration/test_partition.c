@@ -275,12 +275,16 @@ test_attach_detach_drop_truncate(void **state)
 	assert_true(pgtest_wait_value(e->t, "SELECT state FROM tidemark.tables", "streaming", 60));
 	wait_same_count(e, "ev", run);
 
-	/* ATTACH of a table that holds rows: they appear on the target */
-	pgtest_exec(e->s, "CREATE TABLE ev_04 (id int, day date, v text, PRIMARY KEY (id, day));"
-	                  "INSERT INTO ev_04 SELECT g, date '2024-04-01' + (g %% 30), 'april'"
+	/* ATTACH of a table that holds rows: they appear on the target (its
+	 * columns in another order than the root's, after a dropped one) */
+	pgtest_exec(e->s, "CREATE TABLE ev_04 (gone int, v text, day date, id int,"
+	                  " PRIMARY KEY (id, day)); ALTER TABLE ev_04 DROP COLUMN gone;"
+	                  "INSERT INTO ev_04 (id, day, v) SELECT g, date '2024-04-01' + (g %% 30), 'april'"
 	                  "  FROM generate_series(1, 500) g;"
 	                  "ALTER TABLE ev ATTACH PARTITION ev_04 FOR VALUES FROM ('2024-04-01') TO ('2024-05-01');"
-	                  "INSERT INTO ev VALUES (9001, '2024-04-15', 'after attach')");
+	                  "INSERT INTO ev VALUES (9001, '2024-04-15', 'after attach');"
+	                  "UPDATE ev SET v = 'april, updated' WHERE day = '2024-04-11';"
+	                  "DELETE FROM ev WHERE day = '2024-04-12'");
 	wait_same_count(e, "ev", run);
 	assert_rows_equal(e, "ev", "ev", cols, "id, day");
 
