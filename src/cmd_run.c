@@ -687,6 +687,8 @@ session_open(run_state *st)
 	if (rc == TM_OK)
 		rc = source_query_check_via_root(st->control, o->publication);
 	if (rc == TM_OK)
+		rc = source_query_check_whole(st->control, o->publication);
+	if (rc == TM_OK)
 		rc = write_marker(st);
 	if (rc == TM_OK)
 		rc = catalog_at_start(st);

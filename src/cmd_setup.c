@@ -807,6 +807,9 @@ cmd_setup(const cli_options *o)
 		rc = source_query_current_lsn(src, &lsn);
 	if (rc == TM_OK)
 		rc = source_query_slot_exists(src, o->slot, &slot_exists);
+	/* before anything changes, on either side */
+	if (rc == TM_OK)
+		rc = source_query_check_whole(src, o->publication);
 	if (rc == TM_OK)
 		rc = prepare_target(o, src, &tables, &pipeline, key_hex, lsn, &policies, &modes,
 		                    !slot_exists, &done);

@@ -149,3 +149,38 @@ source_query_check_via_root(PGconn *conn, const char *publication)
 	PQclear(r);
 	return rc;
 }
+
+/*
+ * Every table of the publication published whole: a row filter (WHERE) or
+ * a column list would send the stream only part of what the copy reads,
+ * and the target would keep rows and values the stream never changes.
+ */
+int
+source_query_check_whole(PGconn *conn, const char *publication)
+{
+	const char *p[] = {publication};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, SRC, "checking the publication's tables",
+	                     "SELECT format('%I.%I', n.nspname, c.relname),"
+	                     " pr.prqual IS NOT NULL, pr.prattrs IS NOT NULL"
+	                     " FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid"
+	                     " JOIN pg_class c ON c.oid = pr.prrelid"
+	                     " JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                     " WHERE p.pubname = $1 AND (pr.prqual IS NOT NULL OR pr.prattrs IS NOT NULL)"
+	                     " ORDER BY 1 LIMIT 1", 1, p, &r);
+
+	if (rc == TM_OK && PQntuples(r) == 1) {
+		const char *what = strcmp(PQgetvalue(r, 0, 1), "t") == 0 ? "a row filter (WHERE)"
+		                                                         : "a column list";
+
+		log_error("source: publication \"%s\" publishes %s with %s: the stream would send only "
+		          "part of what the copy reads, and the target would keep rows and values the "
+		          "stream never changes. Fix: publish the table whole (ALTER PUBLICATION \"%s\" "
+		          "SET TABLE ... without WHERE or a column list; or drop the table from it and "
+		          "`tidemark setup` again), or give tidemark a publication of its own "
+		          "(--publication)", publication, PQgetvalue(r, 0, 0), what, publication);
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	return rc;
+}

@@ -436,6 +436,41 @@ test_role_timeouts_do_not_apply(void **state)
 	tm_env_free(e);
 }
 
+/* A publication that publishes a table in part (a row filter, a column
+ * list) would stream part of what the copy reads: setup refuses it before
+ * changing anything, run at its start, each with the fix; published whole
+ * again, the table replicates. */
+static void
+test_partial_publication_refused(void **state)
+{
+	tm_env *e = tm_env_new("errpubpart");
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text, secret text);"
+	                  "INSERT INTO t SELECT g, 'v' || g, 's' FROM generate_series(1, 50) g;"
+	                  "CREATE PUBLICATION part FOR TABLE t WHERE (id %% 2 = 0)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--publication", "part", "--table", "t", NULL), 3);
+	tm_assert_has(out, "publishes public.t with a row filter (WHERE)");
+	tm_assert_has(out, "ALTER PUBLICATION \"part\" SET TABLE");
+	free(out);
+	assert_int_equal(pgtest_query_long(e->s, "SELECT count(*) FROM pg_replication_slots"
+	                                         " WHERE slot_name = '%s'", e->slot), 0);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_namespace"
+	                                         " WHERE nspname = 'tidemark'"), 0);
+	/* a column list put on tidemark's own publication after setup */
+	tm_setup_table(e, "t");
+	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" SET TABLE t (id, v)", e->slot);
+	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 3);
+	tm_assert_has(out, "with a column list");
+	free(out);
+	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" SET TABLE t", e->slot);
+	pgtest_exec(e->s, "UPDATE t SET secret = 'changed' WHERE id %% 3 = 0");
+	tm_catch_up(e, 60);
+	tm_assert_rows_equal(e->s, "public.t", e->t, "public.t", "*");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -447,6 +482,7 @@ main(void)
 		cmocka_unit_test(test_unreadable_table_named),
 		cmocka_unit_test(test_row_level_security_refused),
 		cmocka_unit_test(test_role_timeouts_do_not_apply),
+		cmocka_unit_test(test_partial_publication_refused),
 		cmocka_unit_test(test_conventions),
 		cmocka_unit_test(test_libpq_environment),
 		cmocka_unit_test(test_refused_row_commits_nothing_after),
