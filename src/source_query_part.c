@@ -151,16 +151,44 @@ source_query_check_via_root(PGconn *conn, const char *publication)
 }
 
 /*
- * Every table of the publication published whole: a row filter (WHERE) or
- * a column list would send the stream only part of what the copy reads,
- * and the target would keep rows and values the stream never changes.
+ * Every change of every table of the publication published whole: an
+ * action left out (publish = 'insert, update'), a row filter (WHERE) or a
+ * column list would send the stream only part of what the copy reads, and
+ * the target would keep rows and values the stream never changes.
  */
+static int
+check_actions(PGconn *conn, const char *publication)
+{
+	const char *p[] = {publication};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, SRC, "checking the publication's actions",
+	                     "SELECT concat_ws(', ', CASE WHEN NOT pubinsert THEN 'insert' END,"
+	                     " CASE WHEN NOT pubupdate THEN 'update' END,"
+	                     " CASE WHEN NOT pubdelete THEN 'delete' END,"
+	                     " CASE WHEN NOT pubtruncate THEN 'truncate' END)"
+	                     " FROM pg_publication WHERE pubname = $1", 1, p, &r);
+
+	if (rc == TM_OK && PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] != '\0') {
+		log_error("source: publication \"%s\" does not publish %s: the target would keep what "
+		          "the source changed that way. Fix: ALTER PUBLICATION \"%s\" SET (publish = "
+		          "'insert, update, delete, truncate'); then `tidemark resync`, since changes "
+		          "were not published meanwhile", publication, PQgetvalue(r, 0, 0), publication);
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	return rc;
+}
+
 int
 source_query_check_whole(PGconn *conn, const char *publication)
 {
 	const char *p[] = {publication};
 	PGresult *r = NULL;
-	int rc = pgconn_exec(conn, SRC, "checking the publication's tables",
+	int rc = check_actions(conn, publication);
+
+	if (rc != TM_OK)
+		return rc;
+	rc = pgconn_exec(conn, SRC, "checking the publication's tables",
 	                     "SELECT format('%I.%I', n.nspname, c.relname),"
 	                     " pr.prqual IS NOT NULL, pr.prattrs IS NOT NULL"
 	                     " FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid"

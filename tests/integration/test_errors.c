@@ -437,9 +437,9 @@ test_role_timeouts_do_not_apply(void **state)
 }
 
 /* A publication that publishes a table in part (a row filter, a column
- * list) would stream part of what the copy reads: setup refuses it before
- * changing anything, run at its start, each with the fix; published whole
- * again, the table replicates. */
+ * list, an action left out) would stream part of what the copy reads:
+ * setup refuses it before changing anything, run at its start, each with
+ * the fix; published whole again, the table replicates. */
 static void
 test_partial_publication_refused(void **state)
 {
@@ -465,6 +465,14 @@ test_partial_publication_refused(void **state)
 	tm_assert_has(out, "with a column list");
 	free(out);
 	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" SET TABLE t", e->slot);
+	/* deletes left out of what it publishes */
+	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" SET (publish = 'insert, update, truncate')",
+	            e->slot);
+	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 3);
+	tm_assert_has(out, "does not publish delete");
+	free(out);
+	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" SET (publish = 'insert, update, delete, truncate')",
+	            e->slot);
 	pgtest_exec(e->s, "UPDATE t SET secret = 'changed' WHERE id %% 3 = 0");
 	tm_catch_up(e, 60);
 	tm_assert_rows_equal(e->s, "public.t", e->t, "public.t", "*");
