@@ -295,6 +295,12 @@ static const struct {
 	                         "stops the stream at it every time: once the values are fixed, drop "
 	                         "the slot (pg_drop_replication_slot) and `tidemark resync` (a new "
 	                         "slot; every table copied again in place)"},
+	{"428C9", PGCONN_TARGET, "the stream sends a generated column, which the target computes "
+	                         "itself: the publication published generated columns "
+	                         "(publish_generated_columns) when these changes were written. Fix: "
+	                         "ALTER PUBLICATION ... SET (publish_generated_columns = none); the "
+	                         "slot still holds what it sent that way: drop the slot "
+	                         "(pg_drop_replication_slot) and `tidemark resync`"},
 	{"22P05", PGCONN_TARGET, "a source character has no equivalent in the target database's "
 	                         "encoding. Fix: replicate into a target database in UTF8, which "
 	                         "holds every character (CREATE DATABASE ... ENCODING 'UTF8' "

@@ -59,8 +59,8 @@ int source_query_fix_via_root(PGconn *conn, const char *publication);
  * it covers partitioned tables. */
 int source_query_check_via_root(PGconn *conn, const char *publication);
 /* TM_EXIT_CONFIG, said with the fix, when the publication leaves out an
- * action (insert, update, delete, truncate), or has a table with a row
- * filter or a column list. */
+ * action (insert, update, delete, truncate), publishes generated columns,
+ * or has a table with a row filter or a column list. */
 int source_query_check_whole(PGconn *conn, const char *publication);
 
 /* A table's replica identity (pg_class.relreplident: d, n, f, i) and

@@ -154,7 +154,9 @@ source_query_check_via_root(PGconn *conn, const char *publication)
  * Every change of every table of the publication published whole: an
  * action left out (publish = 'insert, update'), a row filter (WHERE) or a
  * column list would send the stream only part of what the copy reads, and
- * the target would keep rows and values the stream never changes.
+ * the target would keep rows and values the stream never changes. And no
+ * generated column (PostgreSQL 18's publish_generated_columns): the
+ * target computes those.
  */
 static int
 check_actions(PGconn *conn, const char *publication)
@@ -165,10 +167,18 @@ check_actions(PGconn *conn, const char *publication)
 	                     "SELECT concat_ws(', ', CASE WHEN NOT pubinsert THEN 'insert' END,"
 	                     " CASE WHEN NOT pubupdate THEN 'update' END,"
 	                     " CASE WHEN NOT pubdelete THEN 'delete' END,"
-	                     " CASE WHEN NOT pubtruncate THEN 'truncate' END)"
-	                     " FROM pg_publication WHERE pubname = $1", 1, p, &r);
+	                     " CASE WHEN NOT pubtruncate THEN 'truncate' END),"
+	                     /* PostgreSQL 18 and later */
+	                     " coalesce(to_jsonb(p) ->> 'pubgencols', 'n') NOT IN ('n', 'false')"
+	                     " FROM pg_publication p WHERE pubname = $1", 1, p, &r);
 
-	if (rc == TM_OK && PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] != '\0') {
+	if (rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") == 0) {
+		log_error("source: publication \"%s\" publishes generated columns "
+		          "(publish_generated_columns), which the target computes itself. Fix: ALTER "
+		          "PUBLICATION \"%s\" SET (publish_generated_columns = none)", publication,
+		          publication);
+		rc = TM_EXIT_CONFIG;
+	} else if (rc == TM_OK && PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] != '\0') {
 		log_error("source: publication \"%s\" does not publish %s: the target would keep what "
 		          "the source changed that way. Fix: ALTER PUBLICATION \"%s\" SET (publish = "
 		          "'insert, update, delete, truncate'); then `tidemark resync`, since changes "

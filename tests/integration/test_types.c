@@ -383,6 +383,29 @@ test_generated_columns(void **state)
 	assert_value(e->t, "SELECT total FROM g WHERE id = 100", "28");
 	assert_int_equal(tm_run(e, 60, &out, "verify", NULL), 0);
 	free(out);
+	if (PQserverVersion(e->s) >= 180000) { /* PGBIN of a newer server */
+		/* virtual generated columns (the default kind from PostgreSQL 18),
+		 * at setup and added later: computed on the target too */
+		pgtest_exec(e->s, "CREATE TABLE gv (id int PRIMARY KEY, qty int,"
+		                  "  v int GENERATED ALWAYS AS (qty * 5) VIRTUAL);"
+		                  "INSERT INTO gv (id, qty) SELECT g, g FROM generate_series(1, 20) g");
+		tm_setup_table(e, "gv");
+		run = tm_start_run(e, NULL);
+		pgtest_exec(e->s, "ALTER TABLE gv ADD COLUMN w text GENERATED ALWAYS AS ('w' || qty);"
+		                  "UPDATE gv SET qty = qty + 1 WHERE id %% 3 = 0;"
+		                  "INSERT INTO gv (id, qty) VALUES (100, 7)");
+		tm_stop_and_catch_up(e, run, 120);
+		assert_same_rows(e, "gv", "id, qty, v, w");
+		assert_value(e->t, "SELECT v || w FROM gv WHERE id = 100", "35w7");
+		assert_int_equal(tm_run(e, 60, &out, "verify", NULL), 0);
+		free(out);
+		/* a publication that sends generated columns: refused at the start */
+		pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" SET (publish_generated_columns = stored)",
+		            e->slot);
+		assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 3);
+		tm_assert_has(out, "SET (publish_generated_columns = none)");
+		free(out);
+	}
 	tm_env_free(e);
 }
 
