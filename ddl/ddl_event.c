@@ -100,6 +100,8 @@ parse_table(const json_t *o, ddl_event_table *t, tm_error *err)
 	t->relkind = relkind && relkind[0] ? relkind[0] : 'r';
 	t->replident = replident && replident[0] ? replident[0] : 'd';
 	t->def->replident = t->replident;
+	if (str_field(o, "persistence") != NULL && str_field(o, "persistence")[0] != '\0')
+		t->def->persistence = str_field(o, "persistence")[0];
 	t->partition_of = oid_field(o, "partition_of");
 	t->partition_root = oid_field(o, "partition_root");
 	if (t->partition_of == 0 || t->partition_root == 0 || t->partition_root == t->def->relid)

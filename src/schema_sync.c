@@ -827,6 +827,14 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	int rc;
 
 	*added = false;
+	if (def->persistence == 'u') {
+		log_warn("new table %s.%s in a replicated schema is UNLOGGED: its changes are not written "
+		         "to the WAL, so it is not replicated; it joins (and is copied) when it is made "
+		         "LOGGED (ALTER TABLE \"%s\".\"%s\" SET LOGGED)", def->schema, def->name,
+		         def->schema, def->name);
+		schema_sync_note_list(&note->actions, "new unlogged table: not replicated until logged");
+		return TM_OK;
+	}
 	if (tabledef_nkeys(def) == 0 && def->replident != 'f') {
 		log_warn("new table %s.%s in a replicated schema has no primary key, no replica identity "
 		         "index and no REPLICA IDENTITY FULL: it is not replicated. Fix: ALTER TABLE "

@@ -75,8 +75,9 @@ source_query_is_superuser(PGconn *conn, bool *out)
  * for the capture and for setup, run and verify. Columns 1-4 tell what
  * stops the table from being replicated: REPLICA IDENTITY NOTHING, no key
  * at all without REPLICA IDENTITY FULL (with FULL, a table without a key is
- * replicated by whole rows: keyless.h), and, for a partition, its root (a
- * partitioned table is replicated as its root).
+ * replicated by whole rows: keyless.h), for a partition, its root (a
+ * partitioned table is replicated as its root), and UNLOGGED (its changes
+ * are not in the WAL).
  */
 #define TABLE_DEF_SQL(where)                                                                  \
 	"SELECT tidemark.capture_tables(ARRAY[c.oid])::text, c.relreplident,"                     \
@@ -84,6 +85,7 @@ source_query_is_superuser(PGconn *conn, bool *out)
 	" CASE WHEN c.relispartition THEN (SELECT format('%I.%I', rn.nspname, rc.relname)"      \
 	"   FROM pg_class rc JOIN pg_namespace rn ON rn.oid = rc.relnamespace"                    \
 	"   WHERE rc.oid = pg_partition_root(c.oid)) END"                                         \
+	", c.relpersistence = 'u'"                                                               \
 	" FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"                          \
 	" WHERE " where " AND c.relkind IN ('r', 'p')"
 
@@ -106,6 +108,12 @@ table_def_errors(PGresult *r, const char *schema, const char *name)
 		          "as one table, its root, whose copy and changes include every partition. "
 		          "Fix: replicate the root (tidemark setup --table '%s') instead of %s",
 		          q.data, PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 3), q.data);
+		rc = TM_EXIT_CONFIG;
+	} else if (strcmp(PQgetvalue(r, 0, 4), "t") == 0) {
+		log_error("source: table %s is UNLOGGED: its changes are not written to the WAL, so the "
+		          "source cannot publish them. Fix: ALTER TABLE %s SET LOGGED; (a table of a "
+		          "replicated schema then joins on its own), or leave the table out (setup "
+		          "--exclude-table %s)", q.data, q.data, q.data);
 		rc = TM_EXIT_CONFIG;
 	} else if (strcmp(PQgetvalue(r, 0, 1), "n") == 0) {
 		log_error("source: table %s has REPLICA IDENTITY NOTHING, so the source cannot publish "
@@ -143,10 +151,13 @@ table_def_parse(const char *text, tabledef **out)
 		rc = TM_EXIT_INTERNAL;
 	} else {
 		const char *replident = json_string_value(json_object_get(t, "replident"));
+		const char *persistence = json_string_value(json_object_get(t, "persistence"));
 
 		*out = tabledef_new(schema, name, (uint32_t) relid);
 		if (replident != NULL && replident[0] != '\0')
 			(*out)->replident = replident[0];
+		if (persistence != NULL && persistence[0] != '\0')
+			(*out)->persistence = persistence[0];
 		if (tabledef_columns_from_json(*out, cols, &err) != 0 ||
 		    tabledef_types_from_json(*out, json_object_get(t, "types"), &err) != 0) {
 			log_error("source: %s.%s: %s", schema, name, err.msg);

@@ -15,6 +15,7 @@ tabledef_new(const char *schema, const char *name, uint32_t relid)
 	t->name = xstrdup(name);
 	t->relid = relid;
 	t->replident = 'd';
+	t->persistence = 'p';
 	return t;
 }
 
@@ -68,6 +69,7 @@ tabledef_copy(const tabledef *t)
 	tabledef *c = tabledef_new(t->schema, t->name, t->relid);
 
 	c->replident = t->replident;
+	c->persistence = t->persistence;
 	for (int i = 0; i < t->ncols; i++) {
 		const tabledef_column *col = &t->cols[i];
 

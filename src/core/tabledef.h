@@ -46,6 +46,7 @@ typedef struct tabledef {
 	char *name;       /* owned */
 	uint32_t relid;
 	char replident;   /* pg_class.relreplident: d, n, f, i ('d' when not known) */
+	char persistence; /* pg_class.relpersistence: p, u ('p' when not known) */
 	int ncols;
 	tabledef_column *cols; /* owned array, in attnum order */
 	srctype_list types;    /* owned: the user-defined types the columns need */

@@ -708,7 +708,9 @@ test_table_recreated_in_schema(void **state)
  * only for a table its publication names, not one of a schema's or a
  * partition of a published root): the table's changes leave the WAL until
  * SET LOGGED. Each change of persistence makes the table be copied again,
- * so the target holds the unlogged rows once the table is logged again. */
+ * so the target holds the unlogged rows once the table is logged again. A
+ * table created UNLOGGED in the schema joins when it is made LOGGED; setup
+ * refuses one it is given by name. */
 static void
 test_unlogged_for_a_while(void **state)
 {
@@ -741,7 +743,24 @@ test_unlogged_for_a_while(void **state)
 	tm_assert_rows_equal(e->s, "app.p", e->t, "app.p", "*");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.t WHERE v = 'unlogged'"),
 	                 pgtest_query_long(e->s, "SELECT count(*) FROM app.t WHERE v = 'unlogged'"));
+
+	/* created UNLOGGED in the schema: left out until it is made LOGGED,
+	 * then it joins and is copied */
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "CREATE UNLOGGED TABLE app.u (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO app.u SELECT g, 'a' FROM generate_series(1, 100) g");
+	pgtest_exec(e->s, "UPDATE app.u SET v = 'b' WHERE id <= 50");
+	assert_true(pgtest_proc_wait_output(run, "app.u in a replicated schema is UNLOGGED", 60));
+	pgtest_exec(e->s, "ALTER TABLE app.u SET LOGGED; UPDATE app.u SET v = 'c' WHERE id %% 10 = 0");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_rows_equal(e->s, "app.u", e->t, "app.u", "*");
 	assert_int_equal(tm_run(e, 60, NULL, "verify", NULL), 0);
+	/* named to setup: refused with the fix */
+	pgtest_exec(e->s, "CREATE UNLOGGED TABLE public.scratch (id int PRIMARY KEY)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "public.scratch", NULL), 3);
+	tm_assert_has(out, "is UNLOGGED");
+	tm_assert_has(out, "SET LOGGED");
+	free(out);
 	tm_env_free(e);
 }
 
