@@ -70,7 +70,8 @@ int source_query_replica_identity(PGconn *conn, const char *schema, const char *
                                   char *replident, bool *has_key);
 
 /* Names of the ordinary and partitioned tables of a schema (new array of
- * new strings, both freed by the caller; NULL-terminated). */
+ * new strings, both freed by the caller; NULL-terminated), but the
+ * UNLOGGED ones, each said in a warning. */
 int source_query_schema_tables(PGconn *conn, const char *schema, char ***names);
 
 /* Creates the publication if missing and adds the tables and schemas it

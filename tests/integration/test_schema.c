@@ -710,7 +710,7 @@ test_table_recreated_in_schema(void **state)
  * SET LOGGED. Each change of persistence makes the table be copied again,
  * so the target holds the unlogged rows once the table is logged again. A
  * table created UNLOGGED in the schema joins when it is made LOGGED; setup
- * refuses one it is given by name. */
+ * leaves one of the schema out, and refuses one it is given by name. */
 static void
 test_unlogged_for_a_while(void **state)
 {
@@ -755,8 +755,15 @@ test_unlogged_for_a_while(void **state)
 	tm_stop_and_catch_up(e, run, 120);
 	tm_assert_rows_equal(e->s, "app.u", e->t, "app.u", "*");
 	assert_int_equal(tm_run(e, 60, NULL, "verify", NULL), 0);
-	/* named to setup: refused with the fix */
-	pgtest_exec(e->s, "CREATE UNLOGGED TABLE public.scratch (id int PRIMARY KEY)");
+	/* setup again: one of the schema left out with a warning, one named
+	 * refused with the fix */
+	pgtest_exec(e->s, "CREATE UNLOGGED TABLE app.scratch (id int PRIMARY KEY);"
+	                  "CREATE UNLOGGED TABLE public.scratch (id int PRIMARY KEY)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 0);
+	tm_assert_has(out, "table app.scratch is UNLOGGED");
+	free(out);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                         " WHERE source_table = 'scratch'"), 0);
 	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "public.scratch", NULL), 3);
 	tm_assert_has(out, "is UNLOGGED");
 	tm_assert_has(out, "SET LOGGED");
