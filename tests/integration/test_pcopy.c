@@ -101,6 +101,14 @@ test_ranges_under_workload_with_kill9(void **state)
 	                  "INSERT INTO orders (status, note) SELECT 'open', 'note ' || g"
 	                  " FROM generate_series(1, %d) g; ANALYZE orders", ROWS);
 	tm_setup_table(e, "orders");
+	/* each load into the target table takes 30 ms more, so that the kill
+	 * lands in the middle of the copy however fast the machine is (a busy
+	 * one once polled past the whole copy): the target's own trigger, left
+	 * alone by tidemark */
+	pgtest_exec(e->t, "CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS"
+	                  " $$ BEGIN PERFORM pg_sleep(0.03); RETURN NULL; END $$;"
+	                  "CREATE TRIGGER slow AFTER INSERT ON orders"
+	                  " FOR EACH STATEMENT EXECUTE FUNCTION public.slow()");
 	wl = pgtest_workload_start(e->src, order_step, NULL);
 	run = tm_spawn(e, "run", "--chunk-rows", CHUNK, "--snapshot-readers", "3", NULL);
 	assert_true(pgtest_proc_wait_output(run, "copied in 6 key ranges", 60));
@@ -108,6 +116,7 @@ test_ranges_under_workload_with_kill9(void **state)
 	pgtest_proc_kill(run, SIGKILL);
 	assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
 	pgtest_proc_free(run);
+	pgtest_exec(e->t, "DROP TRIGGER slow ON orders");
 
 	/* 60 chunks, 3 readers: 6 ranges, several of them under way at once */
 	nranges = catalog_long(e, "SELECT count(*) FROM tidemark.snapshot_ranges");
