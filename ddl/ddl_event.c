@@ -90,6 +90,7 @@ parse_table(const json_t *o, ddl_event_table *t, tm_error *err)
 	const char *name = str_field(o, "name");
 	const char *relkind = str_field(o, "relkind");
 	const char *replident = str_field(o, "replident");
+	const char *persistence = str_field(o, "persistence"); /* from source migration 011 */
 	long long relid = int_field(o, "relid", 0);
 	const json_t *cols = json_object_get(o, "columns");
 
@@ -100,8 +101,8 @@ parse_table(const json_t *o, ddl_event_table *t, tm_error *err)
 	t->relkind = relkind && relkind[0] ? relkind[0] : 'r';
 	t->replident = replident && replident[0] ? replident[0] : 'd';
 	t->def->replident = t->replident;
-	if (str_field(o, "persistence") != NULL && str_field(o, "persistence")[0] != '\0')
-		t->def->persistence = str_field(o, "persistence")[0];
+	if (persistence != NULL && persistence[0] != '\0')
+		t->def->persistence = persistence[0];
 	t->partition_of = oid_field(o, "partition_of");
 	t->partition_root = oid_field(o, "partition_root");
 	if (t->partition_of == 0 || t->partition_root == 0 || t->partition_root == t->def->relid)

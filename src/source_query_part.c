@@ -150,14 +150,8 @@ source_query_check_via_root(PGconn *conn, const char *publication)
 	return rc;
 }
 
-/*
- * Every change of every table of the publication published whole: an
- * action left out (publish = 'insert, update'), a row filter (WHERE) or a
- * column list would send the stream only part of what the copy reads, and
- * the target would keep rows and values the stream never changes. And no
- * generated column (PostgreSQL 18's publish_generated_columns): the
- * target computes those.
- */
+/* Every action published (insert, update, delete, truncate), and no
+ * generated column (publish_generated_columns, PostgreSQL 18). */
 static int
 check_actions(PGconn *conn, const char *publication)
 {
@@ -189,6 +183,13 @@ check_actions(PGconn *conn, const char *publication)
 	return rc;
 }
 
+/*
+ * Every change of every table of the publication published whole: an
+ * action left out (publish = 'insert, update'), a row filter (WHERE) or a
+ * column list would send the stream only part of what the copy reads, and
+ * the target would keep rows and values the stream never changes. And no
+ * generated column: the target computes those.
+ */
 int
 source_query_check_whole(PGconn *conn, const char *publication)
 {
@@ -199,13 +200,13 @@ source_query_check_whole(PGconn *conn, const char *publication)
 	if (rc != TM_OK)
 		return rc;
 	rc = pgconn_exec(conn, SRC, "checking the publication's tables",
-	                     "SELECT format('%I.%I', n.nspname, c.relname),"
-	                     " pr.prqual IS NOT NULL, pr.prattrs IS NOT NULL"
-	                     " FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid"
-	                     " JOIN pg_class c ON c.oid = pr.prrelid"
-	                     " JOIN pg_namespace n ON n.oid = c.relnamespace"
-	                     " WHERE p.pubname = $1 AND (pr.prqual IS NOT NULL OR pr.prattrs IS NOT NULL)"
-	                     " ORDER BY 1 LIMIT 1", 1, p, &r);
+	                 "SELECT format('%I.%I', n.nspname, c.relname),"
+	                 " pr.prqual IS NOT NULL, pr.prattrs IS NOT NULL"
+	                 " FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid"
+	                 " JOIN pg_class c ON c.oid = pr.prrelid"
+	                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                 " WHERE p.pubname = $1 AND (pr.prqual IS NOT NULL OR pr.prattrs IS NOT NULL)"
+	                 " ORDER BY 1 LIMIT 1", 1, p, &r);
 
 	if (rc == TM_OK && PQntuples(r) == 1) {
 		const char *what = strcmp(PQgetvalue(r, 0, 1), "t") == 0 ? "a row filter (WHERE)"

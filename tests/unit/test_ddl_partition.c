@@ -346,6 +346,39 @@ test_cycle_ends(void **state)
 	ddl_event_free(e);
 }
 
+/* A table's persistence (source migration 011): 'u' for an unlogged
+ * table, 'p' when the message says so or says nothing (an older capture),
+ * and kept by tabledef_copy. */
+static void
+test_persistence(void **state)
+{
+	const char *msg =
+		"{\"version\": 1, \"kind\": \"ddl\", \"command_tag\": \"CREATE TABLE\", \"tables\": ["
+		"{\"relid\": 200, \"schema\": \"public\", \"name\": \"u\", \"relkind\": \"r\","
+		" \"persistence\": \"u\", \"columns\": ["
+		"  {\"attnum\": 1, \"name\": \"id\", \"type\": \"integer\", \"key\": true}]},"
+		"{\"relid\": 201, \"schema\": \"public\", \"name\": \"l\", \"relkind\": \"r\","
+		" \"persistence\": \"p\", \"columns\": ["
+		"  {\"attnum\": 1, \"name\": \"id\", \"type\": \"integer\", \"key\": true}]},"
+		"{\"relid\": 202, \"schema\": \"public\", \"name\": \"old\", \"relkind\": \"r\","
+		" \"columns\": ["
+		"  {\"attnum\": 1, \"name\": \"id\", \"type\": \"integer\", \"key\": true}]}]}";
+	ddl_event *e = NULL;
+	tabledef *copy;
+	tm_error err;
+
+	(void) state;
+	assert_int_equal(ddl_event_parse(msg, strlen(msg), &e, &err), 0);
+	assert_int_equal(e->ntables, 3);
+	assert_int_equal(e->tables[0].def->persistence, 'u');
+	assert_int_equal(e->tables[1].def->persistence, 'p');
+	assert_int_equal(e->tables[2].def->persistence, 'p');
+	copy = tabledef_copy(e->tables[0].def);
+	assert_int_equal(copy->persistence, 'u');
+	tabledef_free(copy);
+	ddl_event_free(e);
+}
+
 int
 main(void)
 {
@@ -359,6 +392,7 @@ main(void)
 		cmocka_unit_test(test_listed_as_plain_table),
 		cmocka_unit_test(test_dropped),
 		cmocka_unit_test(test_root_columns_missing),
+		cmocka_unit_test(test_persistence),
 		cmocka_unit_test(test_cycle_ends),
 	};
 
