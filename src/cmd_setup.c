@@ -336,6 +336,29 @@ setup_names(PGconn *src, const cli_options *o, const setup_tables *t, char ***na
 
 /* Which source this is, and whether this target lets it set up the
  * pipeline asked: checked before anything changes on either side. */
+/* The target is another database than the source: in the same one, the
+ * source's capture objects and the target's catalog would share the schema
+ * tidemark and its record of migrations. */
+static int
+check_not_the_source(PGconn *target, const pipeline_source *src_id)
+{
+	PGresult *r = NULL;
+	int rc = pgconn_exec(target, PGCONN_TARGET, "reading which server and database this is",
+	                     "SELECT system_identifier::text = $1 AND current_database() = $2"
+	                     " FROM pg_control_system()",
+	                     2, (const char *const[]) {src_id->system_id, src_id->database}, &r);
+
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
+		log_error("--source and --target are the same database (%s, server %s): tidemark "
+		          "replicates into another database. Fix: CREATE DATABASE for the warehouse, "
+		          "on this server or another, and give it as --target", src_id->database,
+		          src_id->system_id);
+		rc = TM_EXIT_CONFIG;
+	}
+	PQclear(r);
+	return rc;
+}
+
 static int
 check_pipeline(const cli_options *o, PGconn *src, const setup_tables *t, setup_pipeline *sp)
 {
@@ -351,6 +374,10 @@ check_pipeline(const cli_options *o, PGconn *src, const setup_tables *t, setup_p
 		rc = setup_names(src, o, t, &names, &n);
 	if (rc == TM_OK)
 		rc = pgconn_open(o->target, PGCONN_TARGET, "setup", false, &target);
+	if (rc == TM_OK)
+		rc = check_not_the_source(target, &sp->source);
+	if (rc == TM_OK)
+		rc = source_query_check_whole(src, o->publication);
 	if (rc == TM_OK)
 		rc = pipeline_check_setup(target, src, o->slot, &sp->source, &want, names, n, &sp->map);
 	for (int i = 0; i < 2 * n; i++)
@@ -807,9 +834,6 @@ cmd_setup(const cli_options *o)
 		rc = source_query_current_lsn(src, &lsn);
 	if (rc == TM_OK)
 		rc = source_query_slot_exists(src, o->slot, &slot_exists);
-	/* before anything changes, on either side */
-	if (rc == TM_OK)
-		rc = source_query_check_whole(src, o->publication);
 	if (rc == TM_OK)
 		rc = prepare_target(o, src, &tables, &pipeline, key_hex, lsn, &policies, &modes,
 		                    !slot_exists, &done);

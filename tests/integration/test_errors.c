@@ -458,6 +458,8 @@ test_partial_publication_refused(void **state)
 	                                         " WHERE slot_name = '%s'", e->slot), 0);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_namespace"
 	                                         " WHERE nspname = 'tidemark'"), 0);
+	assert_int_equal(pgtest_query_long(e->s, "SELECT count(*) FROM pg_namespace"
+	                                         " WHERE nspname = 'tidemark'"), 0);
 	/* a column list put on tidemark's own publication after setup */
 	tm_setup_table(e, "t");
 	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" SET TABLE t (id, v)", e->slot);
@@ -479,6 +481,28 @@ test_partial_publication_refused(void **state)
 	tm_env_free(e);
 }
 
+/* The source's own database as the target (into another schema): refused
+ * before anything changes, since the capture objects and the target's
+ * catalog would share the schema tidemark. */
+static void
+test_same_database_refused(void **state)
+{
+	tm_env *e = tm_env_new("errsamedb");
+	char *out = NULL;
+	const char *argv[] = {"setup", "--source", e->src, "--target", e->src, "--slot", e->slot,
+	                      "--schema", "public", "--target-schema", "mirror", NULL};
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY)");
+	assert_int_equal(run_argv(argv, &out), 3);
+	tm_assert_has(out, "--source and --target are the same database");
+	tm_assert_has(out, "setup changed nothing");
+	free(out);
+	assert_int_equal(pgtest_query_long(e->s, "SELECT count(*) FROM pg_namespace"
+	                                         " WHERE nspname IN ('tidemark', 'mirror')"), 0);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -491,6 +515,7 @@ main(void)
 		cmocka_unit_test(test_row_level_security_refused),
 		cmocka_unit_test(test_role_timeouts_do_not_apply),
 		cmocka_unit_test(test_partial_publication_refused),
+		cmocka_unit_test(test_same_database_refused),
 		cmocka_unit_test(test_conventions),
 		cmocka_unit_test(test_libpq_environment),
 		cmocka_unit_test(test_refused_row_commits_nothing_after),
