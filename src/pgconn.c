@@ -289,6 +289,11 @@ static const struct {
 	                         "rows. Fix: drop it"},
 	{"23503", PGCONN_TARGET, "a foreign key added by hand on the target refuses the source's "
 	                         "order of changes. Fix: drop it"},
+	{"23514", PGCONN_TARGET, "a CHECK constraint added by hand on the target refuses the "
+	                         "source's rows (the target takes what the source took). Fix: drop "
+	                         "it"},
+	{"23P01", PGCONN_TARGET, "an exclusion constraint added by hand on the target refuses the "
+	                         "source's rows. Fix: drop it"},
 	{"22021", PGCONN_SOURCE, "a source value is not valid UTF-8, the encoding tidemark reads in "
 	                         "(an SQL_ASCII database stores any bytes). Fix: make the values valid "
 	                         "UTF-8 on the source. A change already in the WAL with such a value "
