@@ -771,6 +771,33 @@ test_unlogged_for_a_while(void **state)
 	tm_env_free(e);
 }
 
+/* DDL in a session with session_replication_role = replica (a data load
+ * that skips foreign keys and triggers): the capture's event triggers fire
+ * there too (ENABLE ALWAYS, source migration 012), so the change is
+ * followed like any other. */
+static void
+test_ddl_in_replica_role_session(void **state)
+{
+	tm_env *e = tm_env_new("replicarole");
+	PGconn *load = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 50) g");
+	tm_setup_table(e, "t");
+	tm_catch_up(e, 60);
+	load = pgtest_connect_str(e->src);
+	pgtest_exec(load, "SET session_replication_role = replica;"
+	                  "ALTER TABLE t ADD COLUMN z int DEFAULT 7;"
+	                  "ALTER TABLE t RENAME COLUMN v TO vv;"
+	                  "UPDATE t SET z = 8 WHERE id < 5; INSERT INTO t VALUES (100, 'new', 9)");
+	PQfinish(load);
+	tm_catch_up(e, 60);
+	tm_assert_rows_equal(e->s, "public.t", e->t, "public.t", "id, vv, z");
+	assert_int_equal(tm_run(e, 60, NULL, "verify", NULL), 0);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -794,6 +821,7 @@ main(void)
 		cmocka_unit_test(test_drop_tables),
 		cmocka_unit_test(test_table_recreated_in_schema),
 		cmocka_unit_test(test_unlogged_for_a_while),
+		cmocka_unit_test(test_ddl_in_replica_role_session),
 		cmocka_unit_test(test_forged_capture_messages_ignored),
 		cmocka_unit_test(test_catalog_upgrade),
 	};
