@@ -361,6 +361,17 @@ rls_fix(PGconn *conn, pgconn_side side, strbuf *fix)
 	                   "SECURITY)");
 }
 
+/* 42501 raised by row-level security, whatever the server's language: the
+ * function that raised it, else its English text. */
+static bool
+is_rls_refusal(const PGresult *res, const char *msg)
+{
+	const char *fn = res ? PQresultErrorField(res, PG_DIAG_SOURCE_FUNCTION) : NULL;
+
+	return (fn != NULL && strcmp(fn, "check_enable_rls") == 0) ||
+	       (msg != NULL && strstr(msg, "row-level security") != NULL);
+}
+
 /* GRANT SELECT for a table the role could not read, and for the tables
  * created later in its schema. */
 static void
@@ -404,8 +415,7 @@ pgconn_fail_on(PGconn *conn, pgconn_side side, const char *what, const PGresult 
 	strbuf line = STRBUF_INIT, grant = STRBUF_INIT;
 	int rc;
 
-	if (state != NULL && strcmp(state, "42501") == 0 && msg != NULL &&
-	    strstr(msg, "row-level security") != NULL) {
+	if (state != NULL && strcmp(state, "42501") == 0 && is_rls_refusal(res, msg)) {
 		rls_fix(conn, side, &grant);
 		fix = strbuf_str(&grant);
 	} else if (subject != NULL && side == PGCONN_SOURCE && state != NULL &&
