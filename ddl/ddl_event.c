@@ -86,31 +86,18 @@ oid_field(const json_t *o, const char *key)
 static int
 parse_table(const json_t *o, ddl_event_table *t, tm_error *err)
 {
-	const char *schema = str_field(o, "schema");
-	const char *name = str_field(o, "name");
 	const char *relkind = str_field(o, "relkind");
-	const char *replident = str_field(o, "replident");
-	const char *persistence = str_field(o, "persistence"); /* from source migration 011 */
-	long long relid = int_field(o, "relid", 0);
-	const json_t *cols = json_object_get(o, "columns");
+	tm_error why;
 
-	if (schema == NULL || name == NULL || schema[0] == '\0' || name[0] == '\0' || relid <= 0 ||
-	    relid > UINT32_MAX)
-		return tm_error_set(err, "DDL capture message: a table without schema, name or relid");
-	t->def = tabledef_new(schema, name, (uint32_t) relid);
+	if (tabledef_from_json(o, &t->def, &why) != 0)
+		return tm_error_set(err, "DDL capture message: %s", why.msg);
 	t->relkind = relkind && relkind[0] ? relkind[0] : 'r';
-	t->replident = replident && replident[0] ? replident[0] : 'd';
-	t->def->replident = t->replident;
-	if (persistence != NULL && persistence[0] != '\0')
-		t->def->persistence = persistence[0];
+	t->replident = t->def->replident;
 	t->partition_of = oid_field(o, "partition_of");
 	t->partition_root = oid_field(o, "partition_root");
 	if (t->partition_of == 0 || t->partition_root == 0 || t->partition_root == t->def->relid)
 		t->partition_of = t->partition_root = 0; /* a partition has both, and a root not itself */
-	if (tabledef_columns_from_json(t->def, cols, err) != 0 ||
-	    tabledef_types_from_json(t->def, json_object_get(o, "types"), err) != 0)
-		return -1;
-	return parse_columns_extra(cols, t);
+	return parse_columns_extra(json_object_get(o, "columns"), t);
 }
 
 static int

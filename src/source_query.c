@@ -137,34 +137,14 @@ table_def_errors(PGresult *r, const char *schema, const char *name)
 static int
 table_def_parse(const char *text, tabledef **out)
 {
-	json_t *arr = json_loads(text, 0, NULL), *t = json_array_get(arr, 0);
-	json_int_t relid = 0;
-	const char *schema = NULL, *name = NULL;
-	json_t *cols = NULL;
+	json_t *arr = json_loads(text, 0, NULL);
 	tm_error err = {{0}};
 	int rc = TM_OK;
 
-	*out = NULL;
-	if (json_unpack(t, "{s:I, s:s, s:s, s:o}", "relid", &relid, "schema", &schema, "name",
-	                &name, "columns", &cols) != 0) {
-		log_error("source: tidemark.capture_tables returned a definition tidemark cannot read");
+	if (tabledef_from_json(json_array_get(arr, 0), out, &err) != 0) {
+		log_error("source: tidemark.capture_tables returned a definition tidemark cannot read: "
+		          "%s", err.msg);
 		rc = TM_EXIT_INTERNAL;
-	} else {
-		const char *replident = json_string_value(json_object_get(t, "replident"));
-		const char *persistence = json_string_value(json_object_get(t, "persistence"));
-
-		*out = tabledef_new(schema, name, (uint32_t) relid);
-		if (replident != NULL && replident[0] != '\0')
-			(*out)->replident = replident[0];
-		if (persistence != NULL && persistence[0] != '\0')
-			(*out)->persistence = persistence[0];
-		if (tabledef_columns_from_json(*out, cols, &err) != 0 ||
-		    tabledef_types_from_json(*out, json_object_get(t, "types"), &err) != 0) {
-			log_error("source: %s.%s: %s", schema, name, err.msg);
-			tabledef_free(*out);
-			*out = NULL;
-			rc = TM_EXIT_INTERNAL;
-		}
 	}
 	json_decref(arr);
 	return rc;

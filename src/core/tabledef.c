@@ -264,6 +264,40 @@ tabledef_types_from_json(tabledef *t, const json_t *types, tm_error *err)
 	return 0;
 }
 
+/* The first character of a string field, or dflt when it is absent or empty. */
+static char
+char_field(const json_t *o, const char *key, char dflt)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v != NULL && v[0] != '\0' ? v[0] : dflt;
+}
+
+int
+tabledef_from_json(const json_t *o, tabledef **out, tm_error *err)
+{
+	const char *schema = json_string_value(json_object_get(o, "schema"));
+	const char *name = json_string_value(json_object_get(o, "name"));
+	const json_t *relid = json_object_get(o, "relid");
+	json_int_t oid = json_is_integer(relid) ? json_integer_value(relid) : 0;
+	tm_error why;
+
+	*out = NULL;
+	if (schema == NULL || name == NULL || schema[0] == '\0' || name[0] == '\0' || oid <= 0 ||
+	    oid > UINT32_MAX)
+		return tm_error_set(err, "a table without schema, name or relid");
+	*out = tabledef_new(schema, name, (uint32_t) oid);
+	(*out)->replident = char_field(o, "replident", 'd');
+	(*out)->persistence = char_field(o, "persistence", 'p'); /* from source migration 011 */
+	if (tabledef_columns_from_json(*out, json_object_get(o, "columns"), &why) != 0 ||
+	    tabledef_types_from_json(*out, json_object_get(o, "types"), &why) != 0) {
+		tabledef_free(*out);
+		*out = NULL;
+		return tm_error_set(err, "%s.%s: %s", schema, name, why.msg);
+	}
+	return 0;
+}
+
 char *
 tabledef_keys_json(const tabledef *t)
 {

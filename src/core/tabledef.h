@@ -82,6 +82,12 @@ json_t *tabledef_columns_to_json(const tabledef *t);
 int tabledef_columns_from_json(tabledef *t, const json_t *cols, tm_error *err);
 /* Adds the "types" of a table object (the capture's) to t->types. */
 int tabledef_types_from_json(tabledef *t, const json_t *types, tm_error *err);
+/* A table object of the capture (tidemark.capture_tables: "relid",
+ * "schema", "name", "replident", "persistence", "columns", "types") into a
+ * new tabledef (*out, caller frees). Returns 0, or -1 with err set and
+ * *out NULL (a table without schema, name or relid; a column or type that
+ * cannot be read). */
+int tabledef_from_json(const json_t *o, tabledef **out, tm_error *err);
 
 /* Does the stream send this column? (pgoutput leaves generated columns out.) */
 bool tabledef_column_streamed(const tabledef_column *c);

@@ -127,6 +127,54 @@ test_malformed(void **state)
 	tabledef_free(t);
 }
 
+/* A whole table object of the capture: its header's defaults (an older
+ * capture sends no persistence), its fields, and an error that names the
+ * table when a column cannot be read. */
+static void
+test_table_object(void **state)
+{
+	const char *ok = "{\"relid\": 42, \"schema\": \"s\", \"name\": \"t\", \"replident\": \"f\","
+	                 " \"persistence\": \"u\", \"columns\": [{\"attnum\": 1, \"name\": \"id\","
+	                 " \"type\": \"integer\", \"key\": true}], \"types\": []}";
+	const char *old = "{\"relid\": 42, \"schema\": \"s\", \"name\": \"t\", \"columns\": []}";
+	const char *bad = "{\"relid\": 42, \"schema\": \"s\", \"name\": \"t\", \"columns\": [{}]}";
+	const char *nameless = "{\"relid\": 42, \"schema\": \"s\", \"columns\": []}";
+	json_t *o;
+	tabledef *t;
+	tm_error err;
+
+	(void) state;
+	o = json_loads(ok, 0, NULL);
+	assert_int_equal(tabledef_from_json(o, &t, &err), 0);
+	assert_string_equal(t->schema, "s");
+	assert_string_equal(t->name, "t");
+	assert_int_equal(t->relid, 42);
+	assert_int_equal(t->replident, 'f');
+	assert_int_equal(t->persistence, 'u');
+	assert_int_equal(t->ncols, 1);
+	tabledef_free(t);
+	json_decref(o);
+
+	o = json_loads(old, 0, NULL);
+	assert_int_equal(tabledef_from_json(o, &t, &err), 0);
+	assert_int_equal(t->replident, 'd');
+	assert_int_equal(t->persistence, 'p');
+	tabledef_free(t);
+	json_decref(o);
+
+	o = json_loads(bad, 0, NULL);
+	assert_int_equal(tabledef_from_json(o, &t, &err), -1);
+	assert_null(t);
+	assert_non_null(strstr(err.msg, "s.t: table definition: column 0"));
+	json_decref(o);
+
+	o = json_loads(nameless, 0, NULL);
+	assert_int_equal(tabledef_from_json(o, &t, &err), -1);
+	assert_null(t);
+	assert_non_null(strstr(err.msg, "without schema, name or relid"));
+	json_decref(o);
+}
+
 int
 main(void)
 {
@@ -134,6 +182,7 @@ main(void)
 		cmocka_unit_test(test_capture_columns),
 		cmocka_unit_test(test_version_round_trip),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_table_object),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
