@@ -32,11 +32,12 @@ value_or_null(const PGresult *r, int row, int col)
 /* ---- the source ---- */
 
 int
-pipeline_source_read(PGconn *src, const char *conninfo, pipeline_source *out)
+pipeline_source_read(PGconn *conn, pgconn_side side, const char *conninfo,
+                     pipeline_source *out)
 {
 	char where[512];
 	PGresult *r = NULL;
-	int rc = pgconn_exec(src, PGCONN_SOURCE, "reading which server and database this is",
+	int rc = pgconn_exec(conn, side, "reading which server and database this is",
 	                     "SELECT system_identifier::text, current_database()"
 	                     " FROM pg_control_system()", 0, NULL, &r);
 
@@ -168,7 +169,7 @@ pipeline_check(pipeline_target t, const char *slot, PGconn *src, const char *src
 {
 	pipeline_source ps;
 	pipeline_info info;
-	int rc = pipeline_source_read(src, src_conninfo, &ps);
+	int rc = pipeline_source_read(src, PGCONN_SOURCE, src_conninfo, &ps);
 
 	if (rc == TM_OK)
 		rc = pipeline_load(t, slot, &info);

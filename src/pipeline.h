@@ -15,6 +15,7 @@
 
 #include <libpq-fe.h>
 
+#include "pgconn.h"
 #include "schema_map.h"
 #include "sink.h"
 
@@ -42,7 +43,10 @@ typedef struct pipeline_target {
 	PGconn *conn;
 } pipeline_target;
 
-int pipeline_source_read(PGconn *src, const char *conninfo, pipeline_source *out);
+/* Which server and database conn (of side, for the errors) is connected
+ * to; *out filled (pipeline_source_clear). */
+int pipeline_source_read(PGconn *conn, pgconn_side side, const char *conninfo,
+                         pipeline_source *out);
 void pipeline_source_clear(pipeline_source *p);
 
 /* Reads slot's pipeline; a target without a catalog, or with one from

@@ -288,35 +288,34 @@ source_query_table_def_oid(PGconn *conn, uint32_t relid, tabledef **out)
 }
 
 int
-source_query_schema_tables(PGconn *conn, const char *schema, char ***names)
+source_query_schema_tables(PGconn *conn, const char *schema, char ***names, char ***unlogged)
 {
 	const char *params[] = {schema};
 	PGresult *r;
-	char **arr;
+	char **arr, **left = NULL;
+	int n = 0, nleft = 0;
 	int rc = query(conn, "listing the tables of a schema",
 	               "SELECT c.relname, c.relpersistence = 'u' FROM pg_class c"
 	               " JOIN pg_namespace n ON n.oid = c.relnamespace"
 	               " WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition"
 	               " ORDER BY 1",
 	               1, params, &r);
-	int n = 0;
 
 	if (rc != TM_OK)
 		return rc;
-	arr = calloc((size_t) PQntuples(r) + 1, sizeof(char *));
-	if (arr == NULL)
-		abort();
+	arr = xcalloc((size_t) PQntuples(r) + 1, sizeof(char *));
+	if (unlogged != NULL)
+		left = xcalloc((size_t) PQntuples(r) + 1, sizeof(char *));
 	for (int i = 0; i < PQntuples(r); i++) {
-		/* left out until made LOGGED: it then joins (schema_sync_add_table) */
-		if (strcmp(PQgetvalue(r, i, 1), "t") == 0)
-			log_warn("source: table %s.%s is UNLOGGED: its changes are not written to the WAL, "
-			         "so it is not replicated; it joins (and is copied) when it is made LOGGED",
-			         schema, PQgetvalue(r, i, 0));
-		else
+		if (strcmp(PQgetvalue(r, i, 1), "t") != 0)
 			arr[n++] = xstrdup(PQgetvalue(r, i, 0));
+		else if (left != NULL)
+			left[nleft++] = xstrdup(PQgetvalue(r, i, 0));
 	}
 	PQclear(r);
 	*names = arr;
+	if (unlogged != NULL)
+		*unlogged = left;
 	return TM_OK;
 }
 

@@ -69,10 +69,12 @@ int source_query_check_whole(PGconn *conn, const char *publication);
 int source_query_replica_identity(PGconn *conn, const char *schema, const char *name,
                                   char *replident, bool *has_key);
 
-/* Names of the ordinary and partitioned tables of a schema (new array of
- * new strings, both freed by the caller; NULL-terminated), but the
- * UNLOGGED ones, each said in a warning. */
-int source_query_schema_tables(PGconn *conn, const char *schema, char ***names);
+/* Names of the ordinary and partitioned tables of a schema but the
+ * UNLOGGED ones (whose changes are not in the WAL), and, when unlogged is
+ * not NULL, those (new NULL-terminated arrays of new strings, all freed by
+ * the caller). */
+int source_query_schema_tables(PGconn *conn, const char *schema, char ***names,
+                               char ***unlogged);
 
 /* Creates the publication if missing and adds the tables and schemas it
  * lacks. tables: "schema"/"name" pairs as tabledefs. */
