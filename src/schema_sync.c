@@ -836,10 +836,11 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 		return TM_OK;
 	}
 	if (tabledef_nkeys(def) == 0 && def->replident != 'f') {
-		log_warn("new table %s.%s in a replicated schema has no primary key, no replica identity "
-		         "index and no REPLICA IDENTITY FULL: it is not replicated. Fix: ALTER TABLE "
-		         "\"%s\".\"%s\" REPLICA IDENTITY FULL; (it is then replicated without a key, "
-		         "rows matched by all their columns) or give it a primary key, or leave it out "
+		log_warn("new table %s.%s in a replicated schema has no primary key (a DEFERRABLE one "
+		         "does not count), no replica identity index and no REPLICA IDENTITY FULL: it is "
+		         "not replicated. Fix: ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY FULL; (it is "
+		         "then replicated without a key, rows matched by all their columns) or give it a "
+		         "primary key that is not deferrable, or leave it out "
 		         "for good with `tidemark setup --exclude-table '%s.%s'`", def->schema, def->name,
 		         def->schema, def->name, def->schema, def->name);
 		schema_sync_note_list(&note->actions, "new table without a key: not replicated");

@@ -77,7 +77,8 @@ source_query_is_superuser(PGconn *conn, bool *out)
  * at all without REPLICA IDENTITY FULL (with FULL, a table without a key is
  * replicated by whole rows: keyless.h), for a partition, its root (a
  * partitioned table is replicated as its root), and UNLOGGED (its changes
- * are not in the WAL).
+ * are not in the WAL); column 5, a DEFERRABLE primary key (no replica identity,
+ * and not a key: migrations/source/013_deferrable_key.sql).
  */
 #define TABLE_DEF_SQL(where)                                                                  \
 	"SELECT tidemark.capture_tables(ARRAY[c.oid])::text, c.relreplident,"                     \
@@ -86,6 +87,8 @@ source_query_is_superuser(PGconn *conn, bool *out)
 	"   FROM pg_class rc JOIN pg_namespace rn ON rn.oid = rc.relnamespace"                    \
 	"   WHERE rc.oid = pg_partition_root(c.oid)) END"                                         \
 	", c.relpersistence = 'u'"                                                               \
+	", EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary"            \
+	"   AND NOT i.indimmediate)"                                                              \
 	" FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"                          \
 	" WHERE " where " AND c.relkind IN ('r', 'p')"
 
@@ -119,6 +122,16 @@ table_def_errors(PGresult *r, const char *schema, const char *name)
 		log_error("source: table %s has REPLICA IDENTITY NOTHING, so the source cannot publish "
 		          "its updates and deletes. Fix: ALTER TABLE %s REPLICA IDENTITY DEFAULT;",
 		          q.data, q.data);
+		rc = TM_EXIT_CONFIG;
+	} else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && strcmp(PQgetvalue(r, 0, 1), "f") != 0 &&
+	           strcmp(PQgetvalue(r, 0, 5), "t") == 0) {
+		log_error("source: table %s has a DEFERRABLE primary key, which PostgreSQL cannot use as "
+		          "a replica identity: once published, its updates and deletes would be refused "
+		          "on the source. Nor can tidemark match rows by it: inside a transaction two "
+		          "rows may hold one key. Fix: ALTER TABLE %s REPLICA IDENTITY FULL; (replicated "
+		          "by whole rows, or by a unique index on NOT NULL columns that is not "
+		          "deferrable), or leave the table out (setup --exclude-table %s)",
+		          q.data, q.data, q.data);
 		rc = TM_EXIT_CONFIG;
 	} else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && strcmp(PQgetvalue(r, 0, 1), "f") != 0) {
 		log_error("source: table %s has no primary key and no unique index on NOT NULL columns "

@@ -16,7 +16,8 @@
  *
  * Also: --schema with keyless tables (one there at setup, one created
  * later), a keyless table without REPLICA IDENTITY FULL refused with the
- * fix, a key added to a keyless table and a key dropped, and the load at
+ * fix, a key added to a keyless table and a key dropped, a DEFERRABLE
+ * primary key (refused without FULL, no key with it), and the load at
  * the high watermark waiting longer than wal_sender_timeout without the
  * source ending the stream.
  */
@@ -384,6 +385,67 @@ test_key_added_and_dropped(void **state)
 }
 
 /*
+ * A DEFERRABLE primary key is checked at commit: inside a transaction two
+ * rows may hold one key, so it is no key to match rows by. With REPLICA
+ * IDENTITY DEFAULT the table has no replica identity (PostgreSQL would
+ * refuse its updates once published): setup refuses it, with the fix.
+ * With FULL it is replicated by a unique index that is immediate, else by
+ * whole rows, and a key swap in one transaction (1 and 3 exchanged: between
+ * its two row changes both rows hold key 3) arrives whole; so does one on a
+ * keyless table given a deferrable key while the stream runs.
+ */
+static void
+test_deferrable_key(void **state)
+{
+	tm_env *e = tm_env_new("keyless_deferrable");
+	pgtest_proc *run;
+	char *out = NULL;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE public.dflt (id integer PRIMARY KEY DEFERRABLE, v text);"
+	                  " CREATE TABLE public.full_pk (id integer PRIMARY KEY DEFERRABLE"
+	                  " INITIALLY DEFERRED, v text);"
+	                  " ALTER TABLE public.full_pk REPLICA IDENTITY FULL;"
+	                  " CREATE TABLE public.full_uq (id integer PRIMARY KEY DEFERRABLE"
+	                  " INITIALLY DEFERRED, code text NOT NULL UNIQUE, v text);"
+	                  " ALTER TABLE public.full_uq REPLICA IDENTITY FULL;"
+	                  " CREATE TABLE public.later (id integer NOT NULL, v text);"
+	                  " ALTER TABLE public.later REPLICA IDENTITY FULL");
+	for (const char *const *t = (const char *const[]){"full_pk", "full_uq", "later", NULL}; *t;
+	     t++)
+		pgtest_exec(e->s, "INSERT INTO public.%s (id, v%s) SELECT g, 'v' || g%s"
+		                  " FROM generate_series(1, 10) g", *t,
+		            strcmp(*t, "full_uq") == 0 ? ", code" : "",
+		            strcmp(*t, "full_uq") == 0 ? ", 'c' || g" : "");
+	rc = tm_run(e, 60, &out, "setup", "--table", "public.dflt", NULL);
+	assert_int_equal(rc, 3);
+	assert_non_null(strstr(out, "DEFERRABLE primary key"));
+	assert_non_null(strstr(out, "ALTER TABLE \"public\".\"dflt\" REPLICA IDENTITY FULL;"));
+	free(out);
+	tm_setup_table(e, "public.full_pk");
+	tm_setup_table(e, "public.full_uq");
+	tm_setup_table(e, "public.later");
+	assert_key_columns(e, "full_pk", "{}");
+	assert_key_columns(e, "full_uq", "{code}");
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "UPDATE public.full_pk SET id = 4 - id WHERE id IN (1, 3);"
+	                  " UPDATE public.full_uq SET id = 4 - id WHERE id IN (1, 3)");
+	pgtest_exec(e->s, "ALTER TABLE public.later ADD PRIMARY KEY (id) DEFERRABLE INITIALLY DEFERRED;"
+	                  " UPDATE public.later SET id = 6 - id WHERE id IN (1, 5)");
+	pgtest_exec(e->s, "BEGIN; UPDATE public.full_pk SET id = id + 1;"
+	                  " UPDATE public.full_pk SET id = 1 WHERE id = 11; COMMIT");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_multiset_equal(e, "public.full_pk", "id, v");
+	tm_assert_equal(e, "public.full_uq", "code");
+	tm_assert_multiset_equal(e, "public.later", "id, v");
+	assert_key_columns(e, "later", "{}");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM public.full_pk"), 10);
+	assert_verify_equal(e);
+	tm_env_free(e);
+}
+
+/*
  * The load at the high watermark waits for a lock on the target table
  * (a session of the warehouse that keeps writers out) far longer than
  * the source's wal_sender_timeout: the sink keeps answering the source,
@@ -593,6 +655,7 @@ main(void)
 		cmocka_unit_test(test_schema_pipeline),
 		cmocka_unit_test(test_default_identity_refused),
 		cmocka_unit_test(test_key_added_and_dropped),
+		cmocka_unit_test(test_deferrable_key),
 		cmocka_unit_test(test_long_load_keeps_the_stream),
 		cmocka_unit_test(test_truncate_and_column_in_the_window),
 		cmocka_unit_test(test_columns_replaced_during_read),
