@@ -595,6 +595,43 @@ catalog_add_schema(sink *s, const char *slot, const char *schema)
 	                    " ON CONFLICT DO NOTHING", 2, p);
 }
 
+/*
+ * A replicated schema renamed on the source (ALTER SCHEMA ... RENAME TO):
+ * the pipeline's schema list, its --map-schema and its excluded tables
+ * follow the new name. The publication names the schema by oid, so it
+ * still publishes every table of it: nothing to copy again.
+ */
+int
+catalog_rename_schema(sink *s, const char *slot, const char *from, const char *to)
+{
+	/* each moves its rows of the old name to the new one */
+	static const char *const steps[][2] = {
+		{"renaming a replicated schema",
+		 "WITH d AS (DELETE FROM tidemark.schemas WHERE slot_name = $1 AND source_schema = $2"
+		 "   RETURNING slot_name)"
+		 " INSERT INTO tidemark.schemas (slot_name, source_schema)"
+		 " SELECT slot_name, $3 FROM d ON CONFLICT DO NOTHING"},
+		{"renaming a schema's mapping",
+		 "WITH d AS (DELETE FROM tidemark.schema_map WHERE slot_name = $1 AND source_schema = $2"
+		 "   RETURNING slot_name, target_schema)"
+		 " INSERT INTO tidemark.schema_map (slot_name, source_schema, target_schema)"
+		 " SELECT slot_name, $3, target_schema FROM d"
+		 " ON CONFLICT (slot_name, source_schema) DO UPDATE SET target_schema = excluded.target_schema"},
+		{"renaming a schema's excluded tables",
+		 "WITH d AS (DELETE FROM tidemark.excluded_tables WHERE slot_name = $1"
+		 "   AND source_schema = $2 RETURNING slot_name, source_table, excluded_at)"
+		 " INSERT INTO tidemark.excluded_tables (slot_name, source_schema, source_table,"
+		 " excluded_at) SELECT slot_name, $3, source_table, excluded_at FROM d"
+		 " ON CONFLICT DO NOTHING"},
+	};
+	const char *p[] = {slot, from, to};
+	int rc = TM_OK;
+
+	for (size_t i = 0; rc == TM_OK && i < sizeof steps / sizeof steps[0]; i++)
+		rc = sink_command(s, steps[i][0], steps[i][1], 3, p);
+	return rc;
+}
+
 int
 catalog_schema_covers(sink *s, const char *slot, const char *schema, const char *name,
                       bool *covered, bool *excluded)

@@ -131,6 +131,9 @@ int catalog_set_key_order(sink *s, int table_id, const char *table, const char *
 int catalog_key_order_unknown(sink *s, const char *slot, int **ids, int *n);
 
 int catalog_add_schema(sink *s, const char *slot, const char *schema);
+/* A replicated schema renamed on the source: the schema list, its mapping
+ * and its excluded tables take the new name (no-op when from is not one). */
+int catalog_rename_schema(sink *s, const char *slot, const char *from, const char *to);
 
 /* Does the target have a relation schema.name? */
 int catalog_target_has(sink *s, const char *schema, const char *name, bool *has);

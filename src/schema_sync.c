@@ -963,6 +963,8 @@ on_ddl(schema_sync *ss, ddl_event *e, tm_lsn pos, sync_note *note, schema_sync_r
 	int rc = on_types(ss, e, note, res);
 
 	if (rc == TM_OK)
+		rc = schema_sync_schema_renamed(ss, e, note);
+	if (rc == TM_OK)
 		rc = schema_sync_part_roots(ss, e, &roots, &nroots);
 
 	if (rc == TM_OK)

@@ -163,6 +163,9 @@ int schema_sync_follow_table(schema_sync *ss, catalog_table *t, ddl_event_table 
  * changes between the move and that were not published). */
 int schema_sync_moved_out(schema_sync *ss, const catalog_table *t, const tabledef *now,
                           sync_note *note, bool *recopy);
+/* Before an ALTER SCHEMA message's tables are followed: when it renamed a
+ * schema the pipeline replicates, the catalog takes the new name. */
+int schema_sync_schema_renamed(schema_sync *ss, const ddl_event *e, sync_note *note);
 /* ---- tables that join at a transaction's commit (schema_sync_join.c) ---- */
 
 /* A table not registered yet, met in a ddl message: it joins replication

@@ -10,6 +10,12 @@
  * between the move and that were not published, the table is copied again
  * in place, its copy starting after the publication has changed. A table
  * given by --table is published by name from the start: nothing to do.
+ *
+ * A replicated schema renamed (ALTER SCHEMA ... RENAME TO) moves each of
+ * its tables to the new name too, but the publication names the schema by
+ * oid and goes on publishing them: the pipeline's schema takes the new
+ * name first, so that its tables are not seen as moved out, and tables
+ * created later under the new name join as before.
  */
 #include "schema_sync_int.h"
 
@@ -63,6 +69,40 @@ schema_sync_moved_out(schema_sync *ss, const catalog_table *t, const tabledef *n
 		         "were not published)", t->source_schema, t->source_table, now->schema);
 		schema_sync_note_list(&note->actions, "moved out of the replicated schemas: published "
 		                                      "by name, copied again");
+	}
+	return rc;
+}
+
+/*
+ * ALTER SCHEMA's message lists the schema's tables under their new schema
+ * name: a registered table whose catalog entry has another schema, one the
+ * pipeline replicates, tells the old name (ALTER SCHEMA changes a table's
+ * schema name only by renaming its schema). Once renamed in the catalog,
+ * the schema's other tables find nothing more to do here.
+ */
+int
+schema_sync_schema_renamed(schema_sync *ss, const ddl_event *e, sync_note *note)
+{
+	int rc = TM_OK;
+
+	if (e->command_tag == NULL || strcmp(e->command_tag, "ALTER SCHEMA") != 0)
+		return TM_OK;
+	for (int i = 0; rc == TM_OK && i < e->ntables; i++) {
+		const tabledef *now = e->tables[i].def;
+		catalog_table *t = NULL;
+		bool was_in = false;
+
+		rc = catalog_load_table_relid(ss->sink, ss->cfg.slot, now->relid, &t);
+		if (rc == TM_OK && t != NULL && strcmp(t->source_schema, now->schema) != 0)
+			rc = replicated_schema(ss, t->source_schema, t->source_table, &was_in);
+		if (rc == TM_OK && was_in) {
+			rc = catalog_rename_schema(ss->sink, ss->cfg.slot, t->source_schema, now->schema);
+			log_info("schema %s renamed to %s on the source: replicated under its new name, "
+			         "its tables moved on the target as by SET SCHEMA, nothing copied again",
+			         t->source_schema, now->schema);
+			schema_sync_note_list(&note->actions, "replicated schema renamed: followed");
+		}
+		catalog_table_free(t);
 	}
 	return rc;
 }

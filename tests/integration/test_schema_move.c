@@ -5,7 +5,8 @@
  * copied again in place), also when moved back and out again; a table
  * moved in from a schema that is not replicated is created and copied; a
  * role that may not change the publication is told the fix, and nothing
- * is lost once it is applied.
+ * is lost once it is applied. A replicated schema renamed is followed
+ * under its new name, nothing copied again.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -171,12 +172,74 @@ test_moved_out_without_privilege(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * Replicated schemas renamed (ALTER SCHEMA ... RENAME TO), one in a
+ * transaction that goes on writing under the new name. The publication
+ * names a schema by oid and goes on publishing its tables, so nothing is
+ * copied again and the publication is not changed: the tables move on the
+ * target as by SET SCHEMA (their enum type too), a schema given
+ * --map-schema keeps its target schema, an excluded table stays out, and
+ * tables created later under the new names join.
+ */
+static void
+test_schema_renamed(void **state)
+{
+	tm_env *e = tm_env_new("schemarename");
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA sales; CREATE SCHEMA hr;"
+	                  "CREATE TYPE sales.state AS ENUM ('open', 'paid');"
+	                  "CREATE TABLE sales.orders (id int PRIMARY KEY, v int, st sales.state);"
+	                  "INSERT INTO sales.orders SELECT g, g, 'open' FROM generate_series(1, 200) g;"
+	                  "CREATE TABLE sales.scratch (id int);"
+	                  "ALTER TABLE sales.scratch REPLICA IDENTITY FULL;"
+	                  "CREATE TABLE hr.staff (id int PRIMARY KEY, name text);"
+	                  "INSERT INTO hr.staff SELECT g, 'n' || g FROM generate_series(1, 50) g");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "sales", "--schema", "hr",
+	                        "--exclude-table", "sales.scratch", "--map-schema", "hr=wh_hr", NULL),
+	                 0);
+	free(out);
+	run = tm_start_run(e, NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                    " WHERE state = 'streaming'", "2", 120));
+	pgtest_exec(e->s, "UPDATE sales.orders SET v = v + 1 WHERE id <= 10");
+	pgtest_exec(e->s, "BEGIN; ALTER SCHEMA sales RENAME TO shop;"
+	                  " UPDATE shop.orders SET st = 'paid' WHERE id <= 5;"
+	                  " INSERT INTO shop.orders VALUES (201, 201, 'paid'); COMMIT");
+	pgtest_exec(e->s, "ALTER SCHEMA hr RENAME TO people;"
+	                  " UPDATE people.staff SET name = 'renamed' WHERE id = 1");
+	pgtest_exec(e->s, "CREATE TABLE shop.later (id int PRIMARY KEY, v text);"
+	                  " INSERT INTO shop.later VALUES (1, 'joined');"
+	                  " INSERT INTO shop.scratch VALUES (1);"
+	                  " CREATE TABLE people.hired (id int PRIMARY KEY);"
+	                  " INSERT INTO people.hired VALUES (7);"
+	                  " DELETE FROM shop.orders WHERE id = 100");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_rows_equal(e->s, "shop.orders", e->t, "shop.orders", "id, v, st");
+	tm_assert_rows_equal(e->s, "shop.later", e->t, "shop.later", "id, v");
+	tm_assert_rows_equal(e->s, "people.staff", e->t, "wh_hr.staff", "id, name");
+	tm_assert_rows_equal(e->s, "people.hired", e->t, "wh_hr.hired", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class c JOIN pg_namespace"
+	                                         " n ON n.oid = c.relnamespace WHERE c.relname IN"
+	                                         " ('orders', 'scratch', 'staff') AND n.nspname"
+	                                         " NOT LIKE 'tidemark%%'"), 2);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.ddl_log"
+	                                         " WHERE target_action LIKE '%%copied again%%'"), 0);
+	assert_int_equal(pgtest_query_long(e->s, "SELECT count(*) FROM pg_publication_rel"), 0);
+	assert_int_equal(tm_run(e, 120, &out, "verify", NULL), 0);
+	free(out);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_moved_out_of_replicated_schema),
 		cmocka_unit_test(test_moved_out_without_privilege),
+		cmocka_unit_test(test_schema_renamed),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
