@@ -270,8 +270,11 @@ static const struct {
 	{"53100", PGCONN_TARGET, "the target's disk is full: free space there; tidemark retries until "
 	                         "it can write, and loses nothing meanwhile"},
 	{"53100", PGCONN_SOURCE, "the source's disk is full"},
-	{"25006", PGCONN_TARGET, "the target refuses writes (read-only, or in recovery); tidemark "
-	                         "retries until it accepts them"},
+	{"25006", PGCONN_TARGET, "the target refuses writes: it is a standby in recovery, or "
+	                         "default_transaction_read_only is on for tidemark's role or the "
+	                         "database (SHOW default_transaction_read_only; ALTER ROLE / ALTER "
+	                         "DATABASE ... RESET default_transaction_read_only); tidemark retries "
+	                         "until it accepts them, and loses nothing meanwhile"},
 	{"55P03", PGCONN_TARGET, "a lock on the target table is held by another session; tidemark "
 	                         "retries"},
 	{"42703", PGCONN_TARGET, "a column tidemark writes is missing on the target: the target table "
