@@ -13,6 +13,7 @@
 #include "ddl_parse.h"
 #include "strbuf.h"
 #include "target_ddl.h"
+#include "target_fit.h"
 #include "typesync.h"
 
 int
@@ -146,6 +147,75 @@ add_generated(sink *s, const char *tschema, tabledef *def, tabledef_column *c)
 
 /* The target table, when it is new: every column but the generated ones,
  * then those, one by one. */
+/* The existing target table's columns, and whether it has a unique index
+ * on exactly the key columns (keys: their names as a JSON array). */
+static int
+read_existing(sink *s, const char *tschema, const char *name, const char *keys, PGresult **r)
+{
+	const char *p[] = {tschema, name, keys};
+
+	return sink_query(
+		s, "reading the target table that exists already",
+		"WITH rel AS (SELECT format('%I.%I', $1::text, $2::text)::regclass AS oid)"
+		" SELECT a.attname, format_type(a.atttypid, a.atttypmod),"
+		"  a.attnotnull AND NOT a.atthasdef AND a.attidentity = '' AND a.attgenerated = '',"
+		"  EXISTS (SELECT FROM pg_index i WHERE i.indrelid = rel.oid AND i.indisunique"
+		"   AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL"
+		"   AND ARRAY(SELECT k.attname::text FROM pg_attribute k WHERE k.attrelid = rel.oid"
+		"     AND k.attnum = ANY ((i.indkey::int2[])[0:i.indnkeyatts - 1]) ORDER BY 1)"
+		"   = ARRAY(SELECT jsonb_array_elements_text($3::jsonb) ORDER BY 1))"
+		" FROM rel JOIN pg_attribute a ON a.attrelid = rel.oid"
+		" WHERE a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", 3, p, r);
+}
+
+/*
+ * A table of that name is on the target already (made by hand, kept from
+ * an earlier pipeline): tidemark writes into it, so it must take the
+ * source's rows (target_fit.h). One that does not is refused with the fix
+ * before anything is written to it; built-in columns of another type are
+ * said.
+ */
+static int
+check_existing(sink *s, const char *tschema, const tabledef *def)
+{
+	char *keys = tabledef_keys_json(def);
+	PGresult *r = NULL;
+	strbuf why = STRBUF_INIT, differ = STRBUF_INIT;
+	int rc = read_existing(s, tschema, def->name, keys, &r);
+	target_fit_column *cols = NULL;
+	target_fit_table t = {NULL, 0, false};
+
+	if (rc == TM_OK) {
+		t.ncols = PQntuples(r);
+		cols = xcalloc((size_t) t.ncols + 1, sizeof *cols);
+		for (int i = 0; i < t.ncols; i++) {
+			cols[i].name = PQgetvalue(r, i, 0);
+			cols[i].type = PQgetvalue(r, i, 1);
+			cols[i].required = strcmp(PQgetvalue(r, i, 2), "t") == 0;
+		}
+		t.cols = cols;
+		t.key_index = t.ncols > 0 && strcmp(PQgetvalue(r, 0, 3), "t") == 0;
+	}
+	if (rc == TM_OK && !target_fit_check(def, &t, &why, &differ)) {
+		log_error("target: table %s.%s exists already on the target, and tidemark cannot "
+		          "replicate %s.%s into it: %s Fix: ALTER TABLE the target's table to fit (or "
+		          "drop it: tidemark then creates it), or put the pipeline's tables elsewhere "
+		          "(setup --target-schema / --map-schema), or leave the table out (setup "
+		          "--exclude-table '%s.%s')", tschema, def->name, def->schema, def->name,
+		          why.data, def->schema, def->name);
+		rc = TM_EXIT_CONFIG;
+	} else if (rc == TM_OK && differ.len > 0)
+		log_warn("target: table %s.%s exists already on the target, with other types than the "
+		         "source's for %s: values are converted by the target, and one it refuses goes "
+		         "by the table's policy", tschema, def->name, differ.data);
+	free(cols);
+	PQclear(r);
+	strbuf_free(&why);
+	strbuf_free(&differ);
+	free(keys);
+	return rc;
+}
+
 static int
 create_target_table(sink *s, const char *tschema, tabledef *def)
 {
@@ -159,6 +229,8 @@ create_target_table(sink *s, const char *tschema, tabledef *def)
 	strbuf_reset(&sql);
 	if (rc == TM_OK)
 		rc = catalog_target_has(s, tschema, def->name, &exists);
+	if (rc == TM_OK && exists)
+		rc = check_existing(s, tschema, def);
 	if (rc == TM_OK && !exists &&
 	    target_ddl_create_table(&sql, tschema, def->name, def, &err) != 0) {
 		log_error("target: cannot create table %s.%s: %s", tschema, def->name, err.msg);

@@ -503,6 +503,56 @@ test_same_database_refused(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * Tables that exist on the target already (made by hand before setup):
+ * tidemark writes into them, so one that cannot take the source's rows (a
+ * column missing, a NOT NULL column of its own, no unique index on the
+ * key) is refused with the fix, by setup and by run for a table created
+ * later in a --schema, before anything is written to it. Once fitted, its
+ * rows end equal to the source's, rows the source never had included; its
+ * own nullable column stays.
+ */
+static void
+test_existing_target_table(void **state)
+{
+	tm_env *e = tm_env_new("errexisting");
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA app; CREATE TABLE app.orders (id int PRIMARY KEY, v text,"
+	                  " w int); INSERT INTO app.orders SELECT g, 'v' || g, g FROM"
+	                  " generate_series(1, 20) g");
+	pgtest_exec(e->t, "CREATE SCHEMA app; CREATE TABLE app.orders (id int, v text,"
+	                  " extra int NOT NULL); INSERT INTO app.orders VALUES (1000, 'stale', 1)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 3);
+	tm_assert_has(out, "table app.orders exists already on the target");
+	tm_assert_has(out, "It lacks the source's column(s) w");
+	tm_assert_has(out, "Its own column(s) extra are NOT NULL without a default");
+	tm_assert_has(out, "no primary key or unique index on (id)");
+	free(out);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.orders"), 1);
+	pgtest_exec(e->t, "ALTER TABLE app.orders ADD PRIMARY KEY (id), ADD COLUMN w int,"
+	                  " ALTER extra DROP NOT NULL");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 0);
+	free(out);
+	tm_catch_up(e, 120);
+	/* created later on the source, where the target has a table without the key */
+	pgtest_exec(e->t, "CREATE TABLE app.later (id int, v text)");
+	pgtest_exec(e->s, "CREATE TABLE app.later (id int PRIMARY KEY, v text);"
+	                  " INSERT INTO app.later VALUES (1, 'one'); UPDATE app.orders SET v = 'u'"
+	                  " WHERE id = 3");
+	assert_int_equal(tm_run(e, 120, &out, "run", "--until-caught-up", NULL), 3);
+	tm_assert_has(out, "table app.later exists already on the target");
+	free(out);
+	pgtest_exec(e->t, "ALTER TABLE app.later ADD PRIMARY KEY (id)");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "app.orders", e->t, "app.orders", "id, v, w");
+	tm_assert_rows_equal(e->s, "app.later", e->t, "app.later", "id, v");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.orders"
+	                                         " WHERE extra IS NULL"), 20);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -516,6 +566,7 @@ main(void)
 		cmocka_unit_test(test_role_timeouts_do_not_apply),
 		cmocka_unit_test(test_partial_publication_refused),
 		cmocka_unit_test(test_same_database_refused),
+		cmocka_unit_test(test_existing_target_table),
 		cmocka_unit_test(test_conventions),
 		cmocka_unit_test(test_libpq_environment),
 		cmocka_unit_test(test_refused_row_commits_nothing_after),
