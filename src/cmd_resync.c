@@ -101,6 +101,14 @@ publish(void *ctx, uint32_t relid, bool *recopy)
 }
 
 static int
+publish_schema(void *ctx, const char *schema, const char *name, bool *added)
+{
+	resync_ctx *x = ctx;
+
+	return source_query_republish_schema(x->control, x->o->publication, schema, name, added);
+}
+
+static int
 catch_up(void *ctx, tm_lsn resume)
 {
 	resync_ctx *x = ctx;
@@ -122,7 +130,7 @@ open_schema_sync(resync_ctx *x)
 	schema_sync_config cfg = {.slot = o->slot, .drop_columns = o->drop_columns,
 	                          .drop_tables = o->drop_tables,
 	                          .source = {x, def_by_oid, partitions_of, name_of, tables_of,
-	                                     def_by_name, publish}};
+	                                     def_by_name, publish, publish_schema}};
 	policy_settings ps = {0, NULL};
 	int rc = policy_settings_parse(o->policy, o->table_policies, o->ntable_policies,
 	                               "--table-policy", false, &ps);

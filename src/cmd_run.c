@@ -155,6 +155,17 @@ source_publish_table(void *ctx, uint32_t relid, bool *recopy)
 	return source_query_keep_published(st->control, st->opts->publication, relid, recopy);
 }
 
+/* A new table of a replicated schema is published (its schema may have
+ * been dropped and created again). */
+static int
+source_publish_schema(void *ctx, const char *schema, const char *name, bool *added)
+{
+	run_state *st = ctx;
+
+	return source_query_republish_schema(st->control, st->opts->publication, schema, name,
+	                                     added);
+}
+
 /* ---- tidemark's messages in the stream ---- */
 
 /* Compares the key's order on both servers again (key_order.h) for the
@@ -657,7 +668,8 @@ session_open(run_state *st)
 	schema_sync_config ssc = {.slot = o->slot, .drop_columns = o->drop_columns,
 	                          .drop_tables = o->drop_tables,
 	                          .source = {st, source_table_def, source_partitions,
-	                                     source_table_name, NULL, NULL, source_publish_table},
+	                                     source_table_name, NULL, NULL, source_publish_table,
+	                                     source_publish_schema},
 	                          .type_boundary = type_boundary, .boundary_ctx = st,
 	                          .metrics = st->metrics};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}, st->metrics,

@@ -819,6 +819,27 @@ schema_sync_note_table(sync_note *note, const char *schema, const char *name)
 	strbuf_append(&note->tables, name);
 }
 
+/* A table joining from a replicated schema must be published: a schema
+ * dropped and created again is in no publication until added back. The
+ * table is copied after that, so its changes from before are in the copy. */
+static int
+republish_schema(schema_sync *ss, const tabledef *def, sync_note *note)
+{
+	bool added = false;
+	int rc;
+
+	if (ss->cfg.source.publish_schema == NULL)
+		return TM_OK;
+	rc = ss->cfg.source.publish_schema(ss->cfg.source.ctx, def->schema, def->name, &added);
+	if (rc == TM_OK && added) {
+		log_warn("schema %s was no longer in the publication (dropped and created again?): "
+		         "added back, so that its tables are published; %s.%s is copied", def->schema,
+		         def->schema, def->name);
+		schema_sync_note_list(&note->actions, "schema added back to the publication");
+	}
+	return rc;
+}
+
 int
 schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_note *note,
                       schema_sync_result *res, bool *added)
@@ -849,6 +870,8 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	rc = catalog_add_table(ss->sink, ss->cfg.slot, def, pos, added, &values_added);
 	/* values added to an enum: later source transactions may use them */
 	res->commit_after |= values_added;
+	if (rc == TM_OK && *added)
+		rc = republish_schema(ss, def, note);
 	if (rc == TM_OK && *added) {
 		log_info("new table %s.%s in replicated schema: created on the target, to be copied%s",
 		         def->schema, def->name,

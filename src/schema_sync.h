@@ -65,6 +65,10 @@ typedef struct schema_sync_source {
 	 * changes since the move may have gone unpublished (false when the
 	 * table is gone, or the publication covers all tables). */
 	int (*publish)(void *ctx, uint32_t relid, bool *recopy);
+	/* A new table of a replicated schema (schema, name) is published:
+	 * adds its schema back to the publication when it is not (dropped and
+	 * created again), *added said. */
+	int (*publish_schema)(void *ctx, const char *schema, const char *name, bool *added);
 } schema_sync_source;
 
 /* The policy for a change that cannot widen is the one in force in the

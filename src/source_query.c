@@ -512,6 +512,43 @@ source_query_keep_published(PGconn *conn, const char *publication, uint32_t reli
 }
 
 int
+source_query_republish_schema(PGconn *conn, const char *publication, const char *schema,
+                              const char *name, bool *added)
+{
+	const char *params[] = {publication, schema, name};
+	PGresult *r = NULL;
+	int rc = query(conn, "reading whether the publication publishes the table",
+	               "SELECT p.puballtables OR EXISTS (SELECT FROM pg_publication_tables t"
+	               "   WHERE t.pubname = p.pubname AND t.schemaname = $2 AND t.tablename = $3),"
+	               " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+	               " FROM pg_publication p WHERE p.pubname = $1", 3, params, &r);
+	strbuf fix = STRBUF_INIT;
+
+	*added = false;
+	if (rc != TM_OK || PQntuples(r) == 0 || strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
+		PQclear(r);
+		return rc;
+	}
+	strbuf_append(&fix, "ALTER PUBLICATION ");
+	strbuf_append_ident(&fix, publication);
+	strbuf_append(&fix, " ADD TABLES IN SCHEMA ");
+	strbuf_append_ident(&fix, schema);
+	if (strcmp(PQgetvalue(r, 0, 1), "t") != 0) {
+		log_error("source: new table %s.%s of replicated schema %s is not published: the "
+		          "schema is no longer in publication \"%s\" (DROP SCHEMA takes a schema out "
+		          "of its publications, and one created again under the name is in none), and "
+		          "only a superuser may add a schema to a publication. Fix: as a superuser, run "
+		          "`%s;`, then start tidemark run again: nothing is lost, the table is copied",
+		          schema, name, schema, publication, strbuf_str(&fix));
+		rc = TM_EXIT_CONFIG;
+	} else if ((rc = publication_add(conn, publication, schema, NULL)) == TM_OK)
+		*added = true;
+	PQclear(r);
+	strbuf_free(&fix);
+	return rc;
+}
+
+int
 source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn)
 {
 	const char *params[] = {slot};

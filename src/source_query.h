@@ -102,6 +102,17 @@ int source_query_publish_table(PGconn *conn, const char *publication, uint32_t r
 int source_query_keep_published(PGconn *conn, const char *publication, uint32_t relid,
                                 bool *recopy);
 
+/*
+ * A new table of a replicated schema: when the publication does not
+ * publish it, its schema was dropped and created again (DROP SCHEMA takes
+ * a schema out of its publications; one created again under the name is
+ * in none), and the schema is added back (ADD TABLES IN SCHEMA, a
+ * superuser's right): *added. A role that may not is TM_EXIT_CONFIG,
+ * logged with the statement.
+ */
+int source_query_republish_schema(PGconn *conn, const char *publication, const char *schema,
+                                  const char *name, bool *added);
+
 /* Creates the logical slot (pgoutput) if missing: on PostgreSQL 17 and
  * later a failover slot (failover => true), which a standby with
  * sync_replication_slots keeps in step, so that it survives a promotion.

@@ -6,7 +6,8 @@
  * moved in from a schema that is not replicated is created and copied; a
  * role that may not change the publication is told the fix, and nothing
  * is lost once it is applied. A replicated schema renamed is followed
- * under its new name, nothing copied again.
+ * under its new name, nothing copied again; one dropped and created again
+ * is put back into the publication.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -233,6 +234,65 @@ test_schema_renamed(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * A replicated schema dropped and created again (a staging schema a load
+ * job rebuilds). DROP SCHEMA takes a schema out of its publications and
+ * the schema created under the name is in none: the new tables were
+ * copied once and their changes never sent. run adds the schema back to
+ * the publication and copies the new tables after that. A role that may
+ * not add it (PostgreSQL 15 wants a superuser) is told the statement, and
+ * nothing is lost once a superuser has run it.
+ */
+static void
+test_schema_dropped_and_created_again(void **state)
+{
+	tm_env *e = tm_env_new("schemaagain");
+	char src[512], *out = NULL;
+	const char *argv[] = {"run", "--source", src, "--target", e->dst, "--slot", e->slot,
+	                      "--publication", e->slot, "--until-caught-up", NULL};
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA stg; CREATE TABLE stg.load (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO stg.load SELECT g, 'old' FROM generate_series(1, 50) g");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "stg", NULL), 0);
+	free(out);
+	run = tm_start_run(e, NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                    " WHERE state = 'streaming'", "1", 120));
+	pgtest_exec(e->s, "DROP SCHEMA stg CASCADE; CREATE SCHEMA stg;"
+	                  "CREATE TABLE stg.load (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO stg.load SELECT g, 'new' FROM generate_series(1, 30) g");
+	pgtest_exec(e->s, "UPDATE stg.load SET v = 'changed' WHERE id <= 10;"
+	                  "DELETE FROM stg.load WHERE id > 25;"
+	                  "CREATE TABLE stg.more (id int PRIMARY KEY); INSERT INTO stg.more VALUES (1)");
+	tm_stop_and_catch_up(e, run, 120);
+	pgtest_exec(e->s, "UPDATE stg.load SET v = 'last' WHERE id = 1; INSERT INTO stg.more VALUES (2)");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "stg.load", e->t, "stg.load", "id, v");
+	tm_assert_rows_equal(e->s, "stg.more", e->t, "stg.more", "id");
+	assert_int_equal(pgtest_query_long(e->s, "SELECT count(*) FROM pg_publication_namespace pn"
+	                                         " JOIN pg_namespace n ON n.oid = pn.pnnspid"
+	                                         " WHERE n.nspname = 'stg'"), 1);
+	/* again, with a role that may not add the schema */
+	pgtest_exec(e->s, "CREATE ROLE loader LOGIN REPLICATION; DROP SCHEMA stg CASCADE;"
+	                  "CREATE SCHEMA stg; GRANT USAGE ON SCHEMA stg TO loader;"
+	                  "CREATE TABLE stg.load (id int PRIMARY KEY, v text);"
+	                  "GRANT SELECT ON stg.load TO loader; INSERT INTO stg.load VALUES (1, 'third')");
+	snprintf(src, sizeof src, "%s user=loader", e->src);
+	assert_int_equal(pgtest_run_tidemark(argv, 120, &out), 3);
+	tm_assert_has(out, "ADD TABLES IN SCHEMA \"stg\"");
+	free(out);
+	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" ADD TABLES IN SCHEMA stg;"
+	                  "UPDATE stg.load SET v = 'after the fix'; INSERT INTO stg.load VALUES (2, 'two')",
+	            e->slot);
+	assert_int_equal(pgtest_run_tidemark(argv, 120, &out), 0);
+	free(out);
+	tm_assert_rows_equal(e->s, "stg.load", e->t, "stg.load", "id, v");
+	pgtest_exec(e->s, "DROP OWNED BY loader; DROP ROLE loader");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -240,6 +300,7 @@ main(void)
 		cmocka_unit_test(test_moved_out_of_replicated_schema),
 		cmocka_unit_test(test_moved_out_without_privilege),
 		cmocka_unit_test(test_schema_renamed),
+		cmocka_unit_test(test_schema_dropped_and_created_again),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
