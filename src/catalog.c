@@ -705,6 +705,21 @@ catalog_rename_schema(sink *s, const char *slot, const char *from, const char *t
 }
 
 int
+catalog_dropped_named(sink *s, const char *slot, const char *schema, const char *name, bool *was)
+{
+	const char *p[] = {slot, schema, name};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "looking for a dropped table of the name",
+	                    "SELECT EXISTS (SELECT FROM tidemark.tables WHERE slot_name = $1"
+	                    " AND source_schema = $2 AND source_table = $3 AND state = 'dropped')",
+	                    3, p, &r);
+
+	*was = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return rc;
+}
+
+int
 catalog_schema_covers(sink *s, const char *slot, const char *schema, const char *name,
                       bool *covered, bool *excluded)
 {

@@ -171,6 +171,10 @@ int catalog_quarantine(sink *s, const char *slot, int table_id, const char *sour
 /* Does a --schema of this replication cover table schema.name (a table
  * of a replicated schema that is not excluded)? *excluded: it was left
  * out with setup --exclude-table. */
+/* Did the pipeline replicate a table of this name that was dropped? (A
+ * table created again under the name, or renamed to it, takes its place.) */
+int catalog_dropped_named(sink *s, const char *slot, const char *schema, const char *name,
+                          bool *was);
 int catalog_schema_covers(sink *s, const char *slot, const char *schema, const char *name,
                           bool *covered, bool *excluded);
 /* Leaves schema.name out of the replication's schemas (setup

@@ -101,11 +101,11 @@ publish(void *ctx, uint32_t relid, bool *recopy)
 }
 
 static int
-publish_schema(void *ctx, const char *schema, const char *name, bool *added)
+publish_joining(void *ctx, const tabledef *def, bool by_schema, bool *added)
 {
 	resync_ctx *x = ctx;
 
-	return source_query_republish_schema(x->control, x->o->publication, schema, name, added);
+	return source_query_publish_joining(x->control, x->o->publication, def, by_schema, added);
 }
 
 static int
@@ -130,7 +130,7 @@ open_schema_sync(resync_ctx *x)
 	schema_sync_config cfg = {.slot = o->slot, .drop_columns = o->drop_columns,
 	                          .drop_tables = o->drop_tables,
 	                          .source = {x, def_by_oid, partitions_of, name_of, tables_of,
-	                                     def_by_name, publish, publish_schema}};
+	                                     def_by_name, publish, publish_joining}};
 	policy_settings ps = {0, NULL};
 	int rc = policy_settings_parse(o->policy, o->table_policies, o->ntable_policies,
 	                               "--table-policy", false, &ps);

@@ -155,15 +155,14 @@ source_publish_table(void *ctx, uint32_t relid, bool *recopy)
 	return source_query_keep_published(st->control, st->opts->publication, relid, recopy);
 }
 
-/* A new table of a replicated schema is published (its schema may have
- * been dropped and created again). */
+/* A table that joins is published (schema_sync_source.publish_joining). */
 static int
-source_publish_schema(void *ctx, const char *schema, const char *name, bool *added)
+source_publish_joining(void *ctx, const tabledef *def, bool by_schema, bool *added)
 {
 	run_state *st = ctx;
 
-	return source_query_republish_schema(st->control, st->opts->publication, schema, name,
-	                                     added);
+	return source_query_publish_joining(st->control, st->opts->publication, def, by_schema,
+	                                    added);
 }
 
 /* ---- tidemark's messages in the stream ---- */
@@ -669,7 +668,7 @@ session_open(run_state *st)
 	                          .drop_tables = o->drop_tables,
 	                          .source = {st, source_table_def, source_partitions,
 	                                     source_table_name, NULL, NULL, source_publish_table,
-	                                     source_publish_schema},
+	                                     source_publish_joining},
 	                          .type_boundary = type_boundary, .boundary_ctx = st,
 	                          .metrics = st->metrics};
 	apply_config cfg = {o->slot, 5000, 100000, 1000, resolve_table, st, {0}, st->metrics,

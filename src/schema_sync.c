@@ -819,23 +819,31 @@ schema_sync_note_table(sync_note *note, const char *schema, const char *name)
 	strbuf_append(&note->tables, name);
 }
 
-/* A table joining from a replicated schema must be published: a schema
- * dropped and created again is in no publication until added back. The
+/* A table that joins must be published: a schema dropped and created
+ * again is in no publication until added back, and a table created again
+ * under the name of one the pipeline replicated by name is not in it. The
  * table is copied after that, so its changes from before are in the copy. */
 static int
-republish_schema(schema_sync *ss, const tabledef *def, sync_note *note)
+publish_joining(schema_sync *ss, const tabledef *def, sync_note *note)
 {
-	bool added = false;
+	bool by_schema = false, excluded = false, added = false;
 	int rc;
 
-	if (ss->cfg.source.publish_schema == NULL)
+	if (ss->cfg.source.publish_joining == NULL)
 		return TM_OK;
-	rc = ss->cfg.source.publish_schema(ss->cfg.source.ctx, def->schema, def->name, &added);
-	if (rc == TM_OK && added) {
+	rc = catalog_schema_covers(ss->sink, ss->cfg.slot, def->schema, def->name, &by_schema,
+	                           &excluded);
+	if (rc == TM_OK)
+		rc = ss->cfg.source.publish_joining(ss->cfg.source.ctx, def, by_schema, &added);
+	if (rc == TM_OK && added && by_schema) {
 		log_warn("schema %s was no longer in the publication (dropped and created again?): "
 		         "added back, so that its tables are published; %s.%s is copied", def->schema,
 		         def->schema, def->name);
 		schema_sync_note_list(&note->actions, "schema added back to the publication");
+	} else if (rc == TM_OK && added) {
+		log_warn("table %s.%s takes the place of the replicated table of that name, dropped: "
+		         "added to the publication by name, and copied", def->schema, def->name);
+		schema_sync_note_list(&note->actions, "added to the publication by name");
 	}
 	return rc;
 }
@@ -871,7 +879,7 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	/* values added to an enum: later source transactions may use them */
 	res->commit_after |= values_added;
 	if (rc == TM_OK && *added)
-		rc = republish_schema(ss, def, note);
+		rc = publish_joining(ss, def, note);
 	if (rc == TM_OK && *added) {
 		log_info("new table %s.%s in replicated schema: created on the target, to be copied%s",
 		         def->schema, def->name,
@@ -886,7 +894,8 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	return rc;
 }
 
-/* A table created (or moved) into a replicated schema: it joins at the
+/* A table created (or moved) into a replicated schema, or under the name
+ * of a table the pipeline replicated and that was dropped: it joins at the
  * commit of its transaction (schema_sync_join.c). */
 static int
 new_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_lsn pos,
@@ -898,6 +907,11 @@ new_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_lsn
 
 	if (rc == TM_OK && excluded)
 		schema_sync_note_list(&note->actions, "table excluded (setup --exclude-table): not replicated");
+	/* the name of a table the pipeline replicated (--table), dropped: the
+	 * new one takes its place (a table rebuilt and swapped in by rename) */
+	if (rc == TM_OK && !replicated && !excluded)
+		rc = catalog_dropped_named(ss->sink, ss->cfg.slot, et->def->schema, et->def->name,
+		                           &replicated);
 	if (rc == TM_OK && replicated)
 		schema_sync_join_note(ss, e, et, pos, note);
 	return rc;

@@ -65,10 +65,11 @@ typedef struct schema_sync_source {
 	 * changes since the move may have gone unpublished (false when the
 	 * table is gone, or the publication covers all tables). */
 	int (*publish)(void *ctx, uint32_t relid, bool *recopy);
-	/* A new table of a replicated schema (schema, name) is published:
-	 * adds its schema back to the publication when it is not (dropped and
-	 * created again), *added said. */
-	int (*publish_schema)(void *ctx, const char *schema, const char *name, bool *added);
+	/* A table that joins is published: when it is not, adds its schema
+	 * back to the publication (by_schema: a replicated schema, dropped and
+	 * created again), or the table by name (one created again under the
+	 * name of a replicated table); *added said. */
+	int (*publish_joining)(void *ctx, const tabledef *def, bool by_schema, bool *added);
 } schema_sync_source;
 
 /* The policy for a change that cannot widen is the one in force in the

@@ -445,7 +445,7 @@ static int create_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *ls
 /* Who may add the table: the owner of the publication who also owns the
  * table (PostgreSQL's rule for ALTER PUBLICATION ... ADD TABLE). */
 static void
-explain_publish_privilege(const PGresult *r, const char *publication)
+explain_publish_privilege(const PGresult *r, const char *publication, const char *why)
 {
 	strbuf fix = STRBUF_INIT;
 
@@ -453,13 +453,13 @@ explain_publish_privilege(const PGresult *r, const char *publication)
 	strbuf_append_ident(&fix, publication);
 	strbuf_append(&fix, " ADD TABLE ONLY ");
 	strbuf_append_qualified(&fix, PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
-	log_error("source: table %s.%s left the schemas the publication \"%s\" covers and must be "
-	          "added to it by name to stay replicated, but role \"%s\" may not: adding a table "
+	log_error("source: table %s.%s %s the publication \"%s\" and must be added to it by name "
+	          "to be replicated, but role \"%s\" may not: adding a table "
 	          "to a publication takes the publication's owner (\"%s\") who also owns the table "
 	          "(\"%s\"). Fix: as a superuser, run `%s;` (or make this role a member of both "
 	          "owners: GRANT \"%s\" TO \"%s\"; GRANT \"%s\" TO \"%s\";), then start "
 	          "tidemark run again: the table is then copied again in place, nothing is lost",
-	          PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3), publication, PQgetvalue(r, 0, 8),
+	          PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3), why, publication, PQgetvalue(r, 0, 8),
 	          PQgetvalue(r, 0, 6), PQgetvalue(r, 0, 7), strbuf_str(&fix), PQgetvalue(r, 0, 6),
 	          PQgetvalue(r, 0, 8), PQgetvalue(r, 0, 7), PQgetvalue(r, 0, 8));
 	strbuf_free(&fix);
@@ -467,7 +467,7 @@ explain_publish_privilege(const PGresult *r, const char *publication)
 
 int
 source_query_publish_table(PGconn *conn, const char *publication, uint32_t relid,
-                           source_publish *out)
+                           const char *why, source_publish *out)
 {
 	char oid[16];
 	const char *params[] = {publication, oid};
@@ -492,7 +492,7 @@ source_query_publish_table(PGconn *conn, const char *publication, uint32_t relid
 	else if (strcmp(PQgetvalue(r, 0, 1), "t") == 0)
 		*out = SOURCE_PUBLISH_MEMBER;
 	else if (strcmp(PQgetvalue(r, 0, 4), "t") != 0 || strcmp(PQgetvalue(r, 0, 5), "t") != 0) {
-		explain_publish_privilege(r, publication);
+		explain_publish_privilege(r, publication, why);
 		rc = TM_EXIT_CONFIG;
 	} else if ((rc = publication_add(conn, publication, PQgetvalue(r, 0, 2),
 	                                 PQgetvalue(r, 0, 3))) == TM_OK)
@@ -505,45 +505,54 @@ int
 source_query_keep_published(PGconn *conn, const char *publication, uint32_t relid, bool *recopy)
 {
 	source_publish found = SOURCE_PUBLISH_GONE;
-	int rc = source_query_publish_table(conn, publication, relid, &found);
+	int rc = source_query_publish_table(conn, publication, relid,
+	                                    "left the schemas covered by", &found);
 
 	*recopy = rc == TM_OK && (found == SOURCE_PUBLISH_MEMBER || found == SOURCE_PUBLISH_ADDED);
 	return rc;
 }
 
 int
-source_query_republish_schema(PGconn *conn, const char *publication, const char *schema,
-                              const char *name, bool *added)
+source_query_publish_joining(PGconn *conn, const char *publication, const tabledef *def,
+                             bool by_schema, bool *added)
 {
-	const char *params[] = {publication, schema, name};
+	const char *params[] = {publication, def->schema, def->name};
 	PGresult *r = NULL;
 	int rc = query(conn, "reading whether the publication publishes the table",
 	               "SELECT p.puballtables OR EXISTS (SELECT FROM pg_publication_tables t"
 	               "   WHERE t.pubname = p.pubname AND t.schemaname = $2 AND t.tablename = $3),"
 	               " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
 	               " FROM pg_publication p WHERE p.pubname = $1", 3, params, &r);
+	bool published = rc != TM_OK || PQntuples(r) == 0 || strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	bool super = rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+	source_publish found = SOURCE_PUBLISH_GONE;
 	strbuf fix = STRBUF_INIT;
 
+	PQclear(r);
 	*added = false;
-	if (rc != TM_OK || PQntuples(r) == 0 || strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
-		PQclear(r);
+	if (published)
+		return rc;
+	if (!by_schema) {
+		rc = source_query_publish_table(conn, publication, def->relid, "was created under the "
+		                                "name of a replicated table, dropped; it is not in",
+		                                &found);
+		*added = rc == TM_OK && found == SOURCE_PUBLISH_ADDED;
 		return rc;
 	}
 	strbuf_append(&fix, "ALTER PUBLICATION ");
 	strbuf_append_ident(&fix, publication);
 	strbuf_append(&fix, " ADD TABLES IN SCHEMA ");
-	strbuf_append_ident(&fix, schema);
-	if (strcmp(PQgetvalue(r, 0, 1), "t") != 0) {
+	strbuf_append_ident(&fix, def->schema);
+	if (!super) {
 		log_error("source: new table %s.%s of replicated schema %s is not published: the "
 		          "schema is no longer in publication \"%s\" (DROP SCHEMA takes a schema out "
 		          "of its publications, and one created again under the name is in none), and "
 		          "only a superuser may add a schema to a publication. Fix: as a superuser, run "
 		          "`%s;`, then start tidemark run again: nothing is lost, the table is copied",
-		          schema, name, schema, publication, strbuf_str(&fix));
+		          def->schema, def->name, def->schema, publication, strbuf_str(&fix));
 		rc = TM_EXIT_CONFIG;
-	} else if ((rc = publication_add(conn, publication, schema, NULL)) == TM_OK)
+	} else if ((rc = publication_add(conn, publication, def->schema, NULL)) == TM_OK)
 		*added = true;
-	PQclear(r);
 	strbuf_free(&fix);
 	return rc;
 }

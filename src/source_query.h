@@ -94,24 +94,26 @@ typedef enum source_publish {
  * (ALTER PUBLICATION ... ADD TABLE ONLY, under the name the table has now)
  * unless it already does or is FOR ALL TABLES. A role that may not
  * (neither the publication's nor the table's owner) is TM_EXIT_CONFIG,
- * logged with the statement and the ownership that allow it. */
+ * logged with the statement and the ownership that allow it, and why
+ * ("table s.t <why> the publication ..."). */
 int source_query_publish_table(PGconn *conn, const char *publication, uint32_t relid,
-                               source_publish *out);
+                               const char *why, source_publish *out);
 /* The same for schema_sync_source.publish: *recopy when the table is
  * published by name now (its changes since the move may be missing). */
 int source_query_keep_published(PGconn *conn, const char *publication, uint32_t relid,
                                 bool *recopy);
 
 /*
- * A new table of a replicated schema: when the publication does not
- * publish it, its schema was dropped and created again (DROP SCHEMA takes
- * a schema out of its publications; one created again under the name is
- * in none), and the schema is added back (ADD TABLES IN SCHEMA, a
- * superuser's right): *added. A role that may not is TM_EXIT_CONFIG,
- * logged with the statement.
+ * A table that joins (schema_sync_source.publish_joining): when the
+ * publication does not publish it, adds its schema back (by_schema: a
+ * replicated schema dropped and created again, which DROP SCHEMA took out
+ * of its publications; ADD TABLES IN SCHEMA is a superuser's right), or
+ * the table by name (created again under the name of a replicated table);
+ * *added said. A role that may not is TM_EXIT_CONFIG, logged with the
+ * statement.
  */
-int source_query_republish_schema(PGconn *conn, const char *publication, const char *schema,
-                                  const char *name, bool *added);
+int source_query_publish_joining(PGconn *conn, const char *publication, const tabledef *def,
+                                 bool by_schema, bool *added);
 
 /* Creates the logical slot (pgoutput) if missing: on PostgreSQL 17 and
  * later a failover slot (failover => true), which a standby with

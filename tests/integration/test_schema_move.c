@@ -7,7 +7,8 @@
  * role that may not change the publication is told the fix, and nothing
  * is lost once it is applied. A replicated schema renamed is followed
  * under its new name, nothing copied again; one dropped and created again
- * is put back into the publication.
+ * is put back into the publication; a --table table swapped for a new one
+ * under its name is followed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -293,6 +294,59 @@ test_schema_dropped_and_created_again(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * A table given by --table, rebuilt and swapped in under its name (CREATE
+ * TABLE t_new, fill it, DROP TABLE t, ALTER TABLE t_new RENAME TO t, in one
+ * transaction while the application writes after it), then dropped and
+ * created again plainly. DROP TABLE takes a table out of its publication,
+ * and the new one was never in it: each new table takes the place of the
+ * dropped one, is added to the publication by name and copied; the old
+ * ones are kept aside on the target.
+ */
+static void
+test_table_swapped_in_by_name(void **state)
+{
+	tm_env *e = tm_env_new("swapin");
+	pgtest_proc *run;
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE public.accounts (id int PRIMARY KEY, balance int);"
+	                  "INSERT INTO public.accounts SELECT g, 100 FROM generate_series(1, 200) g;"
+	                  "CREATE TABLE public.other (id int PRIMARY KEY)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "public.accounts", NULL), 0);
+	free(out);
+	run = tm_start_run(e, NULL);
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM tidemark.tables"
+	                                    " WHERE state = 'streaming'", "1", 120));
+	pgtest_exec(e->s, "BEGIN; CREATE TABLE public.accounts_new (id bigint PRIMARY KEY,"
+	                  " balance numeric, note text);"
+	                  " INSERT INTO public.accounts_new SELECT id, balance, 'moved' FROM"
+	                  " public.accounts; DROP TABLE public.accounts;"
+	                  " ALTER TABLE public.accounts_new RENAME TO accounts; COMMIT");
+	pgtest_exec(e->s, "UPDATE public.accounts SET balance = balance - 10 WHERE id <= 20;"
+	                  "INSERT INTO public.accounts VALUES (201, 5, 'new');"
+	                  "DELETE FROM public.accounts WHERE id = 7");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_rows_equal(e->s, "public.accounts", e->t, "public.accounts", "id, balance, note");
+	pgtest_exec(e->s, "DROP TABLE public.accounts; CREATE TABLE public.accounts (id int"
+	                  " PRIMARY KEY, owner text); INSERT INTO public.accounts VALUES (1, 'a')");
+	pgtest_exec(e->s, "INSERT INTO public.accounts VALUES (2, 'b'); INSERT INTO public.other"
+	                  " VALUES (1)");
+	tm_catch_up(e, 120);
+	pgtest_exec(e->s, "UPDATE public.accounts SET owner = 'last' WHERE id = 2");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.accounts", e->t, "public.accounts", "id, owner");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class"
+	                                         " WHERE relname LIKE 'accounts (dropped%%'"), 2);
+	/* the table the pipeline never named stays out */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class"
+	                                         " WHERE relname = 'other'"), 0);
+	assert_int_equal(tm_run(e, 120, &out, "verify", NULL), 0);
+	free(out);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -301,6 +355,7 @@ main(void)
 		cmocka_unit_test(test_moved_out_without_privilege),
 		cmocka_unit_test(test_schema_renamed),
 		cmocka_unit_test(test_schema_dropped_and_created_again),
+		cmocka_unit_test(test_table_swapped_in_by_name),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
