@@ -362,8 +362,10 @@ race(PGconn *lock, fid_table *t)
 	if ((n = nth_row(lock, t, order, 5)) > 0)
 		pgtest_exec(lock, "UPDATE fid.%s SET v = 'partial' WHERE n = %ld", t->name, n);
 	order_desc(t->key, desc, sizeof desc);
+	/* to 200000 + n % 100000: a row the lines above moved to 100000 + m
+	 * must not land where the workload inserts (300000 on) */
 	if ((n = nth_row(lock, t, desc, 1)) > 0)
-		move_key(lock, t, n, 200000);
+		move_key(lock, t, n, 200000 + n % 100000 - n);
 	if (t->kind == KIND_KEYLESS)
 		/* one of two duplicates changed, another pair made three */
 		pgtest_exec(lock, "UPDATE fid.%s SET v = 'one of two' WHERE ctid = (SELECT ctid FROM"
