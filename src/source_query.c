@@ -516,13 +516,27 @@ int
 source_query_publish_joining(PGconn *conn, const char *publication, const tabledef *def,
                              bool by_schema, bool *added)
 {
-	const char *params[] = {publication, def->schema, def->name};
+	char oid[16];
+	const char *params[] = {publication, oid, by_schema ? def->schema : NULL};
 	PGresult *r = NULL;
-	int rc = query(conn, "reading whether the publication publishes the table",
-	               "SELECT p.puballtables OR EXISTS (SELECT FROM pg_publication_tables t"
-	               "   WHERE t.pubname = p.pubname AND t.schemaname = $2 AND t.tablename = $3),"
-	               " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
-	               " FROM pg_publication p WHERE p.pubname = $1", 3, params, &r);
+	int rc;
+
+	/* read now, by oid: the stream may be far behind, and since the table
+	 * joined it may have been dropped, attached as a partition (published
+	 * through its root) or moved out of the schema (SET SCHEMA then says
+	 * what becomes of it) */
+	snprintf(oid, sizeof oid, "%u", def->relid);
+	rc = query(conn, "reading whether the publication publishes the table",
+	           "SELECT c.oid IS NULL OR c.relispartition OR p.puballtables"
+	           "  OR ($3::text IS NOT NULL AND c.relnamespace IS DISTINCT FROM"
+	           "   to_regnamespace(quote_ident($3::text)))"
+	           "  OR EXISTS (SELECT FROM pg_publication_rel pr WHERE pr.prpubid = p.oid"
+	           "   AND pr.prrelid = c.oid)"
+	           "  OR EXISTS (SELECT FROM pg_publication_namespace pn WHERE pn.pnpubid = p.oid"
+	           "   AND pn.pnnspid = c.relnamespace),"
+	           " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+	           " FROM pg_publication p LEFT JOIN pg_class c ON c.oid = $2::oid"
+	           " WHERE p.pubname = $1", 3, params, &r);
 	bool published = rc != TM_OK || PQntuples(r) == 0 || strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 	bool super = rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
 	source_publish found = SOURCE_PUBLISH_GONE;
