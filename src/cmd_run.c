@@ -33,6 +33,7 @@
 #include "source_query.h"
 #include "strbuf.h"
 #include "typesync.h"
+#include "xalloc.h"
 
 #define FEEDBACK_INTERVAL_MS 10000
 /* While the target is slow to answer, a status update to the source this
@@ -618,6 +619,38 @@ catalog_upgrade(run_state *st)
  * known (registered before it was recorded: migrations/target/
  * 005_target_types.sql); and, once per run, the tables registered for an
  * earlier slot, named. */
+/* Replicated tables the publication no longer publishes (ALTER
+ * PUBLICATION ... DROP TABLE): their changes are not sent, so their target
+ * tables fall behind. Said at the start of each run, with the fix. */
+static int
+warn_unpublished(run_state *st)
+{
+	catalog_table *tables = NULL;
+	uint32_t *relids = NULL;
+	char **names = NULL;
+	int n = 0, m = 0;
+	int rc = catalog_load_tables(st->sink, st->opts->slot, &tables, &n);
+
+	relids = xcalloc((size_t) n + 1, sizeof *relids);
+	for (int i = 0; rc == TM_OK && i < n; i++)
+		if (tables[i].source_relid != 0 && strcmp(tables[i].state, "dropped") != 0)
+			relids[m++] = tables[i].source_relid;
+	if (rc == TM_OK && m > 0)
+		rc = source_query_unpublished(st->control, st->opts->publication, relids, m, &names);
+	for (int i = 0; names != NULL && names[i] != NULL; i++) {
+		log_warn("source: table %s is replicated, but publication \"%s\" no longer publishes it "
+		         "(ALTER PUBLICATION ... DROP TABLE?): its changes are not sent, and its target "
+		         "table falls behind. Fix: ALTER PUBLICATION \"%s\" ADD TABLE ONLY %s; then "
+		         "`tidemark snapshot %s`", names[i], st->opts->publication,
+		         st->opts->publication, names[i], names[i]);
+		free(names[i]);
+	}
+	free(names);
+	free(relids);
+	catalog_tables_free(tables, n);
+	return rc;
+}
+
 static int
 catalog_at_start(run_state *st)
 {
@@ -632,6 +665,8 @@ catalog_at_start(run_state *st)
 	free(ids);
 	if (rc == TM_OK && !st->warned)
 		rc = catalog_warn_interrupted(st->sink, st->opts->slot);
+	if (rc == TM_OK && !st->warned)
+		rc = warn_unpublished(st);
 	st->warned |= rc == TM_OK;
 	return rc;
 }

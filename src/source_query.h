@@ -62,6 +62,11 @@ int source_query_check_via_root(PGconn *conn, const char *publication);
  * action (insert, update, delete, truncate), publishes generated columns,
  * or has a table with a row filter or a column list. */
 int source_query_check_whole(PGconn *conn, const char *publication);
+/* Which of the tables (by oid; those gone are left out) the publication
+ * does not publish: *out a new NULL-terminated array of new "schema.name"
+ * strings (quoted as SQL needs). */
+int source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *relids, int n,
+                             char ***out);
 
 /* A table's replica identity (pg_class.relreplident: d, n, f, i) and
  * whether it has a key tidemark can match rows by; *replident is 0 when

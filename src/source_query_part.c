@@ -223,3 +223,42 @@ source_query_check_whole(PGconn *conn, const char *publication)
 	PQclear(r);
 	return rc;
 }
+
+int
+source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *relids, int n,
+                         char ***out)
+{
+	strbuf arr = STRBUF_INIT;
+	const char *p[2] = {publication, NULL};
+	PGresult *r = NULL;
+	int rc;
+
+	strbuf_appendc(&arr, '{');
+	for (int i = 0; i < n; i++)
+		strbuf_appendf(&arr, "%s%u", i > 0 ? "," : "", relids[i]);
+	strbuf_appendc(&arr, '}');
+	p[1] = arr.data;
+	rc = pgconn_exec(conn, SRC, "checking that the publication publishes each table",
+	                 "SELECT format('%I.%I', n.nspname, c.relname)"
+	                 " FROM pg_publication p, unnest($2::oid[]) u (relid)"
+	                 " JOIN pg_class c ON c.oid = u.relid"
+	                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                 " WHERE p.pubname = $1 AND NOT p.puballtables AND NOT c.relispartition"
+	                 " AND NOT EXISTS (SELECT FROM pg_publication_rel pr WHERE pr.prpubid = p.oid"
+	                 "   AND pr.prrelid = c.oid)"
+	                 " AND NOT EXISTS (SELECT FROM pg_publication_namespace pn"
+	                 "   WHERE pn.pnpubid = p.oid AND pn.pnnspid = c.relnamespace)"
+	                 " ORDER BY 1", 2, p, &r);
+	strbuf_free(&arr);
+	*out = NULL;
+	if (rc != TM_OK)
+		return rc;
+	*out = calloc((size_t) PQntuples(r) + 1, sizeof(char *));
+	if (*out == NULL)
+		abort();
+	for (int i = 0; i < PQntuples(r); i++)
+		if (((*out)[i] = strdup(PQgetvalue(r, i, 0))) == NULL)
+			abort();
+	PQclear(r);
+	return TM_OK;
+}

@@ -349,6 +349,36 @@ test_table_swapped_in_by_name(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * A replicated table dropped from the publication by hand (ALTER
+ * PUBLICATION ... DROP TABLE): its changes are no longer sent. Each run
+ * says so at its start, with the fix, which brings the target back.
+ */
+static void
+test_table_dropped_from_publication(void **state)
+{
+	tm_env *e = tm_env_new("unpublished");
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE public.items (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO public.items SELECT g, 'v' FROM generate_series(1, 20) g");
+	tm_setup_table(e, "public.items");
+	tm_catch_up(e, 120);
+	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" DROP TABLE public.items;"
+	                  "UPDATE public.items SET v = 'unsent' WHERE id <= 5", e->slot);
+	assert_int_equal(tm_run(e, 120, &out, "run", "--until-caught-up", NULL), 0);
+	tm_assert_has(out, "table public.items is replicated, but publication");
+	tm_assert_has(out, "ADD TABLE ONLY public.items;");
+	free(out);
+	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" ADD TABLE ONLY public.items", e->slot);
+	assert_int_equal(tm_run(e, 60, &out, "snapshot", "public.items", NULL), 0);
+	free(out);
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.items", e->t, "public.items", "id, v");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -358,6 +388,7 @@ main(void)
 		cmocka_unit_test(test_schema_renamed),
 		cmocka_unit_test(test_schema_dropped_and_created_again),
 		cmocka_unit_test(test_table_swapped_in_by_name),
+		cmocka_unit_test(test_table_dropped_from_publication),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
