@@ -801,7 +801,7 @@ int
 cmd_setup(const cli_options *o)
 {
 	setup_tables tables = {0};
-	setup_pipeline pipeline = {{NULL, NULL, NULL}, SCHEMA_MAP_INIT};
+	setup_pipeline pipeline = {{NULL, NULL, NULL, NULL}, SCHEMA_MAP_INIT};
 	setup_done done = {0};
 	policy_settings policies = {0};
 	mode_settings modes = {0};

@@ -38,13 +38,15 @@ pipeline_source_read(PGconn *conn, pgconn_side side, const char *conninfo,
 	char where[512];
 	PGresult *r = NULL;
 	int rc = pgconn_exec(conn, side, "reading which server and database this is",
-	                     "SELECT system_identifier::text, current_database()"
+	                     "SELECT system_identifier::text, current_database(),"
+	                     " (SELECT oid::text FROM pg_database WHERE datname = current_database())"
 	                     " FROM pg_control_system()", 0, NULL, &r);
 
 	memset(out, 0, sizeof *out);
 	if (rc == TM_OK) {
 		out->system_id = xstrdup(PQgetvalue(r, 0, 0));
 		out->database = xstrdup(PQgetvalue(r, 0, 1));
+		out->database_oid = xstrdup(PQgetvalue(r, 0, 2));
 		out->address = xstrdup(pgconn_describe(conninfo, where, sizeof where));
 	}
 	PQclear(r);
@@ -56,6 +58,7 @@ pipeline_source_clear(pipeline_source *p)
 {
 	free(p->system_id);
 	free(p->database);
+	free(p->database_oid);
 	free(p->address);
 	memset(p, 0, sizeof *p);
 }
@@ -101,9 +104,13 @@ pipeline_load(pipeline_target t, const char *slot, pipeline_info *out)
 	if (!catalog)
 		return TM_OK;
 	rc = tq(t, "reading the pipeline",
-	        pipelines ? "SELECT source_system_id, source_database, source_address, target_schema"
+	        /* source_database_oid: read through the row's JSON, a catalog
+	         * before migration 017 has none (setup checks before migrating) */
+	        pipelines ? "SELECT source_system_id, source_database, source_address, target_schema,"
+	                    " to_jsonb(progress) ->> 'source_database_oid'"
 	                    " FROM tidemark.progress WHERE slot_name = $1"
-	                  : "SELECT NULL, NULL, NULL, NULL FROM tidemark.progress WHERE slot_name = $1",
+	                  : "SELECT NULL, NULL, NULL, NULL, NULL FROM tidemark.progress"
+	                    " WHERE slot_name = $1",
 	        1, p, &r);
 	if (rc == TM_OK && PQntuples(r) == 1) {
 		out->exists = true;
@@ -112,6 +119,7 @@ pipeline_load(pipeline_target t, const char *slot, pipeline_info *out)
 		out->source.database = value_or_null(r, 0, 1);
 		out->source.address = value_or_null(r, 0, 2);
 		out->map.target_schema = value_or_null(r, 0, 3);
+		out->source.database_oid = value_or_null(r, 0, 4);
 	}
 	PQclear(r);
 	if (rc == TM_OK && out->exists && pipelines)
@@ -127,12 +135,22 @@ pipeline_info_clear(pipeline_info *p)
 	memset(p, 0, sizeof *p);
 }
 
+/* The same database: by oid where both are known (a database keeps its
+ * oid when renamed), else by name. */
+static bool
+same_database(const pipeline_source *recorded, const pipeline_source *src)
+{
+	if (strcmp(recorded->system_id, src->system_id) != 0)
+		return false;
+	if (recorded->database_oid != NULL && src->database_oid != NULL)
+		return strcmp(recorded->database_oid, src->database_oid) == 0;
+	return strcmp(recorded->database, src->database) == 0;
+}
+
 int
 pipeline_check_source(const char *slot, const pipeline_info *p, const pipeline_source *src)
 {
-	if (!p->exists || !p->recorded ||
-	    (strcmp(p->source.system_id, src->system_id) == 0 &&
-	     strcmp(p->source.database, src->database) == 0))
+	if (!p->exists || !p->recorded || same_database(&p->source, src))
 		return TM_OK;
 	log_error("target: pipeline \"%s\" here replicates database \"%s\" of the PostgreSQL server "
 	          "with system identifier %s (set up from %s), but this --source is database \"%s\" "
@@ -145,20 +163,52 @@ pipeline_check_source(const char *slot, const pipeline_info *p, const pipeline_s
 	return TM_EXIT_CONFIG;
 }
 
+/* After pipeline_check_source: the source recorded when it is not yet, its
+ * database's oid when an older tidemark left it out, and its new name
+ * (and address) when the database was renamed. */
 static int
 record_source(pipeline_target t, const char *slot, const pipeline_source *ps)
 {
-	const char *p[] = {slot, ps->system_id, ps->database, ps->address};
+	const char *p[] = {slot, ps->system_id, ps->database, ps->address, ps->database_oid};
 	PGresult *r = NULL;
 	int rc = tq(t, "recording the pipeline's source",
-	            "UPDATE tidemark.progress SET source_system_id = $2, source_database = $3,"
-	            " source_address = $4 WHERE slot_name = $1 AND source_system_id IS NULL"
-	            " RETURNING slot_name", 4, p, &r);
+	            "UPDATE tidemark.progress n SET source_system_id = $2, source_database = $3,"
+	            " source_address = $4, source_database_oid = $5::oid"
+	            " FROM (SELECT source_system_id IS NULL AS new, source_database AS name"
+	            "  FROM tidemark.progress WHERE slot_name = $1) o"
+	            " WHERE n.slot_name = $1 AND (n.source_system_id IS NULL"
+	            "  OR n.source_database_oid IS NULL OR n.source_database <> $3)"
+	            " RETURNING o.new, o.name", 5, p, &r);
 
-	if (rc == TM_OK && PQntuples(r) == 1)
+	if (rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0)
 		log_info("target: pipeline \"%s\" is now recorded as replicating database \"%s\" of "
 		         "server %s (%s): other sources are refused", slot, ps->database,
 		         ps->system_id, ps->address);
+	else if (rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), ps->database) != 0)
+		log_info("target: source database \"%s\" of pipeline \"%s\" is now named \"%s\" (the "
+		         "same database, renamed): recorded", PQgetvalue(r, 0, 1), slot, ps->database);
+	PQclear(r);
+	return rc;
+}
+
+/* A pipeline recorded without its database's oid (by an older tidemark),
+ * whose database now has another name: the same database when the
+ * pipeline's slot is in it (a slot belongs to its database's oid). */
+static int
+oid_from_slot(PGconn *src, const char *slot, pipeline_info *info, const pipeline_source *ps)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	int rc;
+
+	if (!info->recorded || info->source.database_oid != NULL ||
+	    strcmp(info->source.system_id, ps->system_id) != 0 ||
+	    strcmp(info->source.database, ps->database) == 0)
+		return TM_OK;
+	rc = pgconn_exec(src, PGCONN_SOURCE, "reading the slot's database",
+	                 "SELECT datoid::text FROM pg_replication_slots WHERE slot_name = $1", 1, p, &r);
+	if (rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), ps->database_oid) == 0)
+		info->source.database_oid = xstrdup(ps->database_oid);
 	PQclear(r);
 	return rc;
 }
@@ -176,8 +226,10 @@ pipeline_check(pipeline_target t, const char *slot, PGconn *src, const char *src
 	else
 		memset(&info, 0, sizeof info);
 	if (rc == TM_OK)
+		rc = oid_from_slot(src, slot, &info, &ps);
+	if (rc == TM_OK)
 		rc = pipeline_check_source(slot, &info, &ps);
-	if (rc == TM_OK && record && info.exists && !info.recorded)
+	if (rc == TM_OK && record && info.exists)
 		rc = record_source(t, slot, &ps);
 	pipeline_info_clear(&info);
 	pipeline_source_clear(&ps);

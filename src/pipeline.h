@@ -24,6 +24,8 @@ typedef struct pipeline_source {
 	char *system_id; /* pg_control_system().system_identifier: a promoted
 	                  * physical standby has its primary's */
 	char *database;
+	char *database_oid; /* its oid as text; NULL when not known (recorded by
+	                  * an older tidemark): the name decides then */
 	char *address;   /* host, port, database and user of the connection
 	                  * string: for messages, never a password */
 } pipeline_source;

@@ -7,7 +7,8 @@
  * client). A setup that would merge them (same slot, another source; same
  * target names) is refused with exit 3 and nothing changed on either side;
  * run, status, verify and teardown refuse another source likewise; one
- * pipeline's teardown leaves the other running.
+ * pipeline's teardown leaves the other running. A source database
+ * renamed is the same source.
  */
 #include <jansson.h>
 #include <setjmp.h>
@@ -289,12 +290,55 @@ test_another_server_refused(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * The source database renamed (ALTER DATABASE ... RENAME TO): the same
+ * database (its oid, and the slot in it), so the pipeline goes on under the
+ * new name and records it; a database created under the old name is
+ * another one, refused.
+ */
+static void
+test_source_database_renamed(void **state)
+{
+	tm_env *e = tm_env_new("dbrename");
+	PGconn *admin;
+	char *out = NULL, *old_src;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE public.t (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO public.t VALUES (1, 'before')");
+	tm_setup_table(e, "public.t");
+	tm_catch_up(e, 120);
+	PQfinish(e->s);
+	admin = pgtest_connect(e->src_cluster);
+	pgtest_exec(admin, "ALTER DATABASE src_dbrename RENAME TO src_dbrenamed");
+	pgtest_exec(admin, "CREATE DATABASE src_dbrename");
+	old_src = e->src;
+	e->src = pgtest_conninfo_db(e->src_cluster, "src_dbrenamed");
+	e->s = pgtest_connect_str(e->src);
+	pgtest_exec(e->s, "INSERT INTO public.t VALUES (2, 'after the rename')");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.t", e->t, "public.t", "id, v");
+	assert_value(e->t, "src_dbrenamed", "SELECT source_database FROM tidemark.progress");
+	/* the old name is another database now */
+	free(e->src);
+	e->src = old_src;
+	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 3);
+	tm_assert_has(out, "but this --source is database \"src_dbrename\"");
+	free(out);
+	e->src = pgtest_conninfo_db(e->src_cluster, "src_dbrenamed");
+	free(old_src);
+	pgtest_exec(admin, "DROP DATABASE src_dbrename");
+	PQfinish(admin);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_sources_side_by_side),
 		cmocka_unit_test(test_another_server_refused),
+		cmocka_unit_test(test_source_database_renamed),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
