@@ -379,6 +379,8 @@ pipeline_check_setup(PGconn *target, PGconn *src, const char *slot,
 
 	memset(merged, 0, sizeof *merged);
 	if (rc == TM_OK)
+		rc = oid_from_slot(src, slot, &info, ps);
+	if (rc == TM_OK)
 		rc = pipeline_check_source(slot, &info, ps);
 	if (rc == TM_OK) {
 		*merged = info.map;
