@@ -409,6 +409,55 @@ test_generated_columns(void **state)
 	tm_env_free(e);
 }
 
+/* ---- NOT NULL NOT VALID (PostgreSQL 18) ---- */
+
+/*
+ * A NOT NULL constraint added NOT VALID leaves the rows already there
+ * unchecked, NULLs among them: the target column is not NOT NULL (the copy
+ * of such a row went in), nor a key, until VALIDATE CONSTRAINT, after which
+ * it is.
+ */
+static void
+test_not_null_not_valid(void **state)
+{
+	tm_env *e;
+	pgtest_proc *run;
+
+	(void) state;
+	e = tm_env_new("nnnotvalid");
+	if (PQserverVersion(e->s) < 180000) { /* PGBIN of a newer server only */
+		tm_env_free(e);
+		return;
+	}
+	pgtest_exec(e->s, "CREATE TABLE nv (id int PRIMARY KEY, v text, code int);"
+	                  "INSERT INTO nv SELECT g, CASE WHEN g %% 3 = 0 THEN NULL ELSE 'v' END,"
+	                  " CASE WHEN g %% 5 = 0 THEN NULL ELSE g END FROM generate_series(1, 30) g;"
+	                  "ALTER TABLE nv ADD CONSTRAINT v_nn NOT NULL v NOT VALID;"
+	                  "CREATE TABLE nk (code int, v text); CREATE UNIQUE INDEX ON nk (code);"
+	                  "ALTER TABLE nk REPLICA IDENTITY FULL;"
+	                  "INSERT INTO nk VALUES (1, 'a'), (NULL, 'b'), (NULL, 'c');"
+	                  "ALTER TABLE nk ADD CONSTRAINT code_nn NOT NULL code NOT VALID");
+	tm_setup_table(e, "nv");
+	tm_setup_table(e, "nk");
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "UPDATE nv SET code = NULL WHERE id = 1; UPDATE nk SET v = 'a2' WHERE code = 1;"
+	                  " DELETE FROM nk WHERE v = 'c'");
+	tm_stop_and_catch_up(e, run, 120);
+	assert_same_rows(e, "nv", "id, v, code");
+	assert_same_rows(e, "nk", "code, v");
+	assert_value(e->t, "SELECT attnotnull FROM pg_attribute WHERE attrelid = 'nv'::regclass"
+	                   " AND attname = 'v'", "f");
+	assert_value(e->t, "SELECT key_columns::text FROM tidemark.tables WHERE source_table = 'nk'",
+	             "{}");
+	pgtest_exec(e->s, "UPDATE nv SET v = 'filled' WHERE v IS NULL;"
+	                  "ALTER TABLE nv VALIDATE CONSTRAINT v_nn; INSERT INTO nv VALUES (100, 'x', 1)");
+	tm_catch_up(e, 120);
+	assert_same_rows(e, "nv", "id, v, code");
+	assert_value(e->t, "SELECT attnotnull FROM pg_attribute WHERE attrelid = 'nv'::regclass"
+	                   " AND attname = 'v'", "t");
+	tm_env_free(e);
+}
+
 /* ---- a long target DDL ---- */
 
 /* The target DDL of a schema change waits (here for a lock; a rewrite of a
@@ -642,6 +691,7 @@ main(void)
 		cmocka_unit_test(test_collated_keys_in_chunks),
 		cmocka_unit_test(test_alter_type_followed),
 		cmocka_unit_test(test_generated_columns),
+		cmocka_unit_test(test_not_null_not_valid),
 		cmocka_unit_test(test_fallback_to_text_is_visible),
 		cmocka_unit_test(test_long_target_ddl_keeps_the_stream),
 		cmocka_unit_test(test_latin1_source),
