@@ -636,12 +636,14 @@ warn_unpublished(run_state *st)
 		if (tables[i].source_relid != 0 && strcmp(tables[i].state, "dropped") != 0)
 			relids[m++] = tables[i].source_relid;
 	if (rc == TM_OK && m > 0)
-		rc = source_query_unpublished(st->control, st->opts->publication, relids, m, &names);
+		rc = source_query_unpublished(st->control, st->opts->publication, relids, m, false,
+		                              &names);
 	for (int i = 0; names != NULL && names[i] != NULL; i++) {
 		log_warn("source: table %s is replicated, but publication \"%s\" no longer publishes it "
-		         "(ALTER PUBLICATION ... DROP TABLE?): its changes are not sent, and its target "
-		         "table falls behind. Fix: ALTER PUBLICATION \"%s\" ADD TABLE ONLY %s; then "
-		         "`tidemark snapshot %s`", names[i], st->opts->publication,
+		         "(dropped from it, or put in the EXCEPT list of a FOR ALL TABLES one): its "
+		         "changes are not sent, and its target table falls behind. Fix: ALTER "
+		         "PUBLICATION \"%s\" ADD TABLE ONLY %s; (or take it out of the EXCEPT list), "
+		         "then `tidemark snapshot %s`", names[i], st->opts->publication,
 		         st->opts->publication, names[i], names[i]);
 		free(names[i]);
 	}

@@ -748,6 +748,33 @@ prepare_target(const cli_options *o, PGconn *src, const setup_tables *t,
 	return rc;
 }
 
+/* Every table of this setup can be in the publication: one given by
+ * --publication may leave some out for good (FOR ALL TABLES EXCEPT, from
+ * PostgreSQL 19), whose changes would never be sent. A table not in it
+ * yet that ensure_publication adds is not said: only a FOR ALL TABLES
+ * publication leaves any out after that. */
+static int
+check_published(PGconn *src, const char *publication, const setup_tables *t)
+{
+	uint32_t *relids = xcalloc((size_t) t->n + 1, sizeof *relids);
+	char **names = NULL;
+	int rc;
+
+	for (int i = 0; i < t->n; i++)
+		relids[i] = t->defs[i]->relid;
+	rc = t->n > 0 ? source_query_unpublished(src, publication, relids, t->n, true, &names) : TM_OK;
+	for (int i = 0; names != NULL && names[i] != NULL; i++) {
+		log_error("source: publication \"%s\" does not publish table %s (FOR ALL TABLES EXCEPT "
+		          "it?), so its changes would not be sent. Fix: publish it (ALTER PUBLICATION "
+		          "\"%s\" SET ALL TABLES without it in EXCEPT), or give tidemark a publication "
+		          "of its own (leave --publication out)", publication, names[i], publication);
+		rc = TM_EXIT_CONFIG;
+	}
+	strings_free(names);
+	free(relids);
+	return rc;
+}
+
 /* What a failed setup had done already: said exactly, so that nobody
  * believes nothing changed (running setup again after the fix goes on
  * from there: every step is idempotent). */
@@ -837,6 +864,10 @@ cmd_setup(const cli_options *o)
 		rc = check_policies(&tables, &policies);
 	if (rc == TM_OK)
 		rc = check_modes(&tables, &modes, o->metadata_columns);
+	/* a publication of the user's that exists already (one setup makes
+	 * publishes every table it adds) */
+	if (rc == TM_OK)
+		rc = check_published(src, o->publication, &tables);
 	if (rc == TM_OK)
 		rc = source_query_capture_key(src, &key_hex);
 	if (rc == TM_OK)

@@ -347,6 +347,9 @@ publication_exists(PGconn *conn, const char *publication, bool *exists)
 	return rc;
 }
 
+/* Does the publication publish the table (name) or the schema (name NULL)
+ * already? A FOR ALL TABLES publication publishes all (but those in its
+ * EXCEPT list, which cannot be added to it: check_published says so). */
 static int
 publication_has(PGconn *conn, const char *publication, const char *schema, const char *name,
                 bool *has)
@@ -355,18 +358,17 @@ publication_has(PGconn *conn, const char *publication, const char *schema, const
 	PGresult *r;
 	int rc = name != NULL
 		? query(conn, "reading the publication's tables",
-		        "SELECT 1 FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid"
-		        " JOIN pg_class c ON c.oid = pr.prrelid"
-		        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+		        "SELECT p.puballtables OR " SOURCE_QUERY_PUBLISHES("p", "c")
+		        " FROM pg_publication p, pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
 		        " WHERE p.pubname = $1 AND n.nspname = $2 AND c.relname = $3", 3, params, &r)
 		: query(conn, "reading the publication's schemas",
-		        "SELECT 1 FROM pg_publication_namespace pn"
-		        " JOIN pg_publication p ON p.oid = pn.pnpubid"
-		        " JOIN pg_namespace n ON n.oid = pn.pnnspid"
-		        " WHERE p.pubname = $1 AND n.nspname = $2", 2, params, &r);
+		        "SELECT p.puballtables OR EXISTS (SELECT FROM pg_publication_namespace pn"
+		        "   JOIN pg_namespace n ON n.oid = pn.pnnspid"
+		        "   WHERE pn.pnpubid = p.oid AND n.nspname = $2)"
+		        " FROM pg_publication p WHERE p.pubname = $1", 2, params, &r);
 
 	if (rc == TM_OK) {
-		*has = PQntuples(r) > 0;
+		*has = PQntuples(r) > 0 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 		PQclear(r);
 	}
 	return rc;
@@ -527,13 +529,10 @@ source_query_publish_joining(PGconn *conn, const char *publication, const tabled
 	 * what becomes of it) */
 	snprintf(oid, sizeof oid, "%u", def->relid);
 	rc = query(conn, "reading whether the publication publishes the table",
-	           "SELECT c.oid IS NULL OR c.relispartition OR p.puballtables"
+	           "SELECT c.oid IS NULL OR c.relispartition"
 	           "  OR ($3::text IS NOT NULL AND c.relnamespace IS DISTINCT FROM"
 	           "   to_regnamespace(quote_ident($3::text)))"
-	           "  OR EXISTS (SELECT FROM pg_publication_rel pr WHERE pr.prpubid = p.oid"
-	           "   AND pr.prrelid = c.oid)"
-	           "  OR EXISTS (SELECT FROM pg_publication_namespace pn WHERE pn.pnpubid = p.oid"
-	           "   AND pn.pnnspid = c.relnamespace),"
+	           "  OR " SOURCE_QUERY_PUBLISHES("p", "c") ","
 	           " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
 	           " FROM pg_publication p LEFT JOIN pg_class c ON c.oid = $2::oid"
 	           " WHERE p.pubname = $1", 3, params, &r);

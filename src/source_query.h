@@ -62,11 +62,29 @@ int source_query_check_via_root(PGconn *conn, const char *publication);
  * action (insert, update, delete, truncate), publishes generated columns,
  * or has a table with a row filter or a column list. */
 int source_query_check_whole(PGconn *conn, const char *publication);
+/*
+ * SQL: does publication p (a row of pg_publication) publish table c (a row
+ * of pg_class, not a partition) itself: FOR ALL TABLES unless the table is
+ * in its EXCEPT list (PostgreSQL 19: pg_publication_rel.prexcept, read
+ * through the row's JSON so that older servers parse it), by name, or
+ * through its schema.
+ */
+#define SOURCE_QUERY_PUBLISHES(p, c)                                                        \
+	"(((" p ".puballtables) AND NOT EXISTS (SELECT FROM pg_publication_rel x"              \
+	"   WHERE x.prpubid = " p ".oid AND x.prrelid = " c ".oid"                              \
+	"   AND coalesce((to_jsonb(x) ->> 'prexcept')::boolean, false)))"                       \
+	" OR EXISTS (SELECT FROM pg_publication_rel x WHERE x.prpubid = " p ".oid"             \
+	"   AND x.prrelid = " c ".oid AND NOT coalesce((to_jsonb(x) ->> 'prexcept')::boolean,"   \
+	"   false))"                                                                            \
+	" OR EXISTS (SELECT FROM pg_publication_namespace x WHERE x.pnpubid = " p ".oid"       \
+	"   AND x.pnnspid = " c ".relnamespace))"
+
 /* Which of the tables (by oid; those gone are left out) the publication
- * does not publish: *out a new NULL-terminated array of new "schema.name"
- * strings (quoted as SQL needs). */
+ * does not publish (excepted_only: only when it is FOR ALL TABLES, whose
+ * EXCEPT list leaves them out): *out a new NULL-terminated array of new
+ * "schema.name" strings (quoted as SQL needs). */
 int source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *relids, int n,
-                             char ***out);
+                             bool excepted_only, char ***out);
 
 /* A table's replica identity (pg_class.relreplident: d, n, f, i) and
  * whether it has a key tidemark can match rows by; *replident is 0 when

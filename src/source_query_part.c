@@ -226,10 +226,10 @@ source_query_check_whole(PGconn *conn, const char *publication)
 
 int
 source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *relids, int n,
-                         char ***out)
+                         bool excepted_only, char ***out)
 {
 	strbuf arr = STRBUF_INIT;
-	const char *p[2] = {publication, NULL};
+	const char *p[3] = {publication, NULL, excepted_only ? "t" : "f"};
 	PGresult *r = NULL;
 	int rc;
 
@@ -243,12 +243,9 @@ source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *
 	                 " FROM pg_publication p, unnest($2::oid[]) u (relid)"
 	                 " JOIN pg_class c ON c.oid = u.relid"
 	                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
-	                 " WHERE p.pubname = $1 AND NOT p.puballtables AND NOT c.relispartition"
-	                 " AND NOT EXISTS (SELECT FROM pg_publication_rel pr WHERE pr.prpubid = p.oid"
-	                 "   AND pr.prrelid = c.oid)"
-	                 " AND NOT EXISTS (SELECT FROM pg_publication_namespace pn"
-	                 "   WHERE pn.pnpubid = p.oid AND pn.pnnspid = c.relnamespace)"
-	                 " ORDER BY 1", 2, p, &r);
+	                 " WHERE p.pubname = $1 AND NOT c.relispartition"
+	                 " AND (p.puballtables OR NOT $3::boolean)"
+	                 " AND NOT " SOURCE_QUERY_PUBLISHES("p", "c") " ORDER BY 1", 3, p, &r);
 	strbuf_free(&arr);
 	*out = NULL;
 	if (rc != TM_OK)
