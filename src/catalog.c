@@ -438,6 +438,8 @@ catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_f
 		rc = create_target_table(s, tschema, t);
 	if (rc == TM_OK)
 		rc = insert_table_row(s, slot, t, valid_from, added);
+	if (rc == TM_OK && *added)
+		rc = catalog_vacate_name(s, slot, t->schema, t->name, t->schema, t->name);
 	/* its metadata columns (a pipeline's tables all have them or none) */
 	if (rc == TM_OK && *added)
 		rc = shape_sync_named(s, slot, def->schema, def->name);
@@ -711,11 +713,32 @@ catalog_dropped_named(sink *s, const char *slot, const char *schema, const char 
 	PGresult *r = NULL;
 	int rc = sink_query(s, "looking for a dropped table of the name",
 	                    "SELECT EXISTS (SELECT FROM tidemark.tables WHERE slot_name = $1"
-	                    " AND source_schema = $2 AND source_table = $3 AND state = 'dropped')",
+	                    " AND source_schema = $2 AND source_table = $3 AND state = 'dropped')"
+	                    " OR EXISTS (SELECT FROM tidemark.vacated_names WHERE slot_name = $1"
+	                    " AND source_schema = $2 AND source_table = $3)",
 	                    3, p, &r);
 
 	*was = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 	PQclear(r);
+	return rc;
+}
+
+int
+catalog_vacate_name(sink *s, const char *slot, const char *old_schema, const char *old_name,
+                    const char *schema, const char *name)
+{
+	const char *left[] = {slot, old_schema, old_name};
+	const char *held[] = {slot, schema, name};
+	int rc = TM_OK;
+
+	if (strcmp(old_schema, schema) != 0 || strcmp(old_name, name) != 0)
+		rc = sink_command(s, "noting the name a table left",
+		                  "INSERT INTO tidemark.vacated_names (slot_name, source_schema,"
+		                  " source_table) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, left);
+	if (rc == TM_OK)
+		rc = sink_command(s, "forgetting a name held again",
+		                  "DELETE FROM tidemark.vacated_names WHERE slot_name = $1"
+		                  " AND source_schema = $2 AND source_table = $3", 3, held);
 	return rc;
 }
 

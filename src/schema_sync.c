@@ -349,6 +349,9 @@ record_version(schema_sync *ss, const catalog_table *t, const tabledef *now,
 	                  "   source_relid = $7::oid FROM k WHERE table_id = $1::int RETURNING table_id)"
 	                  " INSERT INTO tidemark.schema_versions (table_id, version, valid_from_lsn, columns)"
 	                  " SELECT table_id, $8::int, $9::pg_lsn, $10::jsonb FROM t", 10, p);
+	if (rc == TM_OK)
+		rc = catalog_vacate_name(ss->sink, ss->cfg.slot, t->source_schema, t->source_table,
+		                         now->schema, now->name);
 	json_decref(cols);
 	free(cols_text);
 	free(keys);
@@ -841,7 +844,7 @@ publish_joining(schema_sync *ss, const tabledef *def, sync_note *note)
 		         def->schema, def->name);
 		schema_sync_note_list(&note->actions, "schema added back to the publication");
 	} else if (rc == TM_OK && added) {
-		log_warn("table %s.%s takes the place of the replicated table of that name, dropped: "
+		log_warn("table %s.%s takes the name of a replicated table (dropped, or renamed away): "
 		         "added to the publication by name, and copied", def->schema, def->name);
 		schema_sync_note_list(&note->actions, "added to the publication by name");
 	}
@@ -907,8 +910,9 @@ new_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_lsn
 
 	if (rc == TM_OK && excluded)
 		schema_sync_note_list(&note->actions, "table excluded (setup --exclude-table): not replicated");
-	/* the name of a table the pipeline replicated (--table), dropped: the
-	 * new one takes its place (a table rebuilt and swapped in by rename) */
+	/* the name of a table the pipeline replicated (--table), dropped or
+	 * renamed away: the new one takes its place (a table rebuilt and
+	 * swapped in by rename) */
 	if (rc == TM_OK && !replicated && !excluded)
 		rc = catalog_dropped_named(ss->sink, ss->cfg.slot, et->def->schema, et->def->name,
 		                           &replicated);

@@ -546,8 +546,8 @@ source_query_publish_joining(PGconn *conn, const char *publication, const tabled
 	if (published)
 		return rc;
 	if (!by_schema) {
-		rc = source_query_publish_table(conn, publication, def->relid, "was created under the "
-		                                "name of a replicated table, dropped; it is not in",
+		rc = source_query_publish_table(conn, publication, def->relid, "took the name of a "
+		                                "replicated table (dropped, or renamed away); it is not in",
 		                                &found);
 		*added = rc == TM_OK && found == SOURCE_PUBLISH_ADDED;
 		return rc;

@@ -300,10 +300,12 @@ test_schema_dropped_and_created_again(void **state)
  * A table given by --table, rebuilt and swapped in under its name (CREATE
  * TABLE t_new, fill it, DROP TABLE t, ALTER TABLE t_new RENAME TO t, in one
  * transaction while the application writes after it), then dropped and
- * created again plainly. DROP TABLE takes a table out of its publication,
- * and the new one was never in it: each new table takes the place of the
- * dropped one, is added to the publication by name and copied; the old
- * ones are kept aside on the target.
+ * created again plainly, then swapped the other way (t renamed away to
+ * t_old first, dropped later). DROP TABLE takes a table out of its
+ * publication, and the new one was never in it: each new table takes the
+ * name's place, is added to the publication by name and copied; the old
+ * ones are kept aside on the target, and one renamed away is followed
+ * until it is dropped.
  */
 static void
 test_table_swapped_in_by_name(void **state)
@@ -339,6 +341,20 @@ test_table_swapped_in_by_name(void **state)
 	pgtest_exec(e->s, "UPDATE public.accounts SET owner = 'last' WHERE id = 2");
 	tm_catch_up(e, 120);
 	tm_assert_rows_equal(e->s, "public.accounts", e->t, "public.accounts", "id, owner");
+	/* the other swap: the old table renamed away first, dropped later */
+	pgtest_exec(e->s, "BEGIN; CREATE TABLE public.accounts_new (id int PRIMARY KEY, owner text,"
+	                  " since date); INSERT INTO public.accounts_new SELECT id, owner, '2024-01-01'"
+	                  " FROM public.accounts; ALTER TABLE public.accounts RENAME TO accounts_old;"
+	                  " ALTER TABLE public.accounts_new RENAME TO accounts; COMMIT;"
+	                  "INSERT INTO public.accounts VALUES (3, 'c', '2024-02-01');"
+	                  "INSERT INTO public.accounts_old VALUES (9, 'late write to the old one')");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.accounts", e->t, "public.accounts", "id, owner, since");
+	tm_assert_rows_equal(e->s, "public.accounts_old", e->t, "public.accounts_old", "id, owner");
+	pgtest_exec(e->s, "DROP TABLE public.accounts_old; UPDATE public.accounts SET owner = 'x'"
+	                  " WHERE id = 1");
+	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.accounts", e->t, "public.accounts", "id, owner, since");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class"
 	                                         " WHERE relname LIKE 'accounts (dropped%%'"), 2);
 	/* the table the pipeline never named stays out */
