@@ -884,7 +884,7 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	if (rc == TM_OK && *added)
 		rc = publish_joining(ss, def, note);
 	if (rc == TM_OK && *added) {
-		log_info("new table %s.%s in replicated schema: created on the target, to be copied%s",
+		log_info("new table %s.%s: created on the target, to be copied%s",
 		         def->schema, def->name,
 		         tabledef_nkeys(def) == 0 ? " (no key: REPLICA IDENTITY FULL, rows matched "
 		                                    "by all their columns)" : "");
@@ -898,7 +898,7 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 }
 
 /* A table created (or moved) into a replicated schema, or under the name
- * of a table the pipeline replicated and that was dropped: it joins at the
+ * of a table the pipeline replicated, dropped or renamed away: it joins at the
  * commit of its transaction (schema_sync_join.c). */
 static int
 new_table(schema_sync *ss, const ddl_event *e, const ddl_event_table *et, tm_lsn pos,
