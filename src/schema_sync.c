@@ -825,19 +825,19 @@ schema_sync_note_table(sync_note *note, const char *schema, const char *name)
 /* A table that joins must be published: a schema dropped and created
  * again is in no publication until added back, and a table created again
  * under the name of one the pipeline replicated by name is not in it. The
- * table is copied after that, so its changes from before are in the copy. */
+ * table is copied after that, so its changes from before are in the copy.
+ * *by_schema_out: it joins as a table of a replicated schema. */
 static int
-publish_joining(schema_sync *ss, const tabledef *def, sync_note *note)
+publish_joining(schema_sync *ss, const tabledef *def, sync_note *note, bool *by_schema_out)
 {
 	bool by_schema = false, excluded = false, added = false;
-	int rc;
+	int rc = catalog_schema_covers(ss->sink, ss->cfg.slot, def->schema, def->name, &by_schema,
+	                               &excluded);
 
-	if (ss->cfg.source.publish_joining == NULL)
-		return TM_OK;
-	rc = catalog_schema_covers(ss->sink, ss->cfg.slot, def->schema, def->name, &by_schema,
-	                           &excluded);
-	if (rc == TM_OK)
-		rc = ss->cfg.source.publish_joining(ss->cfg.source.ctx, def, by_schema, &added);
+	*by_schema_out = by_schema;
+	if (rc != TM_OK || ss->cfg.source.publish_joining == NULL)
+		return rc;
+	rc = ss->cfg.source.publish_joining(ss->cfg.source.ctx, def, by_schema, &added);
 	if (rc == TM_OK && added && by_schema) {
 		log_warn("schema %s was no longer in the publication (dropped and created again?): "
 		         "added back, so that its tables are published; %s.%s is copied", def->schema,
@@ -855,7 +855,7 @@ int
 schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_note *note,
                       schema_sync_result *res, bool *added)
 {
-	bool values_added = false;
+	bool values_added = false, by_schema = true;
 	int rc;
 
 	*added = false;
@@ -882,10 +882,11 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	/* values added to an enum: later source transactions may use them */
 	res->commit_after |= values_added;
 	if (rc == TM_OK && *added)
-		rc = publish_joining(ss, def, note);
+		rc = publish_joining(ss, def, note, &by_schema);
 	if (rc == TM_OK && *added) {
-		log_info("new table %s.%s: created on the target, to be copied%s",
+		log_info("new table %s.%s %s: created on the target, to be copied%s",
 		         def->schema, def->name,
+		         by_schema ? "in replicated schema" : "under a replicated table's name",
 		         tabledef_nkeys(def) == 0 ? " (no key: REPLICA IDENTITY FULL, rows matched "
 		                                    "by all their columns)" : "");
 		schema_sync_note_list(&note->actions, "created the table on the target; its rows are copied");
