@@ -156,14 +156,22 @@ read_existing(sink *s, const char *tschema, const char *name, const char *keys, 
 
 	return sink_query(
 		s, "reading the target table that exists already",
-		"WITH rel AS (SELECT format('%I.%I', $1::text, $2::text)::regclass AS oid)"
+		"WITH rel AS (SELECT format('%I.%I', $1::text, $2::text)::regclass AS oid),"
+		" idx AS (SELECT i.*, ARRAY(SELECT k.attname::text FROM pg_attribute k"
+		"     WHERE k.attrelid = i.indrelid"
+		"     AND k.attnum = ANY ((i.indkey::int2[])[0:i.indnkeyatts - 1]) ORDER BY 1)"
+		"   = ARRAY(SELECT jsonb_array_elements_text($3::jsonb) ORDER BY 1) AS on_key"
+		"   FROM pg_index i, rel WHERE i.indrelid = rel.oid AND i.indisunique)"
 		" SELECT a.attname, format_type(a.atttypid, a.atttypmod),"
 		"  a.attnotnull AND NOT a.atthasdef AND a.attidentity = '' AND a.attgenerated = '',"
-		"  EXISTS (SELECT FROM pg_index i WHERE i.indrelid = rel.oid AND i.indisunique"
-		"   AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL"
-		"   AND ARRAY(SELECT k.attname::text FROM pg_attribute k WHERE k.attrelid = rel.oid"
-		"     AND k.attnum = ANY ((i.indkey::int2[])[0:i.indnkeyatts - 1]) ORDER BY 1)"
-		"   = ARRAY(SELECT jsonb_array_elements_text($3::jsonb) ORDER BY 1))"
+		"  EXISTS (SELECT FROM idx WHERE idx.on_key AND idx.indimmediate AND idx.indisvalid"
+		"   AND idx.indpred IS NULL AND idx.indexprs IS NULL),"
+		"  a.attidentity = 'a',"
+		"  (SELECT string_agg(quote_ident(c.relname), ', ' ORDER BY c.relname) FROM idx"
+		"   JOIN pg_class c ON c.oid = idx.indexrelid WHERE NOT idx.on_key),"
+		"  (SELECT string_agg(quote_ident(f.conname), ', ' ORDER BY f.conname)"
+		"   FROM pg_constraint f WHERE f.contype = 'f'"
+		"   AND (f.conrelid = rel.oid OR f.confrelid = rel.oid))"
 		" FROM rel JOIN pg_attribute a ON a.attrelid = rel.oid"
 		" WHERE a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", 3, p, r);
 }
@@ -183,7 +191,7 @@ check_existing(sink *s, const char *tschema, const tabledef *def)
 	strbuf why = STRBUF_INIT, differ = STRBUF_INIT;
 	int rc = read_existing(s, tschema, def->name, keys, &r);
 	target_fit_column *cols = NULL;
-	target_fit_table t = {NULL, 0, false};
+	target_fit_table t = {NULL, 0, false, NULL, NULL};
 
 	if (rc == TM_OK) {
 		t.ncols = PQntuples(r);
@@ -192,9 +200,12 @@ check_existing(sink *s, const char *tschema, const tabledef *def)
 			cols[i].name = PQgetvalue(r, i, 0);
 			cols[i].type = PQgetvalue(r, i, 1);
 			cols[i].required = strcmp(PQgetvalue(r, i, 2), "t") == 0;
+			cols[i].identity_always = strcmp(PQgetvalue(r, i, 4), "t") == 0;
 		}
 		t.cols = cols;
 		t.key_index = t.ncols > 0 && strcmp(PQgetvalue(r, 0, 3), "t") == 0;
+		t.other_unique = t.ncols > 0 ? PQgetvalue(r, 0, 5) : NULL;
+		t.foreign_keys = t.ncols > 0 ? PQgetvalue(r, 0, 6) : NULL;
 	}
 	if (rc == TM_OK && !target_fit_check(def, &t, &why, &differ)) {
 		log_error("target: table %s.%s exists already on the target, and tidemark cannot "
