@@ -147,8 +147,8 @@ check_excluded(PGconn *src, const char *schema, const char *name, int *bad)
 		log_error("source: %s.%s is excluded but stays in the publication of schema %s, and "
 		          "without a primary key or replica identity PostgreSQL would then refuse its "
 		          "UPDATE and DELETE. Fix: ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY FULL; (it "
-		          "stays excluded), or give it a primary key that is not DEFERRABLE", schema, name, schema, schema,
-		          name);
+		          "stays excluded), or give it a primary key that is not DEFERRABLE", schema, name,
+		          schema, schema, name);
 		(*bad)++;
 	}
 	return rc;

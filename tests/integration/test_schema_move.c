@@ -286,7 +286,8 @@ test_schema_dropped_and_created_again(void **state)
 	free(out);
 	/* a table created and dropped again since: nothing more to publish */
 	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" ADD TABLES IN SCHEMA stg;"
-	                  "UPDATE stg.load SET v = 'after the fix'; INSERT INTO stg.load VALUES (2, 'two');"
+	                  "UPDATE stg.load SET v = 'after the fix';"
+	                  "INSERT INTO stg.load VALUES (2, 'two');"
 	                  "CREATE TABLE stg.brief (id int PRIMARY KEY); DROP TABLE stg.brief",
 	            e->slot);
 	assert_int_equal(pgtest_run_tidemark(argv, 120, &out), 0);
@@ -410,7 +411,8 @@ test_all_tables_publication(void **state)
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE public.a (id int PRIMARY KEY, v text);"
-	                  "CREATE TABLE public.b (id int PRIMARY KEY); INSERT INTO public.a VALUES (1, 'x');"
+	                  "CREATE TABLE public.b (id int PRIMARY KEY);"
+	                  "INSERT INTO public.a VALUES (1, 'x');"
 	                  "CREATE PUBLICATION \"%s\" FOR ALL TABLES", e->slot);
 	assert_int_equal(tm_run(e, 60, &out, "setup", "--table", "public.a", NULL), 0);
 	free(out);
