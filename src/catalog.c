@@ -145,8 +145,6 @@ add_generated(sink *s, const char *tschema, tabledef *def, tabledef_column *c)
 	return rc;
 }
 
-/* The target table, when it is new: every column but the generated ones,
- * then those, one by one. */
 /* The existing target table's columns, and whether it has a unique index
  * on exactly the key columns (keys: their names as a JSON array). */
 static int
@@ -227,6 +225,8 @@ check_existing(sink *s, const char *tschema, const tabledef *def)
 	return rc;
 }
 
+/* The target table, when it is new: every column but the generated ones,
+ * then those, one by one. */
 static int
 create_target_table(sink *s, const char *tschema, tabledef *def)
 {

@@ -168,9 +168,6 @@ int catalog_quarantine(sink *s, const char *slot, int table_id, const char *sour
                        tm_lsn position, const char *change, const char *key_json,
                        const char *row_json, const char *reason);
 
-/* Does a --schema of this replication cover table schema.name (a table
- * of a replicated schema that is not excluded)? *excluded: it was left
- * out with setup --exclude-table. */
 /* Did the pipeline replicate a table of this name that was dropped, or
  * that left the name by a rename? (A table created under the name, or
  * renamed to it, takes its place.) */
@@ -181,6 +178,9 @@ int catalog_dropped_named(sink *s, const char *slot, const char *schema, const c
  * (also called with the same names for a table that joins). */
 int catalog_vacate_name(sink *s, const char *slot, const char *old_schema, const char *old_name,
                         const char *schema, const char *name);
+/* Does a --schema of this replication cover table schema.name (a table
+ * of a replicated schema that is not excluded)? *excluded: it was left
+ * out with setup --exclude-table. */
 int catalog_schema_covers(sink *s, const char *slot, const char *schema, const char *name,
                           bool *covered, bool *excluded);
 /* Leaves schema.name out of the replication's schemas (setup

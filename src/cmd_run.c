@@ -615,10 +615,6 @@ catalog_upgrade(run_state *st)
 }
 
 
-/* At a session's start: the key order of the tables whose order is not
- * known (registered before it was recorded: migrations/target/
- * 005_target_types.sql); and, once per run, the tables registered for an
- * earlier slot, named. */
 /* Replicated tables the publication no longer publishes (ALTER
  * PUBLICATION ... DROP TABLE): their changes are not sent, so their target
  * tables fall behind. Said at the start of each run, with the fix. */
@@ -653,6 +649,10 @@ warn_unpublished(run_state *st)
 	return rc;
 }
 
+/* At a session's start: the key order of the tables whose order is not
+ * known (registered before it was recorded: migrations/target/
+ * 005_target_types.sql); and, once per run, the tables registered for an
+ * earlier slot, and those the publication no longer publishes, named. */
 static int
 catalog_at_start(run_state *st)
 {
