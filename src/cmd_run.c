@@ -641,9 +641,8 @@ warn_unpublished(run_state *st)
 		         "PUBLICATION \"%s\" ADD TABLE ONLY %s; (or take it out of the EXCEPT list), "
 		         "then `tidemark snapshot %s`", names[i], st->opts->publication,
 		         st->opts->publication, names[i], names[i]);
-		free(names[i]);
 	}
-	free(names);
+	xstrings_free(names);
 	free(relids);
 	catalog_tables_free(tables, n);
 	return rc;

@@ -218,20 +218,9 @@ warn_foreign_partitions(PGconn *src, const cli_options *o, const setup_tables *t
 				         "partitioned table is replicated as its root, so its rows are not. "
 				         "Fix: add --table '%s.%s' (its partitions in every schema come with "
 				         "it)", f[j], f[j + 1], f[j + 2], f[j + 1], f[j + 2]);
-		for (int j = 0; f != NULL && f[j] != NULL; j++)
-			free(f[j]);
-		free(f);
+		xstrings_free(f);
 	}
 	return rc;
-}
-
-/* A NULL-terminated array of strings, and its strings (NULL: none). */
-static void
-strings_free(char **list)
-{
-	for (int i = 0; list != NULL && list[i] != NULL; i++)
-		free(list[i]);
-	free(list);
 }
 
 static int
@@ -269,8 +258,8 @@ collect_tables(PGconn *src, const cli_options *o, setup_tables *t)
 			log_warn("source: table %s.%s is UNLOGGED: its changes are not written to the WAL, "
 			         "so it is not replicated; it joins (and is copied) when it is made LOGGED",
 			         o->schemas[i], unlogged[j]);
-		strings_free(names);
-		strings_free(unlogged);
+		xstrings_free(names);
+		xstrings_free(unlogged);
 	}
 	if (rc == TM_OK && bad > 0) {
 		log_error("setup stopped: %d table(s) cannot be replicated as they are (see above)",
@@ -340,7 +329,7 @@ setup_names(PGconn *src, const cli_options *o, const setup_tables *t, char ***na
 		for (int j = 0; rc == TM_OK && list[j] != NULL; j++)
 			if (!is_excluded(t, o->schemas[i], list[j]))
 				names_push(names, n, o->schemas[i], list[j]);
-		strings_free(list);
+		xstrings_free(list);
 	}
 	return rc;
 }
@@ -770,7 +759,7 @@ check_published(PGconn *src, const char *publication, const setup_tables *t)
 		          "of its own (leave --publication out)", publication, names[i], publication);
 		rc = TM_EXIT_CONFIG;
 	}
-	strings_free(names);
+	xstrings_free(names);
 	free(relids);
 	return rc;
 }

@@ -21,6 +21,7 @@
 #include "exitcode.h"
 #include "log.h"
 #include "schema_sync_int.h"
+#include "xalloc.h"
 
 static bool
 text_differs(const char *a, const char *b)
@@ -186,9 +187,7 @@ catch_up_schema(schema_sync *ss, const char *schema, tm_lsn pos, int *nchanged)
 
 	for (int i = 0; rc == TM_OK && names[i] != NULL; i++)
 		rc = catch_up_new(ss, schema, names[i], pos, nchanged);
-	for (int i = 0; names != NULL && names[i] != NULL; i++)
-		free(names[i]);
-	free(names);
+	xstrings_free(names);
 	return rc;
 }
 

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "pgconn.h"
 #include "strbuf.h"
+#include "xalloc.h"
 
 #define SRC PGCONN_SOURCE
 
@@ -53,9 +54,7 @@ source_query_table_name(PGconn *conn, uint32_t relid, char **out)
 	                   " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::oid",
 	                   relid, &r);
 
-	*out = NULL;
-	if (rc == TM_OK && PQntuples(r) == 1 && (*out = strdup(PQgetvalue(r, 0, 0))) == NULL)
-		abort();
+	*out = rc == TM_OK && PQntuples(r) == 1 ? xstrdup(PQgetvalue(r, 0, 0)) : NULL;
 	PQclear(r);
 	return rc;
 }
@@ -88,12 +87,9 @@ source_query_foreign_partitions(PGconn *conn, const char *schema, char ***out)
 	*out = NULL;
 	if (rc != TM_OK)
 		return rc;
-	*out = calloc((size_t) PQntuples(r) * 3 + 1, sizeof(char *));
-	if (*out == NULL)
-		abort();
+	*out = xcalloc((size_t) PQntuples(r) * 3 + 1, sizeof(char *));
 	for (int i = 0; i < PQntuples(r) * 3; i++)
-		if (((*out)[i] = strdup(PQgetvalue(r, i / 3, i % 3))) == NULL)
-			abort();
+		(*out)[i] = xstrdup(PQgetvalue(r, i / 3, i % 3));
 	PQclear(r);
 	return TM_OK;
 }
@@ -250,12 +246,9 @@ source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *
 	*out = NULL;
 	if (rc != TM_OK)
 		return rc;
-	*out = calloc((size_t) PQntuples(r) + 1, sizeof(char *));
-	if (*out == NULL)
-		abort();
+	*out = xcalloc((size_t) PQntuples(r) + 1, sizeof(char *));
 	for (int i = 0; i < PQntuples(r); i++)
-		if (((*out)[i] = strdup(PQgetvalue(r, i, 0))) == NULL)
-			abort();
+		(*out)[i] = xstrdup(PQgetvalue(r, i, 0));
 	PQclear(r);
 	return TM_OK;
 }

@@ -37,3 +37,11 @@ xstrdup(const char *s)
 {
 	return s ? check(strdup(s), strlen(s) + 1) : NULL;
 }
+
+void
+xstrings_free(char **list)
+{
+	for (size_t i = 0; list != NULL && list[i] != NULL; i++)
+		free(list[i]);
+	free(list);
+}

@@ -15,5 +15,7 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t size);
 /* NULL gives NULL. */
 char *xstrdup(const char *s);
+/* Frees a NULL-terminated array of strings and its strings (NULL: none). */
+void xstrings_free(char **list);
 
 #endif
