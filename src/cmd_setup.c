@@ -343,8 +343,7 @@ check_not_the_source(PGconn *target, const char *conninfo, const pipeline_source
 	pipeline_source t;
 	int rc = pipeline_source_read(target, PGCONN_TARGET, conninfo, &t);
 
-	if (rc == TM_OK && strcmp(t.system_id, src_id->system_id) == 0 &&
-	    strcmp(t.database, src_id->database) == 0) {
+	if (rc == TM_OK && pipeline_source_same(&t, src_id)) {
 		log_error("--source and --target are the same database (%s, server %s): tidemark "
 		          "replicates into another database. Fix: CREATE DATABASE for the warehouse, "
 		          "on this server or another, and give it as --target", src_id->database,

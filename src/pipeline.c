@@ -135,22 +135,20 @@ pipeline_info_clear(pipeline_info *p)
 	memset(p, 0, sizeof *p);
 }
 
-/* The same database: by oid where both are known (a database keeps its
- * oid when renamed), else by name. */
-static bool
-same_database(const pipeline_source *recorded, const pipeline_source *src)
+bool
+pipeline_source_same(const pipeline_source *a, const pipeline_source *b)
 {
-	if (strcmp(recorded->system_id, src->system_id) != 0)
+	if (strcmp(a->system_id, b->system_id) != 0)
 		return false;
-	if (recorded->database_oid != NULL && src->database_oid != NULL)
-		return strcmp(recorded->database_oid, src->database_oid) == 0;
-	return strcmp(recorded->database, src->database) == 0;
+	if (a->database_oid != NULL && b->database_oid != NULL)
+		return strcmp(a->database_oid, b->database_oid) == 0;
+	return strcmp(a->database, b->database) == 0;
 }
 
 int
 pipeline_check_source(const char *slot, const pipeline_info *p, const pipeline_source *src)
 {
-	if (!p->exists || !p->recorded || same_database(&p->source, src))
+	if (!p->exists || !p->recorded || pipeline_source_same(&p->source, src))
 		return TM_OK;
 	log_error("target: pipeline \"%s\" here replicates database \"%s\" of the PostgreSQL server "
 	          "with system identifier %s (set up from %s), but this --source is database \"%s\" "

@@ -50,6 +50,9 @@ typedef struct pipeline_target {
 int pipeline_source_read(PGconn *conn, pgconn_side side, const char *conninfo,
                          pipeline_source *out);
 void pipeline_source_clear(pipeline_source *p);
+/* The same database of the same server: by oid where both are known (a
+ * database keeps its oid when renamed), else by name. */
+bool pipeline_source_same(const pipeline_source *a, const pipeline_source *b);
 
 /* Reads slot's pipeline; a target without a catalog, or with one from
  * before pipelines were recorded, gives what it has (exists, recorded
