@@ -8,14 +8,20 @@
 #include "strbuf.h"
 
 /* Every session of tidemark: values printed in one way (the canonical
- * text), row-level security that refuses rather than hides rows, and none
- * of the roles' timeouts (tidemark bounds its own waits: each kind of
- * session sets its lock and idle timeouts after it connects). */
+ * text) and read back the same way (an array's NULL is a NULL, an XML
+ * fragment is XML, whatever a database or role sets), row-level security
+ * that refuses rather than hides rows, the default isolation, and none of
+ * the roles' timeouts (tidemark bounds its own waits: each kind of session
+ * sets its lock and idle timeouts after it connects; an idle session of a
+ * quiet stream is not closed). */
 #define SESSION_OPTIONS                                                                   \
 	"-c DateStyle=ISO,YMD -c IntervalStyle=postgres -c TimeZone=UTC "                     \
 	"-c extra_float_digits=3 -c bytea_output=hex -c client_encoding=UTF8 "                \
 	"-c lc_monetary=C -c client_min_messages=warning -c standard_conforming_strings=on "    \
-	"-c row_security=off -c statement_timeout=0 -c idle_in_transaction_session_timeout=0"
+	"-c array_nulls=on -c xmloption=content -c quote_all_identifiers=off "                  \
+	"-c default_transaction_isolation=read\\ committed "                                   \
+	"-c row_security=off -c statement_timeout=0 -c idle_in_transaction_session_timeout=0 " \
+	"-c idle_session_timeout=0"
 
 /* Set once by main from the password files, read by every connection. */
 static const char *side_password[2];

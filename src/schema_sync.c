@@ -16,6 +16,7 @@
 #include "policy.h"
 #include "shape.h"
 #include "schema_sync_int.h"
+#include "sqltype.h"
 #include "target_ddl.h"
 #include "typesync.h"
 #include "xalloc.h"
@@ -551,7 +552,9 @@ sync_types(schema_sync *ss, tabledef *def, sync_note *note, schema_sync_result *
 
 /* A column the target kept as text before (made by a tidemark that kept
  * such types as text) stays text: the new version says so, rather than
- * name a type the target column does not have. */
+ * name a type the target column does not have. And the other way round, a
+ * column of a type now kept as text by design (sqltype_names_objects) that
+ * an older tidemark made with the source's type keeps it (README: Types). */
 static void
 keep_fallbacks(const tabledef *old, tabledef *now)
 {
@@ -562,8 +565,15 @@ keep_fallbacks(const tabledef *old, tabledef *now)
 		for (int j = 0; j < old->ncols && o == NULL; j++)
 			if (old->cols[j].attnum == n->attnum)
 				o = &old->cols[j];
-		if (o == NULL || n->type_ref == 0 || o->type_oid != n->type_oid ||
-		    strcmp(o->target_type, n->target_type) == 0 ||
+		if (o == NULL || o->type_oid != n->type_oid || strcmp(o->target_type, n->target_type) == 0)
+			continue;
+		if (n->type_ref == 0 && sqltype_names_objects(n->type_sql) &&
+		    strcmp(o->target_type, o->type_sql) == 0) {
+			tabledef_set_target_type(n, o->target_type);
+			tabledef_set_kept_as(n, NULL);
+			continue;
+		}
+		if (n->type_ref == 0 ||
 		    (strcmp(o->target_type, "text") != 0 && strcmp(o->target_type, "text[]") != 0))
 			continue;
 		tabledef_set_target_type(n, o->target_type);

@@ -41,6 +41,13 @@ ts_type_text(const ts *x, const char *type_sql, uint32_t type_ref, strbuf *out, 
 
 	*why = NULL;
 	*fallback = false;
+	if (type_ref == 0 && sqltype_names_objects(type_sql)) {
+		*fallback = true;
+		*why = "its values name objects of the source database, which the target has under "
+		       "other oids or not at all";
+		strbuf_append(out, strchr(type_sql, '[') != NULL ? "text[]" : "text");
+		return;
+	}
 	if (type_ref == 0) {
 		strbuf_append(out, type_sql);
 		return;
@@ -174,18 +181,21 @@ add_reason(strbuf *sb, const char *fmt, const char *a, const char *b)
 	strbuf_appendf(sb, fmt, a, b ? b : "");
 }
 
-/* One column's target_type, collate and kept_as. */
+/* One column's target_type, collate and kept_as; said as a warning, or as
+ * information where the only reason is a built-in type kept as text by
+ * design (sqltype_names_objects), not for want of a type. */
 static int
 column_on_target(ts *x, const tabledef *def, tabledef_column *c)
 {
 	strbuf type = STRBUF_INIT, kept = STRBUF_INIT, expr = STRBUF_INIT;
 	const char *why = NULL;
-	bool fallback = false, use = false;
+	bool fallback = false, use = false, by_design;
 	tm_error err;
 	int rc;
 
-	if (c->type_ref != 0) {
-		ts_type_text(x, c->type_sql, c->type_ref, &type, &why, &fallback);
+	ts_type_text(x, c->type_sql, c->type_ref, &type, &why, &fallback);
+	by_design = fallback && c->type_ref == 0;
+	if (c->type_ref != 0 || fallback) {
 		tabledef_set_target_type(c, strbuf_str(&type));
 		if (fallback)
 			add_reason(&kept, "kept as %s: %s", strbuf_str(&type), why);
@@ -194,16 +204,19 @@ column_on_target(ts *x, const tabledef *def, tabledef_column *c)
 	}
 	rc = ts_collation(x, c->collation, &use, &why);
 	c->collate = use;
+	by_design = by_design && why == NULL;
 	if (why != NULL)
 		add_reason(&kept, "the target's default collation instead of %s: %s", c->collation->name,
 		           why);
-	if (c->generated != NULL && ddl_parse_generation_expr(c->generated, &expr, &err) != 0)
+	if (c->generated != NULL && ddl_parse_generation_expr(c->generated, &expr, &err) != 0) {
+		by_design = false;
 		add_reason(&kept, "generated column left out: its expression is refused (%s)%s", err.msg,
 		           NULL);
+	}
 	tabledef_set_kept_as(c, kept.len > 0 ? strbuf_str(&kept) : NULL);
 	if (kept.len > 0)
-		log_warn("target: table %s.%s, column %s (source type %s): %s", def->schema, def->name,
-		         c->name, c->type_sql, strbuf_str(&kept));
+		log_msg(by_design ? LOG_INFO : LOG_WARN, "target: table %s.%s, column %s (source type %s):"
+		        " %s", def->schema, def->name, c->name, c->type_sql, strbuf_str(&kept));
 	strbuf_free(&type);
 	strbuf_free(&kept);
 	strbuf_free(&expr);

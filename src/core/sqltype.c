@@ -368,3 +368,22 @@ sqltype_base(const sqltype *t)
 {
 	return t->name;
 }
+
+bool
+sqltype_names_objects(const char *type_sql)
+{
+	sqltype parsed;
+	const sqltype *t = &parsed;
+	static const char *const names[] = {
+		"regclass",    "regcollation", "regconfig",    "regdictionary", "regnamespace",
+		"regoper",     "regoperator",  "regproc",      "regprocedure",  "regrole",
+		"regtype",     "aclitem",      NULL};
+
+	if (type_sql == NULL || sqltype_parse(type_sql, &parsed, NULL) != 0 || t->quoted ||
+	    (t->schema[0] != '\0' && strcmp(t->schema, "pg_catalog") != 0))
+		return false;
+	for (int i = 0; names[i] != NULL; i++)
+		if (strcmp(t->name, names[i]) == 0)
+			return true;
+	return false;
+}

@@ -48,4 +48,12 @@ bool sqltype_is_wellformed(const sqltype *t);
 /* The same type without modifiers or array bounds ("numeric"). */
 const char *sqltype_base(const sqltype *t);
 
+/* Whether type_sql (format_type()'s spelling) is a built-in type, or an
+ * array of one, whose values name objects of the database
+ * that holds them: the reg* types (regclass, regtype, regproc, ...: an oid
+ * there, printed as the object's name and read back by looking the name
+ * up) and aclitem (roles). Another database has those objects under other
+ * oids or not at all, so only their text means the same there. */
+bool sqltype_names_objects(const char *type_sql);
+
 #endif

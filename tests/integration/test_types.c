@@ -7,7 +7,10 @@
  * transaction), generated columns (at setup, added later, their expression
  * changed, DROP EXPRESSION, one the target refuses), and the fallback to
  * text when the target cannot have a type, visible in `tidemark schema`
- * and in the key order flag; databases in other encodings than UTF8 (a
+ * and in the key order flag; the reg* types and aclitem kept as their
+ * names; settings of the databases (array_nulls, xmloption, the default
+ * isolation, idle_session_timeout) that do not apply to tidemark's
+ * sessions; databases in other encodings than UTF8 (a
  * LATIN1 source with accented names, an SQL_ASCII source holding bytes
  * that are not UTF-8, a LATIN1 target under a UTF8 source).
  *
@@ -546,6 +549,128 @@ test_fallback_to_text_is_visible(void **state)
 	tm_env_free(e);
 }
 
+/* ---- values that name objects ---- */
+
+/* Columns of the reg* types and aclitem hold oids of the source's objects:
+ * on the target they are text, the names the source prints (a binary copy
+ * carried the source's oids, which name other objects or none there, and
+ * the stream's names were looked up on the target, where a table not
+ * replicated, a role or a function of the source's alone stopped it). In
+ * columns, arrays, a composite type, a domain and a key; copied, streamed,
+ * a column added later. */
+static void
+test_object_names_kept_as_text(void **state)
+{
+	tm_env *e = tm_env_new("objnames");
+	const char *cols = "id, c::text, ty::text, fp::text, ro::text, cfg::text, arr::text,"
+	                   " p::text, d::text, acl::text";
+	char *out;
+
+	(void) state;
+	pgtest_exec(e->s, "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles"
+	                  " WHERE rolname = 'tm_names_src_only') THEN CREATE ROLE tm_names_src_only;"
+	                  " END IF; END $$;"
+	                  "CREATE TABLE only_here (x int); CREATE TABLE only_here_too (x int);"
+	                  "CREATE FUNCTION only_here_f(int) RETURNS int LANGUAGE sql AS 'SELECT $1';"
+	                  "CREATE TYPE pair AS (t regtype, n int);"
+	                  "CREATE DOMAIN rel AS regclass;"
+	                  "CREATE TABLE r (id int PRIMARY KEY, c regclass, ty regtype, fp regprocedure,"
+	                  "  ro regrole, cfg regconfig, arr regclass[], p pair, d rel, acl aclitem[]);"
+	                  "CREATE TABLE k (c regclass PRIMARY KEY, v text);"
+	                  "INSERT INTO r VALUES (1, 'only_here', 'pair', 'only_here_f(int)',"
+	                  "  'tm_names_src_only', 'english', '{only_here,pg_class}', '(pair,1)',"
+	                  "  'only_here', '{tm_names_src_only=r/postgres}'),"
+	                  " (2, 'pg_class', 'int4', 'lower(text)', 'pg_signal_backend', 'simple',"
+	                  "  '{}', '(int8,2)', 'pg_type', NULL), (3, NULL, NULL, NULL, NULL, NULL,"
+	                  "  NULL, NULL, NULL, NULL);"
+	                  "INSERT INTO k VALUES ('only_here', 'a'), ('pg_class', 'b'), ('r', 'c')");
+	out = tm_expect(e, 0, "setup", "--table", "r", "--table", "k");
+	tm_assert_has(out, "column c (source type regclass): kept as text: its values name objects"
+	                   " of the source database");
+	tm_assert_has(out, "column acl (source type aclitem[]): kept as text[]");
+	free(out);
+	tm_catch_up(e, 60);
+	pgtest_exec(e->s, "INSERT INTO r SELECT id + 10, c, ty, fp, ro, cfg, arr, p, d, acl FROM r;"
+	                  "UPDATE r SET c = 'k', arr = arr || 'only_here'::regclass WHERE id = 2;"
+	                  "UPDATE k SET v = 'a2' WHERE c = 'only_here'::regclass;"
+	                  "UPDATE k SET c = 'only_here_too' WHERE c = 'r'::regclass;"
+	                  "DELETE FROM k WHERE c = 'pg_class'::regclass;"
+	                  "INSERT INTO k VALUES ('pg_roles', 'd');"
+	                  "ALTER TABLE r ADD COLUMN c2 regclass DEFAULT 'only_here';"
+	                  "INSERT INTO r (id, c2) VALUES (20, 'k')");
+	tm_catch_up(e, 60);
+	assert_target_type(e, "r", "c", "text");
+	assert_target_type(e, "r", "ty", "text");
+	assert_target_type(e, "r", "arr", "text[]");
+	assert_target_type(e, "r", "acl", "text[]");
+	assert_target_type(e, "r", "c2", "text");
+	assert_target_type(e, "k", "c", "text");
+	assert_value(e->t, "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+	                   " WHERE a.attrelid = 'pair'::regclass AND a.attname = 't'", "text");
+	assert_value(e->t, "SELECT format_type(typbasetype, typtypmod) FROM pg_type"
+	                   " WHERE typname = 'rel'", "text");
+	assert_same_rows(e, "r", cols);
+	assert_same_rows(e, "r", "id, c2::text");
+	assert_same_rows(e, "k", "c::text, v");
+	assert_value(e->t, "SELECT c FROM r WHERE id = 1", "only_here");
+	assert_value(e->t, "SELECT string_agg(c, ',' ORDER BY c) FROM k",
+	             "only_here,only_here_too,pg_roles");
+	free(tm_expect(e, 0, "verify"));
+	tm_env_free(e);
+}
+
+/* What a database or role sets for its sessions does not change how
+ * tidemark reads and writes values: an array's NULL element stays NULL
+ * under array_nulls = off (a text[] took the string "NULL", an int[]
+ * stopped the stream), an XML fragment is taken under xmloption = document,
+ * serializable as the default isolation changes nothing, and
+ * idle_session_timeout does not close a quiet stream's sessions (each was
+ * closed and the run resumed, over and over). */
+static void
+test_database_settings_do_not_apply(void **state)
+{
+	tm_env *e = tm_env_new("dbsettings");
+	pgtest_proc *run;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE a (id int PRIMARY KEY, ta text[], ia int[], x xml);"
+	                  "INSERT INTO a VALUES (1, '{a,NULL,c}', '{1,NULL}', '<a/><b/>'),"
+	                  " (2, '{NULL}', '{NULL,NULL}', 'only text')");
+	for (int side = 0; side < 2; side++)
+		pgtest_exec(side ? e->t : e->s,
+		            "ALTER DATABASE %s SET array_nulls = off;"
+		            "ALTER DATABASE %s SET xmloption = document;"
+		            "ALTER DATABASE %s SET default_transaction_isolation = serializable;"
+		            "ALTER DATABASE %s SET idle_session_timeout = '1s'",
+		            side ? "dst_dbsettings" : "src_dbsettings",
+		            side ? "dst_dbsettings" : "src_dbsettings",
+		            side ? "dst_dbsettings" : "src_dbsettings",
+		            side ? "dst_dbsettings" : "src_dbsettings");
+	tm_setup_table(e, "a");
+	run = tm_start_run(e, NULL);
+	if (!pgtest_proc_wait_output(run, "streaming from slot", 60))
+		fail_msg("run did not stream:\n%s", pgtest_proc_output(run));
+	tm_sleep_ms(2500); /* quiet for longer than idle_session_timeout */
+	pgtest_exec(e->s, "INSERT INTO a VALUES (3, '{x,NULL}', '{NULL,3}', '<c/>text<d/>');"
+	                  "UPDATE a SET ta = ta || NULL::text WHERE id = 1");
+	for (int i = 0; i < 600 && pgtest_query_long(e->t, "SELECT count(*) FROM a WHERE id = 3"
+	                                                  " AND ia[1] IS NULL") == 0; i++)
+		tm_sleep_ms(100);
+	if (strstr(pgtest_proc_output(run), "idle-session timeout") != NULL)
+		fail_msg("a session was closed as idle:\n%s", pgtest_proc_output(run));
+	tm_stop_and_catch_up(e, run, 60);
+	for (int side = 0; side < 2; side++)
+		pgtest_exec(side ? e->t : e->s, "ALTER DATABASE %s RESET ALL",
+		            side ? "dst_dbsettings" : "src_dbsettings");
+	assert_same_rows(e, "a", "id, ta, ia, x::text");
+	assert_value(e->t, "SELECT count(*) FROM a, unnest(ta) u WHERE u IS NULL", "4");
+	assert_value(e->t, "SELECT count(*) FROM a, unnest(ia) u WHERE u IS NULL", "4");
+	rc = pgtest_query_long(e->t, "SELECT count(*) FROM a");
+	assert_int_equal(rc, 3);
+	tm_env_free(e);
+}
+
 /* ---- a source database not in UTF8 ---- */
 
 /* A source database in LATIN1: every connection of tidemark asks for UTF8,
@@ -693,6 +818,8 @@ main(void)
 		cmocka_unit_test(test_generated_columns),
 		cmocka_unit_test(test_not_null_not_valid),
 		cmocka_unit_test(test_fallback_to_text_is_visible),
+		cmocka_unit_test(test_object_names_kept_as_text),
+		cmocka_unit_test(test_database_settings_do_not_apply),
 		cmocka_unit_test(test_long_target_ddl_keeps_the_stream),
 		cmocka_unit_test(test_latin1_source),
 		cmocka_unit_test(test_sql_ascii_source),

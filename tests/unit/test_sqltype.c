@@ -174,6 +174,30 @@ test_keyword_prefixed_names(void **state)
 	}
 }
 
+/* The built-in types whose values name objects (kept as text on the
+ * target), as format_type() spells them, arrays too; not a type of the
+ * name elsewhere, nor oid or text. */
+static void
+test_names_objects(void **state)
+{
+	static const char *const yes[] = {
+		"regclass", "regtype[]", "pg_catalog.regproc", "regprocedure", "regoperator", "regoper",
+		"regnamespace", "regrole", "regconfig", "regdictionary", "regcollation", "aclitem[]",
+		NULL,
+	};
+	static const char *const no[] = {
+		"oid", "text", "public.regclass", "\"regclass\"", "regclasses", "name", "integer[]", "regclass;", NULL,
+	};
+
+	(void) state;
+	for (int i = 0; yes[i] != NULL; i++)
+		if (!sqltype_names_objects(yes[i]))
+			fail_msg("%s: not taken as naming objects", yes[i]);
+	for (int i = 0; no[i] != NULL; i++)
+		if (sqltype_names_objects(no[i]))
+			fail_msg("%s: taken as naming objects", no[i]);
+}
+
 static void
 test_rejects(void **state)
 {
@@ -201,6 +225,7 @@ main(void)
 		cmocka_unit_test(test_wellformed),
 		cmocka_unit_test(test_wellformed_renders_back),
 		cmocka_unit_test(test_keyword_prefixed_names),
+		cmocka_unit_test(test_names_objects),
 		cmocka_unit_test(test_rejects),
 	};
 
