@@ -773,8 +773,72 @@ set_aside(schema_sync *ss, catalog_table *t, ddl_event_table *now, tm_lsn pos, c
 	return rc;
 }
 
+/* The change made again with the target's views over the table lifted
+ * (target migration 019): saved and dropped, the change, the views made
+ * again. *lifted: there were views (else nothing was done). */
+static int
+follow_lifting_views(schema_sync *ss, const ddl_event *e, catalog_table *t,
+                     ddl_event_table *now, bool rewritten, tm_lsn pos, sync_note *note,
+                     schema_sync_result *res, char **why, bool *lifted)
+{
+	const char *p[] = {t->target_schema, t->target_table, NULL};
+	PGresult *r = NULL;
+	char *saved = NULL;
+	int rc = sink_query(ss->sink, "lifting the views over a table",
+	                    "SELECT tidemark.views_lift(format('%I.%I', $1::text, $2::text)::regclass)",
+	                    2, p, &r);
+
+	*lifted = false;
+	if (rc == TM_OK) {
+		saved = xstrdup(PQgetvalue(r, 0, 0));
+		*lifted = strcmp(saved, "[]") != 0;
+	}
+	PQclear(r);
+	if (rc == TM_OK && *lifted)
+		rc = follow_table(ss, e, t, now, rewritten, pos, note, res, why);
+	p[0] = saved;
+	if (rc == TM_OK && *lifted && *why == NULL)
+		rc = sink_command(ss->sink, "making the views over a table again",
+		                  "SELECT tidemark.views_restore($1::jsonb)", 1, p);
+	free(saved);
+	return rc;
+}
+
+/* A change the target refused: made again with the views over the table
+ * lifted, when it has views (they are what refuses a column's new type or
+ * its drop). True when that went through. */
+static bool
+retry_lifting_views(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_table *now,
+                    bool rewritten, tm_lsn pos, sync_note *note, schema_sync_result *res, int *rc)
+{
+	size_t actions = note->actions.len, classes = note->classes.len;
+	int version = note->version;
+	char *why = NULL, *failure = NULL;
+	bool lifted = false;
+
+	*rc = sink_region_begin(ss->sink);
+	if (*rc == TM_OK)
+		*rc = sink_region_end(ss->sink,
+		                      follow_lifting_views(ss, e, t, now, rewritten, pos, note, res, &why,
+		                                           &lifted), &failure);
+	lifted = *rc == TM_OK && lifted && why == NULL && failure == NULL;
+	if (lifted) {
+		schema_sync_note_list(&note->actions, "the target's views over the table were dropped "
+		                                      "and made again around the change");
+		log_info("target: %s.%s: the views over the table were dropped and made again around "
+		         "the change", t->target_schema, t->target_table);
+	} else {
+		truncate_note(&note->actions, actions);
+		truncate_note(&note->classes, classes);
+		note->version = version;
+	}
+	free(why);
+	free(failure);
+	return lifted;
+}
+
 /* One replicated table's change, under a savepoint: set aside when the
- * target cannot follow it. */
+ * target cannot follow it, even with its views lifted. */
 static int
 sync_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_table *now,
            bool rewritten, tm_lsn pos, sync_note *note, schema_sync_result *res)
@@ -788,6 +852,15 @@ sync_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_tabl
 		rc = sink_region_end(ss->sink,
 		                     follow_table(ss, e, t, now, rewritten, pos, note, res, &why),
 		                     &failure);
+	if (rc == TM_OK && failure != NULL && why == NULL) {
+		truncate_note(&note->actions, actions);
+		truncate_note(&note->classes, classes);
+		note->version = version;
+		if (retry_lifting_views(ss, e, t, now, rewritten, pos, note, res, &rc)) {
+			free(failure);
+			failure = NULL;
+		}
+	}
 	if (rc == TM_OK && (why != NULL || failure != NULL)) {
 		truncate_note(&note->actions, actions);
 		truncate_note(&note->classes, classes);
