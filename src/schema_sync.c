@@ -775,31 +775,30 @@ set_aside(schema_sync *ss, catalog_table *t, ddl_event_table *now, tm_lsn pos, c
 
 /* The change made again with the target's views over the table lifted
  * (target migration 019): saved and dropped, the change, the views made
- * again. *lifted: there were views (else nothing was done). */
+ * again (also when no plan could be made, *why: then they are as they
+ * were). *lifted: there were views (else nothing was done). */
 static int
 follow_lifting_views(schema_sync *ss, const ddl_event *e, catalog_table *t,
                      ddl_event_table *now, bool rewritten, tm_lsn pos, sync_note *note,
                      schema_sync_result *res, char **why, bool *lifted)
 {
-	const char *p[] = {t->target_schema, t->target_table, NULL};
+	const char *table[] = {t->target_schema, t->target_table};
+	char *saved = NULL; /* owned: the views as views_lift returned them */
 	PGresult *r = NULL;
-	char *saved = NULL;
 	int rc = sink_query(ss->sink, "lifting the views over a table",
 	                    "SELECT tidemark.views_lift(format('%I.%I', $1::text, $2::text)::regclass)",
-	                    2, p, &r);
+	                    2, table, &r);
 
-	*lifted = false;
-	if (rc == TM_OK) {
+	*lifted = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "[]") != 0;
+	if (*lifted)
 		saved = xstrdup(PQgetvalue(r, 0, 0));
-		*lifted = strcmp(saved, "[]") != 0;
-	}
 	PQclear(r);
-	if (rc == TM_OK && *lifted)
+	if (*lifted)
 		rc = follow_table(ss, e, t, now, rewritten, pos, note, res, why);
-	p[0] = saved;
-	if (rc == TM_OK && *lifted && *why == NULL)
+	if (rc == TM_OK && *lifted)
 		rc = sink_command(ss->sink, "making the views over a table again",
-		                  "SELECT tidemark.views_restore($1::jsonb)", 1, p);
+		                  "SELECT tidemark.views_restore($1::jsonb)", 1,
+		                  (const char *const[]) {saved});
 	free(saved);
 	return rc;
 }
