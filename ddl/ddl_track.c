@@ -769,7 +769,7 @@ plan_added(planner *pl)
 			set_why(add_action(pl, DDL_ACT_RESNAPSHOT, n->name, NULL),
 			        "existing rows got a computed default for %s%s; the table is copied again",
 			        n->name, NULL);
-		else if (a->value != NULL && sqltype_names_objects(n->type_sql))
+		else if (pl->in->now->cols[i].has_missing && sqltype_names_objects(n->type_sql))
 			set_why(add_action(pl, DDL_ACT_RESNAPSHOT, n->name, NULL),
 			        "existing rows got a default for %s naming an object, which the capture "
 			        "prints otherwise than the stream%s; the table is copied again", n->name, NULL);
