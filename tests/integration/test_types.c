@@ -631,12 +631,15 @@ test_database_settings_do_not_apply(void **state)
 {
 	tm_env *e = tm_env_new("dbsettings");
 	pgtest_proc *run;
+	/* a server built without libxml (the newer one of the suite) has no xml */
+	char *no_xml = pgtest_exec_error(e->t, "SELECT '<a/>'::xml");
 	int rc;
 
 	(void) state;
-	pgtest_exec(e->s, "CREATE TABLE a (id int PRIMARY KEY, ta text[], ia int[], x xml);"
+	pgtest_exec(e->s, "CREATE TABLE a (id int PRIMARY KEY, ta text[], ia int[], x %s);"
 	                  "INSERT INTO a VALUES (1, '{a,NULL,c}', '{1,NULL}', '<a/><b/>'),"
-	                  " (2, '{NULL}', '{NULL,NULL}', 'only text')");
+	                  " (2, '{NULL}', '{NULL,NULL}', 'only text')", no_xml ? "text" : "xml");
+	free(no_xml);
 	for (int side = 0; side < 2; side++)
 		pgtest_exec(side ? e->t : e->s,
 		            "ALTER DATABASE %s SET array_nulls = off;"
