@@ -504,6 +504,27 @@ record_restart(sink *s, const catalog_table *t, const tabledef *def, tm_lsn vali
 	return rc;
 }
 
+/* The kept table's privileges and comments on the one made again in its
+ * place (target migration 019), so that its readers keep reading it; a
+ * privilege the target refuses is said, and the table is made all the same. */
+static int
+carry_privileges(sink *s, const char *tschema, const char *kept, const char *made)
+{
+	const char *p[] = {tschema, kept, made};
+	char *failure = NULL;
+	int rc = sink_try_params(s, "giving a table made again the kept one's privileges",
+	                         "SELECT tidemark.privileges_carry(format('%I.%I', $1::text,"
+	                         " $2::text)::regclass, format('%I.%I', $1::text, $3::text)::regclass)",
+	                         3, p, &failure);
+
+	if (rc == TM_OK && failure != NULL)
+		log_warn("target: %s.%s, made again, does not have all the privileges and comments of "
+		         "\"%s\": %s. Fix: GRANT them on it as on the kept table", tschema, made, kept,
+		         failure);
+	free(failure);
+	return rc;
+}
+
 int
 catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const tabledef *def,
                       tm_lsn valid_from, bool keep_target, char **aside)
@@ -525,6 +546,8 @@ catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const t
 	d->name = xstrdup(t->target_table);
 	if (rc == TM_OK && !keep_target)
 		rc = create_target_table(s, t->target_schema, d);
+	if (rc == TM_OK && kept)
+		rc = carry_privileges(s, t->target_schema, moved, t->target_table);
 	free(d->name);
 	d->name = xstrdup(def->name);
 	if (rc == TM_OK)

@@ -20,8 +20,39 @@
 -- which the caller takes as "cannot lift".
 -- tidemark.views_restore(saved) creates them again.
 --
+-- A table set aside (a change the target refuses otherwise: a materialized
+-- view, a constraint or an index of the target's own) is kept under
+-- "name (set aside)" and made again: tidemark.privileges_carry(kept, made)
+-- gives the new table the kept one's privileges (of the table and of each
+-- column of the same name) and comments, so that the readers granted them
+-- keep reading it.
+--
 -- Both run with search_path pg_catalog, so that the saved definitions name
 -- every other object with its schema and read back the same.
+
+-- Grants acl's privileges on p_object (qualified, quoted), or on its
+-- column p_column, except those of the roles named in p_skip (an owner,
+-- who has them already).
+CREATE OR REPLACE FUNCTION tidemark.acl_grant(p_object text, p_column name, p_acl aclitem[],
+                                              p_skip name[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT a.privilege_type, a.is_grantable, a.grantee FROM aclexplode(p_acl) a
+              WHERE a.grantee = 0 OR pg_get_userbyid(a.grantee) <> ALL (p_skip) LOOP
+        EXECUTE format('GRANT %s%s ON %s TO %s%s', g.privilege_type,
+                       CASE WHEN p_column IS NULL THEN '' ELSE format(' (%I)', p_column) END,
+                       p_object,
+                       CASE WHEN g.grantee = 0 THEN 'PUBLIC'
+                            ELSE quote_ident(pg_get_userbyid(g.grantee)) END,
+                       CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
 
 CREATE OR REPLACE FUNCTION tidemark.views_lift(p_table regclass)
 RETURNS jsonb
@@ -79,7 +110,6 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v jsonb;
-    g record;
     col jsonb;
     target text;
 BEGIN
@@ -98,16 +128,9 @@ BEGIN
             EXECUTE format('ALTER VIEW %s OWNER TO %I', target, v ->> 'owner');
         END IF;
         IF jsonb_typeof(v -> 'acl') = 'array' THEN
-            -- the owner's own entry is the one a new view has
-            FOR g IN SELECT a.privilege_type, a.is_grantable, a.grantee
-                       FROM aclexplode(ARRAY(SELECT jsonb_array_elements_text(v -> 'acl'))::aclitem[]) a
-                      WHERE a.grantee <> (SELECT oid FROM pg_roles
-                                           WHERE rolname = v ->> 'owner') LOOP
-                EXECUTE format('GRANT %s ON %s TO %s%s', g.privilege_type, target,
-                               CASE WHEN g.grantee = 0 THEN 'PUBLIC'
-                                    ELSE quote_ident(pg_get_userbyid(g.grantee)) END,
-                               CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-            END LOOP;
+            PERFORM tidemark.acl_grant(target, NULL,
+                ARRAY(SELECT jsonb_array_elements_text(v -> 'acl'))::aclitem[],
+                ARRAY[v ->> 'owner']);
         END IF;
         IF v ->> 'comment' IS NOT NULL THEN
             EXECUTE format('COMMENT ON VIEW %s IS %L', target, v ->> 'comment');
@@ -117,5 +140,40 @@ BEGIN
                            col ->> 'comment');
         END LOOP;
     END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION tidemark.privileges_carry(p_kept regclass, p_made regclass)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    kept record;
+    made record;
+    col record;
+BEGIN
+    SELECT c.relacl, pg_get_userbyid(c.relowner) AS owner INTO kept
+      FROM pg_class c WHERE c.oid = p_kept;
+    SELECT pg_get_userbyid(c.relowner) AS owner INTO made FROM pg_class c WHERE c.oid = p_made;
+    IF kept.relacl IS NOT NULL THEN
+        PERFORM tidemark.acl_grant(p_made::text, NULL, kept.relacl,
+                                   ARRAY[kept.owner, made.owner]::name[]);
+    END IF;
+    FOR col IN SELECT k.attname, k.attacl, col_description(p_kept, k.attnum) AS comment
+                 FROM pg_attribute k JOIN pg_attribute m ON m.attrelid = p_made
+                  AND m.attname = k.attname AND m.attnum > 0 AND NOT m.attisdropped
+                WHERE k.attrelid = p_kept AND k.attnum > 0 AND NOT k.attisdropped LOOP
+        IF col.attacl IS NOT NULL THEN
+            PERFORM tidemark.acl_grant(p_made::text, col.attname, col.attacl,
+                                       ARRAY[kept.owner, made.owner]::name[]);
+        END IF;
+        IF col.comment IS NOT NULL THEN
+            EXECUTE format('COMMENT ON COLUMN %s.%I IS %L', p_made, col.attname, col.comment);
+        END IF;
+    END LOOP;
+    IF obj_description(p_kept, 'pg_class') IS NOT NULL THEN
+        EXECUTE format('COMMENT ON TABLE %s IS %L', p_made, obj_description(p_kept, 'pg_class'));
+    END IF;
 END
 $$;

@@ -233,7 +233,8 @@ test_setup_again_after_teardown(void **state)
  * column (a type changed): the views are dropped and made again around it,
  * with their options, privileges and comments, a view over them too, and
  * show the new rows. A materialized view cannot be lifted: its table is
- * set aside (kept aside and made again); the other tables go on. */
+ * set aside (kept aside and made again, with the kept one's privileges,
+ * of the table and of a column, and comments); the other tables go on. */
 static void
 test_refused_change_lifts_views_or_sets_aside(void **state)
 {
@@ -258,7 +259,10 @@ test_refused_change_lifts_views_or_sets_aside(void **state)
 	                  "CREATE VIEW tv_sum AS SELECT sum(v2) AS total FROM tv;"
 	                  "GRANT SELECT ON tv TO tm_view_reader WITH GRANT OPTION;"
 	                  "COMMENT ON VIEW tv IS 'the report'; COMMENT ON COLUMN tv.v2 IS 'twice v';"
-	                  "CREATE MATERIALIZED VIEW mv AS SELECT v FROM m");
+	                  "CREATE MATERIALIZED VIEW mv AS SELECT v FROM m;"
+	                  "GRANT SELECT, INSERT ON m TO tm_view_reader;"
+	                  "GRANT UPDATE (v) ON m TO tm_view_reader WITH GRANT OPTION;"
+	                  "COMMENT ON TABLE m IS 'measures'; COMMENT ON COLUMN m.v IS 'the value'");
 	pgtest_exec(e->s, "BEGIN; INSERT INTO u VALUES (1, 1); ALTER TABLE t ALTER COLUMN v TYPE bigint;"
 	                  " UPDATE t SET v = v * 10000000000 WHERE id < 5; INSERT INTO u VALUES (2, 2);"
 	                  " ALTER TABLE m ALTER COLUMN v TYPE bigint; COMMIT; INSERT INTO t VALUES (51, 51);"
@@ -286,6 +290,14 @@ test_refused_change_lifts_views_or_sets_aside(void **state)
 	/* the materialized view follows the table it was made on, kept aside */
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM mv"), 50);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM \"m (set aside)\""), 50);
+	/* the table made again has the kept one's privileges and comments */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class WHERE oid = 'm'::regclass"
+	                                         " AND relacl::text LIKE '%%tm_view_reader=ar/%%'"
+	                                         " AND obj_description(oid) = 'measures'"
+	                                         " AND col_description(oid, 2) = 'the value'"), 1);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_attribute WHERE attrelid ="
+	                                         " 'm'::regclass AND attname = 'v'"
+	                                         " AND attacl::text LIKE '%%tm_view_reader=w*/%%'"), 1);
 	assert_int_equal(tm_run(e, 60, &out, "ddl-log", NULL), 0);
 	tm_assert_has(out, "views over the table were dropped and made again");
 	tm_assert_has(out, "set aside");
