@@ -27,7 +27,7 @@
 -- column of the same name) and comments, so that the readers granted them
 -- keep reading it.
 --
--- Both run with search_path pg_catalog, so that the saved definitions name
+-- Each runs with search_path pg_catalog, so that the saved definitions name
 -- every other object with its schema and read back the same.
 
 -- Grants acl's privileges on p_object (qualified, quoted), or on its
