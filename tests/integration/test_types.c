@@ -622,8 +622,9 @@ test_object_names_kept_as_text(void **state)
 /* What a database or role sets for its sessions does not change how
  * tidemark reads and writes values: an array's NULL element stays NULL
  * under array_nulls = off (an int[]'s stopped the stream; a text[] would
- * read it as the string "NULL"), an XML fragment is taken under xmloption = document,
- * serializable as the default isolation changes nothing, and
+ * read it as the string "NULL"), an XML fragment is taken under
+ * xmloption = document, serializable as the default isolation changes
+ * nothing, and
  * idle_session_timeout does not close a quiet stream's sessions (each was
  * closed and the run resumed, over and over). */
 static void
