@@ -624,9 +624,8 @@ test_object_names_kept_as_text(void **state)
  * under array_nulls = off (an int[]'s stopped the stream; a text[] would
  * read it as the string "NULL"), an XML fragment is taken under
  * xmloption = document, serializable as the default isolation changes
- * nothing, and
- * idle_session_timeout does not close a quiet stream's sessions (each was
- * closed and the run resumed, over and over). */
+ * nothing, and idle_session_timeout does not close a quiet stream's
+ * sessions (each was closed and the run resumed, over and over). */
 static void
 test_database_settings_do_not_apply(void **state)
 {
