@@ -179,6 +179,18 @@ message_length(PGconn *conn)
 	return n;
 }
 
+/* A connection pooler (pgbouncer) refuses the startup options, or passes
+ * the session on without them. */
+#define POOLER_FIX                                                                        \
+	"Fix: connect tidemark to PostgreSQL directly, not through a pooler (pgbouncer): its " \
+	"sessions need their own settings, prepared statements and transactions"
+
+static bool
+refused_options(PGconn *conn)
+{
+	return conn != NULL && strstr(PQerrorMessage(conn), "unsupported startup parameter") != NULL;
+}
+
 /* The fix of a failed connection, for the log line ("" when none). */
 static const char *
 connect_fix(PGconn *conn, char *buf, size_t size)
@@ -186,9 +198,35 @@ connect_fix(PGconn *conn, char *buf, size_t size)
 	if (refused_replication(conn))
 		snprintf(buf, size, ". Fix: ALTER ROLE \"%s\" REPLICATION; (and a \"replication\" line "
 		         "for it in pg_hba.conf)", PQuser(conn) ? PQuser(conn) : "the role");
+	else if (refused_options(conn))
+		snprintf(buf, size, ". " POOLER_FIX);
 	else
 		buf[0] = '\0';
 	return buf;
+}
+
+/* The settings SESSION_OPTIONS asks for, as the server reports them once
+ * connected: a pooler that drops the options would leave the values read
+ * and written under the database's own (TM_EXIT_CONFIG, said). */
+static int
+check_settings(PGconn *conn, pgconn_side side, const char *conninfo)
+{
+	static const char *const want[][2] = {
+		{"DateStyle", "ISO, YMD"}, {"IntervalStyle", "postgres"}, {"TimeZone", "UTC"}};
+	char where[256];
+
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		const char *got = PQparameterStatus(conn, want[i][0]);
+
+		if (got == NULL || strcmp(got, want[i][1]) == 0)
+			continue;
+		log_error("%s (%s): the session's settings were not applied: %s is \"%s\", not \"%s\": "
+		          "something between tidemark and the server drops the startup options. " POOLER_FIX,
+		          pgconn_side_name(side), pgconn_describe(conninfo, where, sizeof where),
+		          want[i][0], got, want[i][1]);
+		return TM_EXIT_CONFIG;
+	}
+	return TM_OK;
 }
 
 int
@@ -215,6 +253,9 @@ pgconn_open(const char *conninfo, pgconn_side side, const char *role, bool repli
 	free(options);
 	if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
 		*out = conn;
+		rc = check_settings(conn, side, conninfo);
+		if (rc != TM_OK)
+			return rc;
 		/* as SESSION_OPTIONS' timeouts, for the one PostgreSQL 17 added */
 		if (!replication && PQserverVersion(conn) >= 170000)
 			return pgconn_command(conn, side, "setting the session's transaction_timeout",
@@ -227,7 +268,7 @@ pgconn_open(const char *conninfo, pgconn_side side, const char *role, bool repli
 	                     strstr(PQerrorMessage(conn), "does not exist") != NULL ||
 	                     strstr(PQerrorMessage(conn), "no pg_hba.conf entry") != NULL ||
 	                     strstr(PQerrorMessage(conn), "password") != NULL ||
-	                     refused_replication(conn)))
+	                     refused_replication(conn) || refused_options(conn)))
 		rc = TM_EXIT_CONFIG;
 	log_error("%s: cannot connect (%s) as %s: %.*s%s", pgconn_side_name(side),
 	          pgconn_describe(conninfo, where, sizeof where), role,

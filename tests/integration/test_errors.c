@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -580,6 +581,82 @@ test_existing_target_table(void **state)
 	tm_env_free(e);
 }
 
+/* pgbouncer in front of the target, in session mode, ignoring the startup
+ * options or not; stopped by the caller (pgtest_proc_kill, its pid). */
+static pgtest_proc *
+start_pooler(tm_env *e, int port, bool ignore_options)
+{
+	const char *bin = access("/usr/sbin/pgbouncer", X_OK) == 0 ? "/usr/sbin/pgbouncer" : "pgbouncer";
+	char *users = pgtest_write_file("pooler_users.txt", "\"postgres\" \"\"\n");
+	char *ini = pgtest_write_file("pooler.ini",
+	                              "[databases]\n* = host=127.0.0.1 port=%d\n[pgbouncer]\n"
+	                              "listen_addr = 127.0.0.1\nlisten_port = %d\n"
+	                              "unix_socket_dir =\nauth_type = trust\nauth_file = %s\n"
+	                              "pool_mode = session\n%s",
+	                              e->dst_cluster->port, port, users,
+	                              ignore_options ? "ignore_startup_parameters = options\n" : "");
+	/* it will not run as root: as the clusters' user then */
+	const char *argv_root[] = {"-u", "postgres", ini, NULL}, *argv[] = {ini, NULL};
+	pgtest_proc *p = pgtest_spawn_program(bin, geteuid() == 0 ? argv_root : argv, NULL);
+	char ping[128];
+
+	snprintf(ping, sizeof ping, "host=127.0.0.1 port=%d dbname=postgres user=postgres", port);
+	for (int i = 0; i < 100 && PQping(ping) != PQPING_OK; i++)
+		tm_sleep_ms(100);
+	if (PQping(ping) != PQPING_OK)
+		fail_msg("pgbouncer (package pgbouncer) did not start:\n%s", pgtest_proc_output(p));
+	free(users);
+	free(ini);
+	return p;
+}
+
+static void
+stop_pooler(pgtest_proc *p)
+{
+	pgtest_proc_kill(p, SIGTERM);
+	pgtest_proc_wait(p, 30);
+	pgtest_proc_free(p);
+}
+
+/* A connection pooler between tidemark and the target: one that refuses
+ * the startup options, and one that drops them (the session would read
+ * and write values under the database's own DateStyle and TimeZone), are
+ * refused with the fix before anything is done; directly, setup and run
+ * go on. */
+static void
+test_connection_pooler_refused(void **state)
+{
+	tm_env *e = tm_env_new("errpooler");
+	int port = pgtest_free_port();
+	char *direct = e->dst, pooled[128], *out;
+	pgtest_proc *pooler;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE t (id int PRIMARY KEY, d date);"
+	                  "INSERT INTO t VALUES (1, '2024-01-02')");
+	pgtest_exec(e->t, "ALTER DATABASE dst_errpooler SET DateStyle = 'SQL, DMY'");
+	snprintf(pooled, sizeof pooled, "host=127.0.0.1 port=%d dbname=dst_errpooler user=postgres",
+	         port);
+	e->dst = pooled;
+	for (int ignore = 0; ignore < 2; ignore++) {
+		pooler = start_pooler(e, port, ignore);
+		out = tm_expect(e, 3, "setup", "--table", "t");
+		tm_assert_has(out, ignore ? "the session's settings were not applied: DateStyle is"
+		                            " \"SQL, DMY\", not \"ISO, YMD\""
+		                          : "unsupported startup parameter");
+		tm_assert_has(out, "connect tidemark to PostgreSQL directly, not through a pooler");
+		free(out);
+		stop_pooler(pooler);
+	}
+	e->dst = direct;
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_namespace"
+	                                         " WHERE nspname = 'tidemark'"), 0);
+	tm_setup_table(e, "t");
+	tm_catch_up(e, 60);
+	tm_assert_equal(e, "t", "id");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -593,6 +670,7 @@ main(void)
 		cmocka_unit_test(test_role_timeouts_do_not_apply),
 		cmocka_unit_test(test_partial_publication_refused),
 		cmocka_unit_test(test_same_database_refused),
+		cmocka_unit_test(test_connection_pooler_refused),
 		cmocka_unit_test(test_existing_target_table),
 		cmocka_unit_test(test_conventions),
 		cmocka_unit_test(test_libpq_environment),

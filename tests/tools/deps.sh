@@ -2,13 +2,14 @@
 # (bison, flex, libicu-dev and zlib1g-dev build the newer PostgreSQL the
 # suite also runs against: tests/tools/newer_pg.sh; libconfig-dev reads the
 # config file; man-db renders the man page in test_service, which also runs
-# systemd-analyze where systemd is installed), and installing those
+# systemd-analyze where systemd is installed; pgbouncer is the connection
+# pooler test_errors puts in front of a target), and installing those
 # that are missing. Sourced by tests/run-all.sh and
 # tests/demo.sh; defines install_dependencies (returns non-zero on failure).
 
 PACKAGES=(cmake gcc make pkg-config libc6-dev libpq-dev libpg-query-dev libjansson-dev
 	libmicrohttpd-dev libcmocka-dev libconfig-dev postgresql-15 valgrind clang libclang-rt-14-dev
-	bison flex libicu-dev zlib1g-dev man-db)
+	bison flex libicu-dev zlib1g-dev man-db pgbouncer)
 
 missing_packages() {
 	local p
