@@ -179,8 +179,8 @@ message_length(PGconn *conn)
 	return n;
 }
 
-/* A connection pooler (pgbouncer) refuses the startup options, or passes
- * the session on without them. */
+/* The fix when a connection pooler (pgbouncer) refuses the startup
+ * options, or passes the session on without them. */
 #define POOLER_FIX                                                                        \
 	"Fix: connect tidemark to PostgreSQL directly, not through a pooler (pgbouncer): its " \
 	"sessions need their own settings, prepared statements and transactions"
