@@ -805,13 +805,12 @@ follow_lifting_views(schema_sync *ss, const ddl_event *e, catalog_table *t,
 
 /* A change the target refused: made again with the views over the table
  * lifted, when it has views (they are what refuses a column's new type or
- * its drop). True when that went through. */
+ * its drop). True when that went through; otherwise what it noted is for
+ * the caller to take back (note_rewind). */
 static bool
 retry_lifting_views(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_table *now,
                     bool rewritten, tm_lsn pos, sync_note *note, schema_sync_result *res, int *rc)
 {
-	size_t actions = note->actions.len, classes = note->classes.len;
-	int version = note->version;
 	char *why = NULL, *failure = NULL;
 	bool lifted = false;
 
@@ -826,14 +825,25 @@ retry_lifting_views(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_e
 		                                      "and made again around the change");
 		log_info("target: %s.%s: the views over the table were dropped and made again around "
 		         "the change", t->target_schema, t->target_table);
-	} else {
-		truncate_note(&note->actions, actions);
-		truncate_note(&note->classes, classes);
-		note->version = version;
 	}
 	free(why);
 	free(failure);
 	return lifted;
+}
+
+/* How far a table's change had noted, to take back what a failed try
+ * noted. */
+typedef struct note_mark {
+	size_t actions, classes;
+	int version;
+} note_mark;
+
+static void
+note_rewind(sync_note *note, const note_mark *m)
+{
+	truncate_note(&note->actions, m->actions);
+	truncate_note(&note->classes, m->classes);
+	note->version = m->version;
 }
 
 /* One replicated table's change, under a savepoint: set aside when the
@@ -842,9 +852,8 @@ static int
 sync_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_table *now,
            bool rewritten, tm_lsn pos, sync_note *note, schema_sync_result *res)
 {
-	size_t actions = note->actions.len, classes = note->classes.len;
+	const note_mark mark = {note->actions.len, note->classes.len, note->version};
 	char *why = NULL, *failure = NULL;
-	int version = note->version;
 	int rc = sink_region_begin(ss->sink);
 
 	if (rc == TM_OK)
@@ -852,18 +861,14 @@ sync_table(schema_sync *ss, const ddl_event *e, catalog_table *t, ddl_event_tabl
 		                     follow_table(ss, e, t, now, rewritten, pos, note, res, &why),
 		                     &failure);
 	if (rc == TM_OK && failure != NULL && why == NULL) {
-		truncate_note(&note->actions, actions);
-		truncate_note(&note->classes, classes);
-		note->version = version;
+		note_rewind(note, &mark);
 		if (retry_lifting_views(ss, e, t, now, rewritten, pos, note, res, &rc)) {
 			free(failure);
 			failure = NULL;
 		}
 	}
 	if (rc == TM_OK && (why != NULL || failure != NULL)) {
-		truncate_note(&note->actions, actions);
-		truncate_note(&note->classes, classes);
-		note->version = version;
+		note_rewind(note, &mark);
 		schema_sync_note_list(&note->classes, "set aside");
 		rc = set_aside(ss, t, now, pos, failure != NULL ? failure : why, note, res);
 	}
