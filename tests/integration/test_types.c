@@ -64,17 +64,6 @@ assert_same_value(tm_env *e, const char *sql)
 	free(dst);
 }
 
-static void
-assert_value(PGconn *c, const char *sql, const char *expected)
-{
-	char *v = pgtest_query_value(c, "%s", sql);
-	bool same = v == NULL ? expected == NULL : expected != NULL && strcmp(v, expected) == 0;
-
-	if (!same)
-		fail_msg("%s: %s, expected %s", sql, v ? v : "NULL", expected ? expected : "NULL");
-	free(v);
-}
-
 /* Every column of table has the same format_type() on both sides. */
 static void
 assert_same_types(tm_env *e, const char *table)
@@ -95,7 +84,7 @@ assert_key_order(tm_env *e, const char *table, const char *same)
 
 	snprintf(sql, sizeof sql, "SELECT key_order_same::text FROM tidemark.tables"
 	                          " WHERE source_table = '%s'", table);
-	assert_value(e->t, sql, same);
+	tm_assert_value(e->t, sql, same);
 }
 
 /* The target column's format_type() (unqualified where visible). */
@@ -106,7 +95,7 @@ assert_target_type(tm_env *e, const char *table, const char *column, const char 
 
 	snprintf(sql, sizeof sql, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
 	                          " WHERE attrelid = '%s'::regclass AND attname = '%s'", table, column);
-	assert_value(e->t, sql, expected);
+	tm_assert_value(e->t, sql, expected);
 }
 
 static char *
@@ -186,7 +175,7 @@ test_enum_keys_in_chunks(void **state)
 	assert_same_value(e, "SELECT format_type(typbasetype, typtypmod) FROM pg_type"
 	                     " WHERE oid = 'dmood'::regtype");
 	/* the domain's CHECK stays on the source: the target takes what the source took */
-	assert_value(e->t, "SELECT count(*) FROM pg_constraint WHERE contypid = 'dmood'::regtype", "0");
+	tm_assert_value(e->t, "SELECT count(*) FROM pg_constraint WHERE contypid = 'dmood'::regtype", "0");
 	assert_key_order(e, "ek", "true");
 	/* the target sorts the key as the source does */
 	assert_same_value(e, "SELECT string_agg(m || ':' || n, ',' ORDER BY m, n) FROM ek");
@@ -251,8 +240,9 @@ test_collated_keys_in_chunks(void **state)
 	assert_string_equal(coll, "ci");
 	free(coll);
 	/* colliculocale until PostgreSQL 16, colllocale from 17 */
-	assert_value(e->t, "SELECT coalesce(to_jsonb(c) ->> 'colliculocale', to_jsonb(c) ->> 'colllocale')"
-	                   " FROM pg_collation c WHERE collname = 'ci'", "und-u-ks-level2");
+	tm_assert_value(e->t, "SELECT coalesce(to_jsonb(c) ->> 'colliculocale',"
+	                " to_jsonb(c) ->> 'colllocale') FROM pg_collation c"
+	                " WHERE collname = 'ci'", "und-u-ks-level2");
 	coll = column_collation(e->t, "icu_k", "dc");
 	assert_string_equal(coll, "ci");
 	free(coll);
@@ -260,8 +250,8 @@ test_collated_keys_in_chunks(void **state)
 	assert_string_equal(coll, "C");
 	free(coll);
 	assert_same_value(e, "SELECT string_agg(dc, ',' ORDER BY dc) FROM icu_k");
-	assert_value(e->t, "SELECT extnamespace::regnamespace::text FROM pg_extension"
-	                   " WHERE extname = 'citext'", "public");
+	tm_assert_value(e->t, "SELECT extnamespace::regnamespace::text FROM pg_extension"
+	                " WHERE extname = 'citext'", "public");
 	if (libc) {
 		coll = column_collation(e->t, "libc_k", "k");
 		assert_string_equal(coll, "lc");
@@ -309,13 +299,13 @@ test_alter_type_followed(void **state)
 	assert_same_rows(e, "t", NULL);
 	assert_same_types(e, "t");
 	assert_same_value(e, "SELECT enum_range(NULL::other.feeling)::text");
-	assert_value(e->t, "SELECT to_regtype('public.mood')::text", NULL);
+	tm_assert_value(e->t, "SELECT to_regtype('public.mood')::text", NULL);
 	assert_same_value(e, "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod),"
 	                     " ', ' ORDER BY attnum) FROM pg_attribute WHERE attrelid ="
 	                     " (SELECT typrelid FROM pg_type WHERE oid = 'addr'::regtype)"
 	                     " AND NOT attisdropped");
 	assert_same_value(e, "SELECT enum_range(NULL::size)::text");
-	assert_value(e->t, "SELECT count(*) FROM pg_constraint WHERE contypid = 'code'::regtype", "0");
+	tm_assert_value(e->t, "SELECT count(*) FROM pg_constraint WHERE contypid = 'code'::regtype", "0");
 	assert_true(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.ddl_log"
 	                                    " WHERE command_tag = 'ALTER TYPE'") >= 7);
 	assert_true(pgtest_query_long(e->t, "SELECT count(*) FROM tidemark.ddl_log"
@@ -357,13 +347,13 @@ test_generated_columns(void **state)
 	                  "INSERT INTO g (id, qty, name) SELECT g, g, 'N' || g FROM generate_series(1, 50) g");
 	tm_setup_table(e, "g");
 	catch_up_chunked(e);
-	assert_value(e->t, "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute"
-	                   " WHERE attrelid = 'g'::regclass AND attgenerated = 's'", "total,tag");
+	tm_assert_value(e->t, "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute"
+	                " WHERE attrelid = 'g'::regclass AND attgenerated = 's'", "total,tag");
 	assert_same_value(e, "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef"
 	                     " WHERE adrelid = 'g'::regclass AND adnum = 4");
 	/* the target has no dbl(): that column is left out, and says why */
-	assert_value(e->t, "SELECT count(*) FROM pg_attribute WHERE attrelid = 'g'::regclass"
-	                   " AND attname = 'd'", "0");
+	tm_assert_value(e->t, "SELECT count(*) FROM pg_attribute WHERE attrelid = 'g'::regclass"
+	                " AND attname = 'd'", "0");
 	assert_int_equal(tm_run(e, 60, &out, "schema", "public.g", NULL), 0);
 	assert_non_null(strstr(out, "generated column left out: the target refused it"));
 	free(out);
@@ -381,9 +371,9 @@ test_generated_columns(void **state)
 	pgtest_exec(e->s, "UPDATE g SET tag = 'manual' WHERE id = 1");
 	tm_stop_and_catch_up(e, run, 120);
 	assert_same_rows(e, "g", cols);
-	assert_value(e->t, "SELECT string_agg(attname, ',' ORDER BY attname) FROM pg_attribute"
-	                   " WHERE attrelid = 'g'::regclass AND attgenerated = 's'", "big,total");
-	assert_value(e->t, "SELECT total FROM g WHERE id = 100", "28");
+	tm_assert_value(e->t, "SELECT string_agg(attname, ',' ORDER BY attname) FROM pg_attribute"
+	                " WHERE attrelid = 'g'::regclass AND attgenerated = 's'", "big,total");
+	tm_assert_value(e->t, "SELECT total FROM g WHERE id = 100", "28");
 	assert_int_equal(tm_run(e, 60, &out, "verify", NULL), 0);
 	free(out);
 	if (PQserverVersion(e->s) >= 180000) { /* PGBIN of a newer server */
@@ -399,7 +389,7 @@ test_generated_columns(void **state)
 		                  "INSERT INTO gv (id, qty) VALUES (100, 7)");
 		tm_stop_and_catch_up(e, run, 120);
 		assert_same_rows(e, "gv", "id, qty, v, w");
-		assert_value(e->t, "SELECT v || w FROM gv WHERE id = 100", "35w7");
+		tm_assert_value(e->t, "SELECT v || w FROM gv WHERE id = 100", "35w7");
 		assert_int_equal(tm_run(e, 60, &out, "verify", NULL), 0);
 		free(out);
 		/* a publication that sends generated columns: refused at the start */
@@ -448,16 +438,16 @@ test_not_null_not_valid(void **state)
 	tm_stop_and_catch_up(e, run, 120);
 	assert_same_rows(e, "nv", "id, v, code");
 	assert_same_rows(e, "nk", "code, v");
-	assert_value(e->t, "SELECT attnotnull FROM pg_attribute WHERE attrelid = 'nv'::regclass"
-	                   " AND attname = 'v'", "f");
-	assert_value(e->t, "SELECT key_columns::text FROM tidemark.tables WHERE source_table = 'nk'",
-	             "{}");
+	tm_assert_value(e->t, "SELECT attnotnull FROM pg_attribute WHERE attrelid = 'nv'::regclass"
+	                " AND attname = 'v'", "f");
+	tm_assert_value(e->t, "SELECT key_columns::text FROM tidemark.tables WHERE source_table = 'nk'",
+	                "{}");
 	pgtest_exec(e->s, "UPDATE nv SET v = 'filled' WHERE v IS NULL;"
 	                  "ALTER TABLE nv VALIDATE CONSTRAINT v_nn; INSERT INTO nv VALUES (100, 'x', 1)");
 	tm_catch_up(e, 120);
 	assert_same_rows(e, "nv", "id, v, code");
-	assert_value(e->t, "SELECT attnotnull FROM pg_attribute WHERE attrelid = 'nv'::regclass"
-	                   " AND attname = 'v'", "t");
+	tm_assert_value(e->t, "SELECT attnotnull FROM pg_attribute WHERE attrelid = 'nv'::regclass"
+	                " AND attname = 'v'", "t");
 	tm_env_free(e);
 }
 
@@ -543,8 +533,8 @@ test_fallback_to_text_is_visible(void **state)
 	pgtest_exec(e->s, "ALTER TABLE f ADD COLUMN extra mood");
 	tm_catch_up(e, 60);
 	assert_target_type(e, "f", "extra", "mood");
-	assert_value(e->t, "SELECT v.columns -> 0 ->> 'target_type' FROM tidemark.schema_versions v"
-	                   " ORDER BY version DESC LIMIT 1", "text");
+	tm_assert_value(e->t, "SELECT v.columns -> 0 ->> 'target_type' FROM tidemark.schema_versions v"
+	                " ORDER BY version DESC LIMIT 1", "text");
 	assert_key_order(e, "f", "false");
 	tm_env_free(e);
 }
@@ -605,16 +595,16 @@ test_object_names_kept_as_text(void **state)
 	assert_target_type(e, "r", "acl", "text[]");
 	assert_target_type(e, "r", "c2", "text");
 	assert_target_type(e, "k", "c", "text");
-	assert_value(e->t, "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
-	                   " WHERE a.attrelid = 'pair'::regclass AND a.attname = 't'", "text");
-	assert_value(e->t, "SELECT format_type(typbasetype, typtypmod) FROM pg_type"
-	                   " WHERE typname = 'rel'", "text");
+	tm_assert_value(e->t, "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+	                " WHERE a.attrelid = 'pair'::regclass AND a.attname = 't'", "text");
+	tm_assert_value(e->t, "SELECT format_type(typbasetype, typtypmod) FROM pg_type"
+	                " WHERE typname = 'rel'", "text");
 	assert_same_rows(e, "r", cols);
 	assert_same_rows(e, "r", "id, c2::text");
 	assert_same_rows(e, "k", "c::text, v");
-	assert_value(e->t, "SELECT c FROM r WHERE id = 1", "only_here");
-	assert_value(e->t, "SELECT string_agg(c, ',' ORDER BY c) FROM k",
-	             "only_here,only_here_too,pg_roles");
+	tm_assert_value(e->t, "SELECT c FROM r WHERE id = 1", "only_here");
+	tm_assert_value(e->t, "SELECT string_agg(c, ',' ORDER BY c) FROM k",
+	                "only_here,only_here_too,pg_roles");
 	free(tm_expect(e, 0, "verify"));
 	tm_env_free(e);
 }
@@ -667,8 +657,8 @@ test_database_settings_do_not_apply(void **state)
 		pgtest_exec(side ? e->t : e->s, "ALTER DATABASE %s RESET ALL",
 		            side ? "dst_dbsettings" : "src_dbsettings");
 	assert_same_rows(e, "a", "id, ta, ia, x::text");
-	assert_value(e->t, "SELECT count(*) FROM a, unnest(ta) u WHERE u IS NULL", "4");
-	assert_value(e->t, "SELECT count(*) FROM a, unnest(ia) u WHERE u IS NULL", "4");
+	tm_assert_value(e->t, "SELECT count(*) FROM a, unnest(ta) u WHERE u IS NULL", "4");
+	tm_assert_value(e->t, "SELECT count(*) FROM a, unnest(ia) u WHERE u IS NULL", "4");
 	rc = pgtest_query_long(e->t, "SELECT count(*) FROM a");
 	assert_int_equal(rc, 3);
 	tm_env_free(e);
@@ -695,7 +685,7 @@ test_latin1_source(void **state)
 	                  "  FROM generate_series(1, 60) g, unnest(ARRAY['é', 'ü', 'Ø', 'ß', 'ñ',"
 	                  "  'plain']) w WHERE g %% 6 = array_position(ARRAY['é', 'ü', 'Ø', 'ß', 'ñ',"
 	                  "  'plain'], w) - 1");
-	assert_value(e->s, "SELECT count(*) FROM \"café\".\"crème\"", "60");
+	tm_assert_value(e->s, "SELECT count(*) FROM \"café\".\"crème\"", "60");
 	setup_tables(e, "café.crème", NULL);
 	catch_up_chunked(e);
 	tm_assert_rows_equal(e->s, "\"café\".\"crème\"", e->t, "\"café\".\"crème\"", "*");
@@ -713,9 +703,9 @@ test_latin1_source(void **state)
 	tm_stop_and_catch_up(e, run, 120);
 	tm_assert_rows_equal(e->s, "\"café\".\"crème\"", e->t, "\"café\".\"crème\"", "*");
 	assert_same_types(e, "\"café\".\"crème\"");
-	assert_value(e->t, "SELECT \"naïve\" FROM \"café\".\"crème\" WHERE k = 'Ææ'", "Þorn");
-	assert_value(e->t, "SELECT count(*) FROM tidemark.ddl_log WHERE statement LIKE '%über%ça va%'",
-	             "1");
+	tm_assert_value(e->t, "SELECT \"naïve\" FROM \"café\".\"crème\" WHERE k = 'Ææ'", "Þorn");
+	tm_assert_value(e->t, "SELECT count(*) FROM tidemark.ddl_log"
+	                " WHERE statement LIKE '%über%ça va%'", "1");
 	assert_int_equal(tm_run(e, 60, NULL, "verify", "--chunk-rows", "7", NULL), 0);
 	tm_env_free(e);
 }
@@ -772,7 +762,7 @@ test_sql_ascii_source(void **state)
 		fail_msg("resync exited %d:\n%s", rc, out);
 	free(out);
 	tm_assert_rows_equal(e->s, "public.a", e->t, "public.a", "*");
-	assert_value(e->t, "SELECT v FROM a WHERE k = 'bad'", "café");
+	tm_assert_value(e->t, "SELECT v FROM a WHERE k = 'bad'", "café");
 	tm_env_free(e);
 }
 
@@ -807,7 +797,7 @@ test_narrower_target_encoding(void **state)
 	assert_int_equal(rc, 5);
 	tm_assert_has(out, "SQLSTATE 22P05");
 	free(out);
-	assert_value(e->t, "SELECT v FROM a WHERE k = 1", "déjà");
+	tm_assert_value(e->t, "SELECT v FROM a WHERE k = 1", "déjà");
 	tm_env_free(e);
 }
 

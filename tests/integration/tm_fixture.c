@@ -334,6 +334,17 @@ tm_rows_free(char **rows, int n)
 }
 
 void
+tm_assert_value(PGconn *conn, const char *sql, const char *expected)
+{
+	char *v = pgtest_query_value(conn, "%s", sql);
+	bool same = v == NULL ? expected == NULL : expected != NULL && strcmp(v, expected) == 0;
+
+	if (!same)
+		fail_msg("%s: %s, expected %s", sql, v ? v : "NULL", expected ? expected : "NULL");
+	free(v);
+}
+
+void
 tm_assert_rows_equal(PGconn *s, const char *stable, PGconn *t, const char *ttable, const char *cols)
 {
 	int ns = 0, nt = 0;

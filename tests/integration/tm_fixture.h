@@ -81,5 +81,8 @@ void tm_assert_multiset_equal(tm_env *e, const char *table, const char *cols);
  * under another name (a pipeline's --target-schema). */
 void tm_assert_rows_equal(PGconn *s, const char *source_table, PGconn *t, const char *target_table,
                           const char *cols);
+/* The one value of sql on conn is expected (NULL: no row or an SQL NULL);
+ * fails with both. */
+void tm_assert_value(PGconn *conn, const char *sql, const char *expected);
 
 #endif

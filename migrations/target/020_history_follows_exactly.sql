@@ -1,0 +1,356 @@
+-- A history keeps what was written then, and the views of a data team over
+-- it stay through the table's schema changes.
+--
+-- Views: `<table>_versions` is made again at every schema change of its
+-- table. A view of the user's over it (the current rows, say) made the
+-- DROP VIEW fail, and with it the whole change: the table left
+-- replication. A view over the history itself made the ALTER of a
+-- history column's type fail, so the column kept its old type and new
+-- entries were rounded to it. shape_sync now lifts every view over the
+-- history (tidemark.views_lift of migration 019) once the history and its
+-- view of versions are renamed and moved, makes its changes, makes the
+-- view of versions again with the privileges and comments it had, and the
+-- other views again as they were, in the change's transaction.
+--
+-- Types: a history column takes the mirror's new type only if every entry
+-- converts to it and back to the same text (the type's output). Else it
+-- becomes text, which holds the old entries and the new ones as written,
+-- where a narrower type would have rounded or respelled them (numeric to
+-- integer, text to jsonb). A history column of text becomes typed again
+-- once every entry converts exactly.
+
+-- A view's privileges and comments, as tidemark.views_lift saved them,
+-- given to p_view (qualified, quoted), whose owner is p_owner: on the
+-- columns it still has.
+CREATE OR REPLACE FUNCTION tidemark.view_dress(p_view text, p_owner name, p_saved jsonb)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    col jsonb;
+BEGIN
+    IF jsonb_typeof(p_saved -> 'acl') = 'array' THEN
+        PERFORM tidemark.acl_grant(p_view, NULL,
+            ARRAY(SELECT jsonb_array_elements_text(p_saved -> 'acl'))::aclitem[],
+            ARRAY[p_saved ->> 'owner', p_owner]::name[]);
+    END IF;
+    IF p_saved ->> 'comment' IS NOT NULL THEN
+        EXECUTE format('COMMENT ON VIEW %s IS %L', p_view, p_saved ->> 'comment');
+    END IF;
+    FOR col IN SELECT c FROM jsonb_array_elements(p_saved -> 'columns') c
+                WHERE EXISTS (SELECT FROM pg_attribute a
+                               WHERE a.attrelid = p_view::regclass AND a.attnum > 0
+                                 AND NOT a.attisdropped AND a.attname = c ->> 'name') LOOP
+        EXECUTE format('COMMENT ON COLUMN %s.%I IS %L', p_view, col ->> 'name',
+                       col ->> 'comment');
+    END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION tidemark.views_restore(p_saved jsonb)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v jsonb;
+    target text;
+BEGIN
+    FOR v IN SELECT e FROM jsonb_array_elements(p_saved) WITH ORDINALITY AS x (e, i)
+              ORDER BY i LOOP
+        target := format('%I.%I', v ->> 'schema', v ->> 'name');
+        EXECUTE format('CREATE VIEW %s%s AS %s', target,
+                       CASE WHEN jsonb_typeof(v -> 'options') = 'array' THEN
+                           ' WITH (' || (SELECT string_agg(format('%I = %L',
+                                                 split_part(o, '=', 1),
+                                                 substr(o, strpos(o, '=') + 1)), ', ')
+                                           FROM jsonb_array_elements_text(v -> 'options') o)
+                           || ')' ELSE '' END,
+                       v ->> 'def');
+        IF v ->> 'owner' <> current_user THEN
+            EXECUTE format('ALTER VIEW %s OWNER TO %I', target, v ->> 'owner');
+        END IF;
+        PERFORM tidemark.view_dress(target, (v ->> 'owner')::name, v);
+    END LOOP;
+END
+$$;
+
+-- The output text of a value (NULL for NULL): the spelling the source
+-- sends and verify compares. A cast to text is not always it (boolean
+-- gives 'true', char(n) drops its padding, inet its mask's spelling).
+CREATE OR REPLACE FUNCTION tidemark.output_text(anyelement)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT CASE WHEN $1 IS NULL THEN NULL ELSE format('%s', $1) END $$;
+
+-- Brings history column p_column of p_hist to the type the mirror's
+-- column has now (views over the history lifted by the caller). done:
+-- what it did, '' for nothing; kept: false when some entries keep a value
+-- the mirror's rows no longer have (the mirror's conversion changed it),
+-- so that the copy that follows writes the rows' new values as entries.
+CREATE OR REPLACE FUNCTION tidemark.history_column_follow(p_hist regclass, p_mirror regclass,
+                                                          p_column name, OUT done text,
+                                                          OUT kept boolean)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    htype text := tidemark.column_type_sql(p_hist, p_column);
+    mtype text := tidemark.column_type_sql(p_mirror, p_column);
+    hbare text := (SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+                    WHERE attrelid = p_hist AND attname = p_column);
+    mbare text := (SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+                    WHERE attrelid = p_mirror AND attname = p_column);
+    conv  text;
+    exact boolean := false;
+    why   text;
+BEGIN
+    done := '';
+    kept := true;
+    IF htype = mtype THEN
+        RETURN;
+    END IF;
+    -- the conversion ALTER TABLE will make, directly or through text; exact
+    -- when every entry comes back from it with the same text
+    FOREACH conv IN ARRAY ARRAY[format('%I::%s', p_column, mbare),
+                                format('%I::text::%s', p_column, mbare)] LOOP
+        BEGIN
+            EXECUTE format('SELECT NOT EXISTS (SELECT FROM %s WHERE %I IS NOT NULL AND'
+                           ' tidemark.output_text((%s)::text::%s)'
+                           ' IS DISTINCT FROM tidemark.output_text(%I))',
+                           p_hist, p_column, conv, hbare, p_column) INTO exact;
+            why := CASE WHEN exact THEN NULL ELSE 'some would change' END;
+            EXIT;
+        EXCEPTION WHEN OTHERS THEN
+            why := SQLERRM;
+        END;
+    END LOOP;
+    kept := exact;
+    IF NOT exact THEN
+        IF hbare = 'text' THEN
+            done := format('history column %I stays text: its entries do not all convert to %s'
+                          ' exactly (%s)', p_column, mtype, why);
+            RETURN;
+        END IF;
+        mtype := 'text';
+        conv := format('tidemark.output_text(%I)', p_column);
+    END IF;
+    BEGIN
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN %I TYPE %s USING %s', p_hist, p_column,
+                       mtype, conv);
+    EXCEPTION WHEN OTHERS THEN
+        done := format('history column %I stays %s: it cannot be made %s (%s); new entries'
+                       ' are converted to %s', p_column, htype, mtype, SQLERRM, htype);
+        kept := false;
+        RETURN;
+    END;
+    IF exact THEN
+        done := format('history column %I is now %s', p_column, mtype);
+        RETURN;
+    END IF;
+    done := format('history column %I is now text, as written: its entries (%s) do not all'
+                  ' convert to %s exactly (%s)', p_column, htype,
+                  tidemark.column_type_sql(p_mirror, p_column), why);
+END
+$$;
+
+-- Brings a table's target shape in line with its mode, inside the caller's
+-- transaction: the mirror's added columns, and for a history: the history
+-- table (made when missing; renamed and moved with the mirror; each of the
+-- mirror's columns added or converted as above, none ever dropped), and
+-- the view of versions made again. A history made here is marked
+-- history_behind (the mirror may hold rows it lacks); one behind has its
+-- index by key (made when missing), one not behind none (an earlier
+-- version's is dropped). An index of the user's own is left alone; views
+-- over the history are lifted and made again. p_renames: the column
+-- renames of a schema change, old and new name in turn, applied to the
+-- history first. Returns what it did ('; ' between), '' for nothing.
+-- Never removes anything: turning a mode off is `tidemark mode`'s.
+CREATE OR REPLACE FUNCTION tidemark.shape_sync(p_table_id integer, p_renames text[] DEFAULT '{}')
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t        tidemark.tables;
+    mirror   regclass;
+    hist     regclass;
+    versions regclass;
+    hname    text;
+    vname    text;
+    done     text[] := '{}';
+    c        record;
+    keys     text;
+    made     boolean := false;
+    saved    jsonb;
+    mine     jsonb;
+    others   jsonb;
+    step     record;
+    stale    boolean := false;
+BEGIN
+    SELECT * INTO STRICT t FROM tidemark.tables WHERE table_id = p_table_id;
+    mirror := format('%I.%I', t.target_schema, t.target_table)::regclass;
+    IF t.metadata_columns THEN
+        EXECUTE format('ALTER TABLE %s'
+                       ' ADD COLUMN IF NOT EXISTS tidemark_lsn pg_lsn'
+                       '   DEFAULT nullif(current_setting(''tidemark.lsn'', true), '''')::pg_lsn,'
+                       ' ADD COLUMN IF NOT EXISTS tidemark_synced_at timestamptz DEFAULT now()',
+                       mirror);
+    END IF;
+    IF t.mode LIKE '%soft-delete' THEN
+        EXECUTE format('ALTER TABLE %s ADD COLUMN IF NOT EXISTS tidemark_deleted_at timestamptz',
+                       mirror);
+    END IF;
+    IF t.mode NOT LIKE 'history%' THEN
+        RETURN array_to_string(done, '; ');
+    END IF;
+    IF coalesce(cardinality(t.key_columns), 0) = 0 THEN
+        -- setup refuses such a table; one whose key went later keeps its
+        -- history as it is, unwritten until it has a key again
+        RETURN format('%I.%I has no key: its history is not written until it has one',
+                      t.target_schema, t.target_table);
+    END IF;
+
+    hname := t.target_table || '_history';
+    vname := t.target_table || '_versions';
+    IF octet_length(vname) > 63 THEN
+        RAISE EXCEPTION 'the name of table %.% is too long for its history (%)', t.target_schema,
+            t.target_table, vname USING HINT = 'rename the table on the source, or replicate it as a mirror';
+    END IF;
+
+    hist := tidemark.relation_if_any(t.history_relid);
+    IF hist IS NULL THEN
+        -- tidemark_op: insert, update, delete or copy, tidemark's own values
+        -- (no CHECK: it would cost every entry)
+        EXECUTE format('CREATE TABLE %I.%I ('
+                       ' tidemark_lsn pg_lsn NOT NULL'
+                       '   DEFAULT current_setting(''tidemark.lsn'')::pg_lsn,'
+                       ' tidemark_seq bigint NOT NULL,'
+                       ' tidemark_op text NOT NULL,'
+                       ' tidemark_commit_time timestamptz NOT NULL'
+                       '   DEFAULT current_setting(''tidemark.commit_time'')::timestamptz,'
+                       ' PRIMARY KEY (tidemark_lsn, tidemark_seq))', t.target_schema, hname);
+        hist := format('%I.%I', t.target_schema, hname)::regclass;
+        UPDATE tidemark.tables SET history_behind = true WHERE table_id = p_table_id;
+        made := true;
+        done := done || format('made the history %s', hist);
+    END IF;
+
+    -- renamed and moved before the views are lifted: a view of the user's
+    -- over them then reads the new names when it is made again
+    IF (SELECT relname FROM pg_class WHERE oid = hist) <> hname THEN
+        EXECUTE format('ALTER TABLE %s RENAME TO %I', hist, hname);
+        done := done || format('renamed the history to %I', hname);
+    END IF;
+    IF (SELECT n.nspname FROM pg_class r JOIN pg_namespace n ON n.oid = r.relnamespace
+         WHERE r.oid = hist) <> t.target_schema THEN
+        EXECUTE format('ALTER TABLE %s SET SCHEMA %I', hist, t.target_schema);
+        done := done || format('moved the history to schema %I', t.target_schema);
+    END IF;
+    versions := tidemark.relation_if_any(t.versions_relid);
+    IF versions IS NOT NULL AND (SELECT relname FROM pg_class WHERE oid = versions) <> vname THEN
+        EXECUTE format('ALTER VIEW %s RENAME TO %I', versions, vname);
+    END IF;
+    IF versions IS NOT NULL AND (SELECT n.nspname FROM pg_class r JOIN pg_namespace n
+                                    ON n.oid = r.relnamespace WHERE r.oid = versions)
+                                <> t.target_schema THEN
+        EXECUTE format('ALTER VIEW %s SET SCHEMA %I', versions, t.target_schema);
+    END IF;
+
+    FOR i IN 1 .. coalesce(cardinality(p_renames), 0) / 2 LOOP
+        IF tidemark.column_type_sql(hist, p_renames[2 * i - 1]) IS NOT NULL
+           AND tidemark.column_type_sql(hist, p_renames[2 * i]) IS NULL THEN
+            EXECUTE format('ALTER TABLE %s RENAME COLUMN %I TO %I', hist, p_renames[2 * i - 1],
+                           p_renames[2 * i]);
+            done := done || format('renamed history column %I to %I', p_renames[2 * i - 1],
+                                   p_renames[2 * i]);
+        END IF;
+    END LOOP;
+
+    -- every view over the history out of the way of its changes (a
+    -- materialized view or a rule cannot be lifted: the view of versions
+    -- alone is then dropped, as before)
+    BEGIN
+        saved := tidemark.views_lift(hist);
+    EXCEPTION WHEN OTHERS THEN
+        saved := NULL;
+    END;
+    IF saved IS NULL AND versions IS NOT NULL THEN
+        EXECUTE format('DROP VIEW %s', versions);
+    END IF;
+    SELECT e INTO mine FROM jsonb_array_elements(saved) e
+     WHERE e ->> 'schema' = t.target_schema AND e ->> 'name' = vname;
+    SELECT coalesce(jsonb_agg(e ORDER BY i), '[]') INTO others
+      FROM jsonb_array_elements(saved) WITH ORDINALITY AS x (e, i)
+     WHERE NOT (e ->> 'schema' = t.target_schema AND e ->> 'name' = vname);
+
+    FOR c IN SELECT a.attname FROM pg_attribute a
+              WHERE a.attrelid = mirror AND a.attnum > 0 AND NOT a.attisdropped
+                AND a.attname <> ALL (tidemark.shape_columns()) ORDER BY a.attnum LOOP
+        IF tidemark.column_type_sql(hist, c.attname) IS NULL THEN
+            EXECUTE format('ALTER TABLE %s ADD COLUMN %I %s', hist, c.attname,
+                           tidemark.column_type_sql(mirror, c.attname));
+            done := done || format('added history column %I', c.attname);
+        ELSE
+            SELECT * INTO step FROM tidemark.history_column_follow(hist, mirror, c.attname);
+            IF step.done <> '' THEN
+                done := done || step.done;
+            END IF;
+            stale := stale OR NOT step.kept;
+        END IF;
+    END LOOP;
+    IF stale AND NOT t.history_behind THEN
+        -- the copy that follows the change compares its rows with the
+        -- history's latest entries, not with the converted mirror
+        UPDATE tidemark.tables SET history_behind = true WHERE table_id = p_table_id;
+        t.history_behind := true;
+    END IF;
+
+    SELECT string_agg(format('%I', k), ', ' ORDER BY o) INTO keys
+      FROM unnest(t.key_columns) WITH ORDINALITY AS u (k, o);
+    IF t.history_behind OR made THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = hist
+                          AND obj_description(i.indexrelid, 'pg_class')
+                              = 'tidemark: history by key') THEN
+            EXECUTE format('CREATE INDEX ON %s (%s, tidemark_lsn, tidemark_seq)', hist, keys);
+            EXECUTE format('COMMENT ON INDEX %s IS ''tidemark: history by key''',
+                           (SELECT max(indexrelid)::regclass FROM pg_index WHERE indrelid = hist
+                               AND obj_description(indexrelid, 'pg_class') IS NULL
+                               AND NOT indisprimary));
+            done := done || 'indexed the history by key until the table''s copy ends'::text;
+        END IF;
+    ELSIF tidemark.history_unindex(hist) THEN
+        done := done || 'dropped the history''s index by key (an index of your own is left alone)'::text;
+    END IF;
+
+    EXECUTE format('CREATE VIEW %I.%I AS SELECT %s, tidemark_op,'
+                   ' tidemark_lsn AS tidemark_valid_from_lsn,'
+                   ' tidemark_commit_time AS tidemark_valid_from,'
+                   ' tidemark_valid_to_lsn, tidemark_valid_to,'
+                   ' tidemark_valid_to_lsn IS NULL AS tidemark_is_current'
+                   ' FROM (SELECT h.*, lead(h.tidemark_lsn) OVER w AS tidemark_valid_to_lsn,'
+                   '   lead(h.tidemark_commit_time) OVER w AS tidemark_valid_to FROM %s h'
+                   '   WINDOW w AS (PARTITION BY %s ORDER BY h.tidemark_lsn, h.tidemark_seq)) v'
+                   ' WHERE tidemark_op <> ''delete''', t.target_schema, vname,
+                   (SELECT string_agg(format('%I', x), ', ')
+                      FROM unnest(tidemark.history_data_columns(hist)) AS x),
+                   hist, keys);
+    IF mine IS NOT NULL THEN
+        PERFORM tidemark.view_dress(format('%I.%I', t.target_schema, vname), current_user, mine);
+    END IF;
+    IF jsonb_array_length(others) > 0 THEN
+        PERFORM tidemark.views_restore(others);
+        done := done || format('made again the views over the history: %s',
+                               (SELECT string_agg(format('%I.%I', e ->> 'schema', e ->> 'name'),
+                                                  ', ')
+                                  FROM jsonb_array_elements(others) e));
+    END IF;
+    UPDATE tidemark.tables
+       SET history_relid = hist,
+           versions_relid = format('%I.%I', t.target_schema, vname)::regclass
+     WHERE table_id = p_table_id;
+    RETURN array_to_string(done, '; ');
+END
+$$;
