@@ -116,6 +116,8 @@ apply_new(sink *s, const apply_config *cfg, apply **out)
 		apply_free(a);
 		return rc;
 	}
+	_Static_assert(SINK_DDL_LOCK_WAIT_MS > APPLY_STREAM_STALL_MS,
+	               "the stall guard ends a DDL's wait on the run's own transaction first");
 	sink_set_stall(s, apply_stream_stalled, a, APPLY_STREAM_STALL_MS);
 	*out = a;
 	return TM_OK;
@@ -700,7 +702,11 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 	if (n == 0)
 		return TM_OK;
 	dml_sql_truncate(&sql, n, schemas, names);
-	rc = sink_send(a->sink, sink_stmt_get(a->sink, sql.data, 0), NULL, NULL);
+	rc = sink_lock_wait(a->sink, true);
+	if (rc == TM_OK)
+		rc = sink_send(a->sink, sink_stmt_get(a->sink, sql.data, 0), NULL, NULL);
+	if (rc == TM_OK)
+		rc = sink_lock_wait(a->sink, false);
 	strbuf_free(&sql);
 	return rc;
 }

@@ -89,7 +89,7 @@ typedef struct run_state {
 	tm_lsn wal_end;             /* the source's end of WAL, as last reported */
 	double last_feedback, last_advance, last_progress;
 	long long progress_txs, progress_changes;
-	bool made_progress;
+	bool made_progress;         /* the session's applied position advanced */
 	bool migrated;              /* the target catalog is at this binary's version */
 	bool warned;                /* tables of an earlier slot were named */
 	bool streamed;              /* a session of this run has streamed */
@@ -446,8 +446,6 @@ handle_xlogdata(run_state *st, const pgoutput_copydata *cd)
 	}
 	rc = apply_received(st->apply, &m, cd->data, cd->len, cd->wal_start, &st->scratch);
 	arena_reset(&st->scratch);
-	if (m.kind == PGOUTPUT_COMMIT || m.kind == PGOUTPUT_STREAM_COMMIT)
-		st->made_progress = true;
 	return rc;
 }
 
@@ -810,6 +808,11 @@ static int
 run_session(run_state *st)
 {
 	int rc = session_open(st);
+	/* progress is what the target committed: a session that fails again
+	 * on the same transaction (a lock the target's readers hold, say)
+	 * waits longer each time, however much it received before it */
+	bool opened = rc == TM_OK;
+	tm_lsn began = opened ? apply_committed(st->apply) : 0;
 
 	pgoutput_reader_init(&st->reader, 2);
 	st->last_progress = st->last_advance = clock_now_s();
@@ -827,6 +830,7 @@ run_session(run_state *st)
 		st->stop_before = apply_current_commit_lsn(st->apply);
 	else if (rc == TM_EXIT_POLICY)
 		st->stop_before = LSN_INVALID; /* the second pass reached it */
+	st->made_progress = opened && apply_committed(st->apply) > began;
 	session_close(st);
 	return rc;
 }

@@ -322,8 +322,11 @@ static const struct {
 	                         "database (SHOW default_transaction_read_only; ALTER ROLE / ALTER "
 	                         "DATABASE ... RESET default_transaction_read_only); tidemark retries "
 	                         "until it accepts them, and loses nothing meanwhile"},
-	{"55P03", PGCONN_TARGET, "a lock on the target table is held by another session; tidemark "
-	                         "retries"},
+	{"55P03", PGCONN_TARGET, "a lock on the target table is held by another session (a long "
+	                         "query or an open transaction: see pg_locks and pg_stat_activity); "
+	                         "a schema change or TRUNCATE waits for it a few seconds at a time, "
+	                         "so that the table's readers do not queue behind it, and tidemark "
+	                         "retries with growing pauses"},
 	{"42703", PGCONN_TARGET, "a column tidemark writes is missing on the target: the target table "
 	                         "was altered by hand. Fix: restore the column (or drop and re-create "
 	                         "the table with the source's columns), then `tidemark snapshot` it"},

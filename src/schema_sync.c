@@ -232,6 +232,7 @@ run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, tablede
                   strbuf *sql)
 {
 	tm_error err;
+	int rc;
 
 	switch (a->kind) {
 	case DDL_ACT_RENAME_COLUMN:
@@ -261,8 +262,8 @@ run_column_action(schema_sync *ss, target_name *tn, const ddl_action *a, tablede
 		if (target_ddl_add_column(sql, tn->schema, tn->table, a->column, a->type, a->coll_schema,
 		                          a->coll_name, a->value, &err) != 0)
 			break;
-		if (exec(ss, "adding a target column", sql) != TM_OK)
-			return TM_EXIT_TARGET;
+		if ((rc = exec(ss, "adding a target column", sql)) != TM_OK)
+			return rc;
 		if (a->value == NULL)
 			return TM_OK;
 		/* the default only gave existing rows their value */
@@ -1305,6 +1306,25 @@ log_event(schema_sync *ss, const ddl_event *e, tm_lsn pos, pg_timestamp commit_t
 	return rc;
 }
 
+/* What e does to the target, by its kind; *logged: false when it is not
+ * to be recorded in the ddl-log. */
+static int
+on_event(schema_sync *ss, ddl_event *e, tm_lsn position, sync_note *note,
+         schema_sync_result *res, bool *logged)
+{
+	int rc;
+
+	if (e->kind == DDL_EVENT_REWRITE)
+		return on_rewrite(ss, e, note, res);
+	if (e->kind == DDL_EVENT_DROP)
+		return on_drop(ss, e, position, note, res);
+	if (e->kind == DDL_EVENT_TRUNCATE)
+		return schema_sync_part_truncate(ss, e, note, res, logged);
+	rc = on_ddl(ss, e, position, note, res);
+	schema_sync_command_done(ss);
+	return rc;
+}
+
 int
 schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
                     pg_timestamp commit_time, schema_sync_result *res)
@@ -1332,18 +1352,13 @@ schema_sync_message(schema_sync *ss, const pgoutput_msg *m, tm_lsn position,
 	if (e->error != NULL)
 		log_warn("the DDL capture on the source reported: %s", e->error);
 	remember_statement(ss, e);
-	if (e->kind == DDL_EVENT_REWRITE)
-		rc = on_rewrite(ss, e, &note, res);
-	else if (e->kind == DDL_EVENT_DROP)
-		rc = on_drop(ss, e, position, &note, res);
-	else if (e->kind == DDL_EVENT_TRUNCATE)
-		rc = schema_sync_part_truncate(ss, e, &note, res, &logged);
-	else {
-		rc = on_ddl(ss, e, position, &note, res);
-		schema_sync_command_done(ss);
-	}
+	rc = sink_lock_wait(ss->sink, true);
+	if (rc == TM_OK)
+		rc = on_event(ss, e, position, &note, res, &logged);
 	if (rc == TM_OK && logged)
 		rc = log_event(ss, e, position, commit_time, &note);
+	if (rc == TM_OK)
+		rc = sink_lock_wait(ss->sink, false);
 	strbuf_free(&note.tables);
 	strbuf_free(&note.classes);
 	strbuf_free(&note.actions);

@@ -133,7 +133,7 @@ sink_open(const char *conninfo, const char *role, sink **out)
 	 * session is retried (with a clear message) rather than hang. */
 	rc = pgconn_command(conn, TGT, "configuring the session",
 	                    "SELECT set_config('synchronous_commit', 'off', false),"
-	                    " set_config('lock_timeout', '30s', false)", 0, NULL);
+	                    " set_config('lock_timeout', '" SINK_LOCK_WAIT "', false)", 0, NULL);
 	if (rc == TM_OK && PQenterPipelineMode(conn) != 1)
 		rc = pgconn_fail(conn, TGT, "entering pipeline mode", NULL);
 	if (rc != TM_OK) {
@@ -643,6 +643,18 @@ sink_script(sink *s, const char *what, const char *sql)
 	if (rc == TM_OK)
 		rc = pipeline_enter(s);
 	return rc;
+}
+
+#define SINK_STR_(x) #x
+#define SINK_STR(x) SINK_STR_(x)
+#define LOCK_WAIT_SQL(wait) "SELECT set_config('lock_timeout', '" wait "', true)"
+
+int
+sink_lock_wait(sink *s, bool ddl)
+{
+	/* queued: no round trip of its own */
+	return sink_send_static(s, ddl ? LOCK_WAIT_SQL(SINK_STR(SINK_DDL_LOCK_WAIT_MS) "ms")
+	                               : LOCK_WAIT_SQL(SINK_LOCK_WAIT));
 }
 
 int

@@ -75,6 +75,22 @@ int sink_command(sink *s, const char *what, const char *sql, int nparams,
                  const char *const *params);
 
 /*
+ * How long the open transaction's statements wait for a lock held by
+ * another session: short (SINK_DDL_LOCK_WAIT) for target DDL, which takes
+ * its table's ACCESS EXCLUSIVE lock (ALTER TABLE, TRUNCATE, views made
+ * again): while it waits, every other query on the table queues behind it,
+ * so a warehouse's readers would be held up for as long as one long query
+ * or open transaction holds the table. Past the wait the session is
+ * retried (55P03) with growing pauses, in which readers go on. The wait
+ * is longer than the apply's stall guard (APPLY_STREAM_STALL_MS), which
+ * ends a wait on a transaction of the run's own. ddl false: back to the
+ * session's wait (SINK_LOCK_WAIT), for the transaction's rows.
+ */
+#define SINK_LOCK_WAIT "30s"
+#define SINK_DDL_LOCK_WAIT_MS 6000
+int sink_lock_wait(sink *s, bool ddl);
+
+/*
  * Runs one statement inside the open transaction under a savepoint: when
  * the server refuses it (a statement error, not a lost connection), the
  * transaction goes back to the savepoint and goes on; *failure is then the

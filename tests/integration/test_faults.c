@@ -154,6 +154,68 @@ test_target_refuses_writes(void **state)
 	tm_env_free(e);
 }
 
+#define WAITING_APPLY                                                                              \
+	"SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"                   \
+	" WHERE NOT l.granted AND a.application_name = 'tidemark apply'"
+
+/* While reader holds the target table (a long query), the schema change
+ * or TRUNCATE the source just made waits for the table's lock, gives up
+ * within a few seconds so that the readers queued behind it go on, and
+ * run keeps going. */
+static void
+wait_gives_up(tm_env *e, pgtest_proc *run, PGconn *reader, const char *what)
+{
+	if (!pgtest_wait_value(e->t, WAITING_APPLY, "t", 60))
+		fail_msg("%s does not wait on the reader:\n%s", what, pgtest_proc_output(run));
+	/* the session's own wait is 30 s: the reader keeps the table longer */
+	if (!pgtest_wait_value(e->t, WAITING_APPLY, "f", 12))
+		fail_msg("%s waits on the reader's lock for more than 12 s", what);
+	assert_true(pgtest_proc_running(run));
+	assert_int_equal(pgtest_query_long(reader, "SELECT count(*) FROM pg_locks WHERE pid ="
+	                                           " pg_backend_pid() AND granted AND relation ="
+	                                           " 'events'::regclass"), 1);
+	pgtest_exec(reader, "COMMIT");
+}
+
+/*
+ * A warehouse query holds a replicated table (an open transaction that
+ * read it) while the source adds a column, then truncates the table.
+ * tidemark's ALTER and TRUNCATE wait for the table's lock a few seconds
+ * at a time, not for as long as the query runs (every other reader of
+ * the table would queue behind them), and run goes on: the ALTER had
+ * stopped it (exit 5) after its 30 s wait.
+ */
+static void
+test_target_reader_holds_table(void **state)
+{
+	tm_env *e = tm_env_new("reader_holds");
+	pgtest_proc *run;
+	PGconn *reader;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE events (id bigserial PRIMARY KEY, kind int, payload text);"
+	                  "INSERT INTO events (kind) SELECT g FROM generate_series(1, 100) g");
+	tm_setup_table(e, "events");
+	tm_catch_up(e, 60);
+	reader = pgtest_connect_str(e->dst);
+	run = tm_start_run(e, NULL);
+
+	pgtest_exec(reader, "BEGIN; SELECT count(*) FROM events");
+	pgtest_exec(e->s, "ALTER TABLE events ADD COLUMN added int DEFAULT 7;"
+	                  "INSERT INTO events (kind, added) VALUES (1000, 8)");
+	wait_gives_up(e, run, reader, "the ALTER TABLE");
+	if (!pgtest_wait_value(e->t, "SELECT count(*) FROM events WHERE added = 8", "1", 60))
+		fail_msg("the column is not added:\n%s", pgtest_proc_output(run));
+
+	pgtest_exec(reader, "BEGIN; SELECT count(*) FROM events");
+	pgtest_exec(e->s, "TRUNCATE events; INSERT INTO events (kind) VALUES (2000)");
+	wait_gives_up(e, run, reader, "the TRUNCATE");
+	PQfinish(reader);
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "events", "id");
+	tm_env_free(e);
+}
+
 /* The target's disk fills up (a small tablespace), then gets room again. */
 static void
 test_target_disk_full(void **state)
@@ -355,6 +417,7 @@ main(void)
 		cmocka_unit_test(test_kill9_loop),
 		cmocka_unit_test(test_cut_during_large_transaction),
 		cmocka_unit_test(test_target_refuses_writes),
+		cmocka_unit_test(test_target_reader_holds_table),
 		cmocka_unit_test(test_target_disk_full),
 		cmocka_unit_test(test_wal_level_not_logical),
 		cmocka_unit_test(test_missing_privileges),
