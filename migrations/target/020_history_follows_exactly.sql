@@ -267,6 +267,14 @@ BEGIN
             done := done || format('renamed history column %I to %I', p_renames[2 * i - 1],
                                    p_renames[2 * i]);
         END IF;
+        -- the view of versions too: a view over it then names the column
+        -- it is made again with
+        IF versions IS NOT NULL
+           AND tidemark.column_type_sql(versions, p_renames[2 * i - 1]) IS NOT NULL
+           AND tidemark.column_type_sql(versions, p_renames[2 * i]) IS NULL THEN
+            EXECUTE format('ALTER VIEW %s RENAME COLUMN %I TO %I', versions,
+                           p_renames[2 * i - 1], p_renames[2 * i]);
+        END IF;
     END LOOP;
 
     -- every view over the history out of the way of its changes (a

@@ -551,9 +551,10 @@ test_history_through_schema_changes(void **state)
 /*
  * A data team's views over a history and its view of versions (with a
  * grant and a comment), then schema changes of the table under the
- * `follow` policy: a column added, a type widened (int to bigint, which
- * a view over the history column held back), a type narrowed by the
- * source (numeric to integer: 2.5 became 3) and text to jsonb. The views
+ * `follow` policy: a column added, one renamed, a type widened (int to
+ * bigint, which a view over the history column held back), a type
+ * narrowed by the source (numeric to integer: 2.5 became 3), text to
+ * jsonb, and the table renamed. The views
  * stay, with their grant and comment; the history keeps each entry as it
  * was written (2.5, and the JSON text as the source spelled it), its
  * column text where no type holds both; and the row the conversion
@@ -579,33 +580,38 @@ test_history_views_and_inexact_types(void **state)
 	                  "COMMENT ON VIEW b_versions IS 'every version of b'");
 	pgtest_exec(e->s, "ALTER TABLE b ADD COLUMN z int");
 	pgtest_exec(e->s, "UPDATE b SET z = id");
-	pgtest_exec(e->s, "ALTER TABLE b ALTER c TYPE bigint");
-	pgtest_exec(e->s, "UPDATE b SET c = 10000000000 WHERE id = 2");
+	pgtest_exec(e->s, "ALTER TABLE b RENAME COLUMN c TO c2");
+	pgtest_exec(e->s, "ALTER TABLE b ALTER c2 TYPE bigint");
+	pgtest_exec(e->s, "UPDATE b SET c2 = 10000000000 WHERE id = 2");
 	pgtest_exec(e->s, "ALTER TABLE b ALTER n TYPE integer");
 	pgtest_exec(e->s, "UPDATE b SET n = 4 WHERE id = 2");
 	tm_catch_up(e, 120);
 	pgtest_exec(e->s, "ALTER TABLE b ALTER j TYPE jsonb USING j::jsonb");
 	tm_catch_up(e, 120);
+	pgtest_exec(e->s, "ALTER TABLE b RENAME TO bb");
+	tm_catch_up(e, 120);
 
-	tm_assert_rows_equal(e->s, "public.b", e->t, "public.b", "id, n, c, j, z");
+	tm_assert_rows_equal(e->s, "public.bb", e->t, "public.bb", "id, n, c2, j, z");
 	tm_assert_value(e->t, "SELECT string_agg(concat_ws('/', id, n, c), ' ' ORDER BY id) FROM cur",
 	                "1/3/1 2/4/10000000000");
-	tm_assert_value(e->t, "SELECT has_table_privilege('hist_reader', 'b_versions', 'SELECT')"
+	tm_assert_value(e->t, "SELECT has_table_privilege('hist_reader', 'bb_versions', 'SELECT')"
 	                " AND has_table_privilege('hist_reader', 'cur', 'SELECT')", "t");
-	tm_assert_value(e->t, "SELECT obj_description('b_versions'::regclass, 'pg_class')",
+	tm_assert_value(e->t, "SELECT (SELECT count(*) FROM by_c) = (SELECT count(*) FROM bb_history)",
+	                "t");
+	tm_assert_value(e->t, "SELECT obj_description('bb_versions'::regclass, 'pg_class')",
 	                "every version of b");
 	tm_assert_value(e->t, "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod),"
 	                " ', ' ORDER BY attnum) FROM pg_attribute WHERE attrelid ="
-	                " 'b_history'::regclass AND attnum > 4 AND NOT attisdropped",
-	                "id integer, n text, c bigint, j text, z integer");
+	                " 'bb_history'::regclass AND attnum > 4 AND NOT attisdropped",
+	                "id integer, n text, c2 bigint, j text, z integer");
 	/* each entry as written, and after them the row's new values: its
 	 * rounded n, then its JSON as jsonb spells it */
 	tm_assert_value(e->t, "SELECT string_agg(n, ' ' ORDER BY tidemark_lsn, tidemark_seq)"
-	                " FROM b_history WHERE id = 1", "2.5 2.5 3 3");
-	tm_assert_value(e->t, "SELECT string_agg(DISTINCT j, ' ') FROM b_history WHERE id = 1",
+	                " FROM bb_history WHERE id = 1", "2.5 2.5 3 3");
+	tm_assert_value(e->t, "SELECT string_agg(DISTINCT j, ' ') FROM bb_history WHERE id = 1",
 	                "{\"a\": 2, \"b\": 1} {\"b\": 1,  \"a\": 2}");
 	tm_assert_value(e->t, "SELECT string_agg(tidemark_op, ' ' ORDER BY tidemark_lsn,"
-	                " tidemark_seq) FROM b_history WHERE id = 1", "copy update copy copy");
+	                " tidemark_seq) FROM bb_history WHERE id = 1", "copy update copy copy");
 	tm_env_free(e);
 }
 
