@@ -525,6 +525,21 @@ carry_privileges(sink *s, const char *tschema, const char *kept, const char *mad
 	return rc;
 }
 
+/* A table made again is empty: its copy compares with its history's
+ * latest entries, not with the mirror's rows (015_history_append_only.sql),
+ * so that the rows it already has no second 'copy' entry. */
+static int
+history_behind(sink *s, int table_id)
+{
+	char id[16];
+	const char *p[] = {id};
+
+	snprintf(id, sizeof id, "%d", table_id);
+	return sink_command(s, "marking the history behind its table made again",
+	                    "UPDATE tidemark.tables SET history_behind = true"
+	                    " WHERE table_id = $1::int AND mode LIKE 'history%'", 1, p);
+}
+
 int
 catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const tabledef *def,
                       tm_lsn valid_from, bool keep_target, char **aside)
@@ -552,6 +567,8 @@ catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const t
 	d->name = xstrdup(def->name);
 	if (rc == TM_OK)
 		rc = record_restart(s, t, d, valid_from);
+	if (rc == TM_OK && !keep_target)
+		rc = history_behind(s, t->table_id);
 	/* a table made again gets its mode's columns; its history is kept */
 	if (rc == TM_OK)
 		rc = shape_sync(s, t->table_id, NULL, 0, NULL);
