@@ -362,3 +362,10 @@ BEGIN
     RETURN array_to_string(done, '; ');
 END
 $$;
+
+-- The index by key of a history that caught up is dropped at the end of
+-- its table's copy, under the history's ACCESS EXCLUSIVE lock: readers of
+-- the history queue behind the DROP while it waits, so it waits no longer
+-- than a schema change does (sink.h, SINK_DDL_LOCK_WAIT_MS); past that the
+-- copy's last chunk is retried.
+ALTER FUNCTION tidemark.history_unindex(regclass) SET lock_timeout = '6s';
