@@ -589,6 +589,78 @@ catalog_retire_table(sink *s, int table_id)
 	                    p);
 }
 
+int
+catalog_request_copy(sink *s, int table_id)
+{
+	char id[16];
+	const char *p[] = {id};
+
+	snprintf(id, sizeof id, "%d", table_id);
+	return sink_command(s, "asking for the table to be copied again",
+	                    "UPDATE tidemark.tables SET state = 'snapshot_pending',"
+	                    " snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
+	                    " snapshot_started_at = NULL, snapshot_finished_at = NULL,"
+	                    " snapshot_requested_at = clock_timestamp() WHERE table_id = $1::int", 1, p);
+}
+
+/* Has the target table (quoted, qualified) no row? */
+static int
+target_empty(sink *s, const char *target, bool *empty)
+{
+	strbuf sql = STRBUF_INIT;
+	PGresult *r = NULL;
+	int rc;
+
+	strbuf_appendf(&sql, "SELECT NOT EXISTS (SELECT 1 FROM %s)", target);
+	rc = sink_query(s, "reading whether an unlogged target table has rows", strbuf_str(&sql), 0,
+	                NULL, &r);
+	*empty = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	strbuf_free(&sql);
+	return rc;
+}
+
+int
+catalog_unlogged_tables(sink *s, const char *slot, catalog_unlogged **out, int *n)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "listing the target tables that are unlogged",
+	                    "SELECT t.table_id, coalesce(t.source_relid, 0), c.oid::regclass::text"
+	                    " FROM tidemark.tables t JOIN pg_class c ON c.oid ="
+	                    "   to_regclass(format('%I.%I', t.target_schema, t.target_table))"
+	                    " WHERE t.slot_name = $1 AND t.state IN ('streaming', 'snapshotting')"
+	                    "   AND c.relpersistence = 'u' ORDER BY t.table_id",
+	                    1, p, &r);
+
+	*out = NULL;
+	*n = 0;
+	if (rc != TM_OK) {
+		PQclear(r);
+		return rc;
+	}
+	*out = xcalloc((size_t) PQntuples(r) + 1, sizeof **out);
+	for (int i = 0; i < PQntuples(r); i++) {
+		catalog_unlogged *u = &(*out)[(*n)++];
+
+		u->table_id = atoi(PQgetvalue(r, i, 0));
+		u->source_relid = (uint32_t) strtoul(PQgetvalue(r, i, 1), NULL, 10);
+		u->target = xstrdup(PQgetvalue(r, i, 2));
+	}
+	PQclear(r);
+	for (int i = 0; rc == TM_OK && i < *n; i++)
+		rc = target_empty(s, (*out)[i].target, &(*out)[i].empty);
+	return rc;
+}
+
+void
+catalog_unlogged_free(catalog_unlogged *u, int n)
+{
+	for (int i = 0; u != NULL && i < n; i++)
+		free(u[i].target);
+	free(u);
+}
+
 /* Are two columns alike where the target table's column depends on them? */
 static bool
 column_alike(const tabledef_column *a, const tabledef_column *b)

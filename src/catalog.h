@@ -117,6 +117,25 @@ int catalog_restart_table(sink *s, const char *slot, const catalog_table *t, con
  * kept). In the caller's transaction. */
 int catalog_retire_table(sink *s, int table_id);
 
+/* Asks for the table to be copied again from the start (state
+ * snapshot_pending; `run` copies it). In the caller's transaction. */
+int catalog_request_copy(sink *s, int table_id);
+
+/* A copied table whose target table is UNLOGGED (made so by hand, to
+ * load faster): a crash of the target empties it, while the position
+ * stored with the data, which is logged, says its rows are applied. */
+typedef struct catalog_unlogged {
+	int table_id;
+	uint32_t source_relid; /* 0 when not known */
+	char *target;          /* owned: the target table, quoted and qualified */
+	bool empty;            /* it has no row now */
+} catalog_unlogged;
+
+/* The slot's copied tables (streaming or being copied) that are UNLOGGED
+ * on the target; *out (n of them, owned: catalog_unlogged_free) */
+int catalog_unlogged_tables(sink *s, const char *slot, catalog_unlogged **out, int *n);
+void catalog_unlogged_free(catalog_unlogged *u, int n);
+
 /* Does the table's latest schema version describe def's columns (names,
  * attnums, types, NOT NULL and key), so that its target table has them? */
 int catalog_version_matches(sink *s, int table_id, const tabledef *def, bool *same);

@@ -646,10 +646,43 @@ warn_unpublished(run_state *st)
 	return rc;
 }
 
+/* Target tables made UNLOGGED by hand, said once per run. One found empty
+ * while its source table has rows is copied again: a crash of the target
+ * emptied it, and the position stored with the data, which is logged,
+ * says its rows are applied. */
+static int
+check_unlogged(run_state *st)
+{
+	catalog_unlogged *u = NULL;
+	int n = 0;
+	int rc = catalog_unlogged_tables(st->sink, st->opts->slot, &u, &n);
+
+	for (int i = 0; rc == TM_OK && i < n; i++) {
+		bool has = false;
+
+		if (!st->warned)
+			log_warn("target: %s is UNLOGGED: a crash of the target empties it, while the "
+			         "position stored with the data says its rows are applied (run then copies "
+			         "it again). Fix: ALTER TABLE %s SET LOGGED",
+			         u[i].target, u[i].target);
+		if (!u[i].empty || u[i].source_relid == 0)
+			continue;
+		rc = source_query_has_rows(st->control, u[i].source_relid, &has);
+		if (rc == TM_OK && has) {
+			log_warn("target: %s is empty, as an unlogged table is after a crash of the target, "
+			         "and its source table has rows: it is copied again", u[i].target);
+			rc = catalog_request_copy(st->sink, u[i].table_id);
+		}
+	}
+	catalog_unlogged_free(u, n);
+	return rc;
+}
+
 /* At a session's start: the key order of the tables whose order is not
  * known (registered before it was recorded: migrations/target/
- * 005_target_types.sql); and, once per run, the tables registered for an
- * earlier slot, and those the publication no longer publishes, named. */
+ * 005_target_types.sql); unlogged target tables emptied by a crash; and,
+ * once per run, the tables registered for an earlier slot, and those the
+ * publication no longer publishes, named. */
 static int
 catalog_at_start(run_state *st)
 {
@@ -662,6 +695,8 @@ catalog_at_start(run_state *st)
 	if (rc == TM_OK)
 		rc = key_order_for(st, ids, nids);
 	free(ids);
+	if (rc == TM_OK)
+		rc = check_unlogged(st);
 	if (rc == TM_OK && !st->warned)
 		rc = catalog_warn_interrupted(st->sink, st->opts->slot);
 	if (rc == TM_OK && !st->warned)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "exitcode.h"
 #include "ident.h"
 #include "log.h"
@@ -281,16 +282,6 @@ table_command(sink *s, int table_id, const char *what, const char *sql)
 	return sink_command(s, what, sql, 1, p);
 }
 
-static int
-request_copy(sink *s, int table_id)
-{
-	return table_command(s, table_id, "asking for the table to be copied again",
-	                     "UPDATE tidemark.tables SET state = 'snapshot_pending',"
-	                     " snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
-	                     " snapshot_started_at = NULL, snapshot_finished_at = NULL,"
-	                     " snapshot_requested_at = clock_timestamp() WHERE table_id = $1::int");
-}
-
 /* A history turned on lacks what the mirror holds: until its table's copy
  * ends, it is indexed by key and the copy compares with its latest entries
  * (015_history_append_only.sql). */
@@ -350,7 +341,7 @@ turn_on(sink *s, const mode_target *t, const table_now *now, json_t *done, char 
 		    "missing from it", now->history);
 	*copy = !now->pending && ((on & SHAPE_HISTORY) != 0 || !now->history_kept);
 	if (*copy)
-		rc = request_copy(s, t->table_id);
+		rc = catalog_request_copy(s, t->table_id);
 	if (rc == TM_OK && *copy)
 		say(done, "the table is copied again, so that its history holds every row ('copy' "
 		    "entries); a running `tidemark run` picks the change up at its next copy "

@@ -363,16 +363,8 @@ record_version(schema_sync *ss, const catalog_table *t, const tabledef *now,
 int
 schema_sync_request_snapshot(schema_sync *ss, int table_id)
 {
-	char id[16];
-	const char *p[] = {id};
-
-	snprintf(id, sizeof id, "%d", table_id);
 	metrics_stage_schema_change(ss->cfg.metrics, "copy_again");
-	return sink_command(ss->sink, "asking for the table to be copied again",
-	                    "UPDATE tidemark.tables SET state = 'snapshot_pending',"
-	                    " snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
-	                    " snapshot_started_at = NULL, snapshot_finished_at = NULL,"
-	                    " snapshot_requested_at = clock_timestamp() WHERE table_id = $1::int", 1, p);
+	return catalog_request_copy(ss->sink, table_id);
 }
 
 void

@@ -209,7 +209,8 @@ fill(sink *s)
 
 /* Logs the first failure of a sync round with the statement it belongs
  * to; a failure of a round after one that failed (the statements of an
- * aborted transaction, skipped) is returned, not logged again. */
+ * aborted transaction, skipped) is returned as the first one's status,
+ * not logged again. */
 static int
 fail_result(sink *s, const sink_round *rd, int index, PGresult *r)
 {
@@ -228,8 +229,10 @@ fail_result(sink *s, const sink_round *rd, int index, PGresult *r)
 			abort();
 		return TM_EXIT_TARGET;
 	}
+	/* the first failure decides: a retry may cure a lock held, and the
+	 * statements after it only fail because it did */
 	if (s->broken)
-		return TM_EXIT_TARGET;
+		return s->tx_rc != TM_OK ? s->tx_rc : TM_EXIT_TARGET;
 	s->broken = true;
 	if (index < rd->n && rd->kind[index] == SINK_QUERY)
 		snprintf(what, sizeof what, "%.190s", sql);

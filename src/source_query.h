@@ -46,6 +46,9 @@ int source_query_partitions(PGconn *conn, uint32_t relid, ddl_part_root *out);
 /* "schema.name" of the table with this oid, quoted where needed (*out
  * new; NULL when there is none). */
 int source_query_table_name(PGconn *conn, uint32_t relid, char **out);
+/* Does the table relid (its partitions too) have a row the role can read?
+ * *has false when the table is gone. */
+int source_query_has_rows(PGconn *conn, uint32_t relid, bool *has);
 /* Is the table with this oid partitioned? (false when it does not exist) */
 int source_query_partitioned(PGconn *conn, uint32_t relid, bool *partitioned);
 /* The partitions of schema whose root is in another schema: *out a new

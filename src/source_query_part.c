@@ -60,6 +60,27 @@ source_query_table_name(PGconn *conn, uint32_t relid, char **out)
 }
 
 int
+source_query_has_rows(PGconn *conn, uint32_t relid, bool *has)
+{
+	char *name = NULL;
+	strbuf sql = STRBUF_INIT;
+	PGresult *r = NULL;
+	int rc = source_query_table_name(conn, relid, &name);
+
+	*has = false;
+	if (rc != TM_OK || name == NULL)
+		return rc;
+	strbuf_appendf(&sql, "SELECT EXISTS (SELECT 1 FROM %s)", name);
+	rc = pgconn_exec(conn, PGCONN_SOURCE, "reading whether a table has rows", strbuf_str(&sql), 0,
+	                 NULL, &r);
+	*has = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	strbuf_free(&sql);
+	free(name);
+	return rc;
+}
+
+int
 source_query_partitioned(PGconn *conn, uint32_t relid, bool *partitioned)
 {
 	PGresult *r = NULL;

@@ -170,7 +170,8 @@ wait_gives_up(tm_env *e, pgtest_proc *run, PGconn *reader, const char *what)
 	/* the session's own wait is 30 s: the reader keeps the table longer */
 	if (!pgtest_wait_value(e->t, WAITING_APPLY, "f", 12))
 		fail_msg("%s waits on the reader's lock for more than 12 s", what);
-	assert_true(pgtest_proc_running(run));
+	if (!pgtest_proc_running(run))
+		fail_msg("run stopped while %s waited:\n%s", what, pgtest_proc_output(run));
 	assert_int_equal(pgtest_query_long(reader, "SELECT count(*) FROM pg_locks WHERE pid ="
 	                                           " pg_backend_pid() AND granted AND relation ="
 	                                           " 'events'::regclass"), 1);
@@ -213,6 +214,39 @@ test_target_reader_holds_table(void **state)
 	PQfinish(reader);
 	tm_stop_and_catch_up(e, run, 120);
 	tm_assert_equal(e, "events", "id");
+	tm_env_free(e);
+}
+
+/*
+ * A target table made UNLOGGED by hand (to load faster) is emptied by a
+ * crash of the target, while the position stored with the data, which is
+ * logged, says its rows are applied. run finds it empty beside a source
+ * table with rows, and copies it again.
+ */
+static void
+test_unlogged_target_emptied_by_a_crash(void **state)
+{
+	tm_env *e = tm_env_new("unlogged");
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE events (id bigserial PRIMARY KEY, kind int, payload text);"
+	                  "INSERT INTO events (kind) SELECT g FROM generate_series(1, 300) g;"
+	                  "CREATE TABLE quiet (id int PRIMARY KEY)");
+	tm_setup_table(e, "events");
+	tm_setup_table(e, "quiet");
+	tm_catch_up(e, 60);
+	pgtest_exec(e->t, "ALTER TABLE events SET UNLOGGED; ALTER TABLE quiet SET UNLOGGED");
+	pgtest_exec(e->s, "UPDATE events SET kind = -kind WHERE id <= 10");
+	tm_catch_up(e, 60);
+	pgtest_cluster_restart(e->dst_cluster, true);
+	PQreset(e->t);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM events"), 0);
+	pgtest_exec(e->s, "INSERT INTO events (kind) VALUES (1000)");
+	tm_catch_up(e, 60);
+	tm_assert_equal(e, "events", "id");
+	/* an unlogged table that is empty on both sides is left as it is */
+	tm_assert_value(e->t, "SELECT state FROM tidemark.tables WHERE source_table = 'quiet'",
+	                "streaming");
 	tm_env_free(e);
 }
 
@@ -418,6 +452,7 @@ main(void)
 		cmocka_unit_test(test_cut_during_large_transaction),
 		cmocka_unit_test(test_target_refuses_writes),
 		cmocka_unit_test(test_target_reader_holds_table),
+		cmocka_unit_test(test_unlogged_target_emptied_by_a_crash),
 		cmocka_unit_test(test_target_disk_full),
 		cmocka_unit_test(test_wal_level_not_logical),
 		cmocka_unit_test(test_missing_privileges),
