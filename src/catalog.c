@@ -531,13 +531,9 @@ carry_privileges(sink *s, const char *tschema, const char *kept, const char *mad
 static int
 history_behind(sink *s, int table_id)
 {
-	char id[16];
-	const char *p[] = {id};
-
-	snprintf(id, sizeof id, "%d", table_id);
-	return sink_command(s, "marking the history behind its table made again",
-	                    "UPDATE tidemark.tables SET history_behind = true"
-	                    " WHERE table_id = $1::int AND mode LIKE 'history%'", 1, p);
+	return catalog_table_command(s, table_id, "marking the history behind its table made again",
+	                             "UPDATE tidemark.tables SET history_behind = true"
+	                             " WHERE table_id = $1::int AND mode LIKE 'history%'");
 }
 
 int
@@ -578,29 +574,32 @@ catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const t
 }
 
 int
-catalog_retire_table(sink *s, int table_id)
+catalog_table_command(sink *s, int table_id, const char *what, const char *sql)
 {
 	char id[16];
 	const char *p[] = {id};
 
 	snprintf(id, sizeof id, "%d", table_id);
-	return sink_command(s, "taking a table out of replication",
-	                    "UPDATE tidemark.tables SET state = 'dropped' WHERE table_id = $1::int", 1,
-	                    p);
+	return sink_command(s, what, sql, 1, p);
+}
+
+int
+catalog_retire_table(sink *s, int table_id)
+{
+	return catalog_table_command(s, table_id, "taking a table out of replication",
+	                             "UPDATE tidemark.tables SET state = 'dropped'"
+	                             " WHERE table_id = $1::int");
 }
 
 int
 catalog_request_copy(sink *s, int table_id)
 {
-	char id[16];
-	const char *p[] = {id};
-
-	snprintf(id, sizeof id, "%d", table_id);
-	return sink_command(s, "asking for the table to be copied again",
-	                    "UPDATE tidemark.tables SET state = 'snapshot_pending',"
-	                    " snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
-	                    " snapshot_started_at = NULL, snapshot_finished_at = NULL,"
-	                    " snapshot_requested_at = clock_timestamp() WHERE table_id = $1::int", 1, p);
+	return catalog_table_command(s, table_id, "asking for the table to be copied again",
+	                             "UPDATE tidemark.tables SET state = 'snapshot_pending',"
+	                             " snapshot_last_key = NULL, snapshot_rows = 0, snapshot_chunks = 0,"
+	                             " snapshot_started_at = NULL, snapshot_finished_at = NULL,"
+	                             " snapshot_requested_at = clock_timestamp()"
+	                             " WHERE table_id = $1::int");
 }
 
 /* Has the target table (quoted, qualified) no row? */

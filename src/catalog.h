@@ -113,6 +113,10 @@ int catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn val
 int catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const tabledef *def,
                           tm_lsn valid_from, bool keep_target, char **aside);
 
+/* Runs sql, whose one parameter is a table's id ($1::int), in the caller's
+ * transaction. */
+int catalog_table_command(sink *s, int table_id, const char *what, const char *sql);
+
 /* Takes a table out of replication (state dropped; its target table is
  * kept). In the caller's transaction. */
 int catalog_retire_table(sink *s, int table_id);

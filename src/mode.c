@@ -271,26 +271,15 @@ drop_metadata(sink *s, const table_now *now, const tabledef *def, json_t *done)
 	return rc;
 }
 
-/* sql, of one parameter: the table's id */
-static int
-table_command(sink *s, int table_id, const char *what, const char *sql)
-{
-	char id[16];
-	const char *p[] = {id};
-
-	snprintf(id, sizeof id, "%d", table_id);
-	return sink_command(s, what, sql, 1, p);
-}
-
 /* A history turned on lacks what the mirror holds: until its table's copy
  * ends, it is indexed by key and the copy compares with its latest entries
  * (015_history_append_only.sql). */
 static int
 mark_history_behind(sink *s, int table_id)
 {
-	return table_command(s, table_id, "marking the history behind its mirror",
-	                     "UPDATE tidemark.tables SET history_behind = true"
-	                     " WHERE table_id = $1::int");
+	return catalog_table_command(s, table_id, "marking the history behind its mirror",
+	                             "UPDATE tidemark.tables SET history_behind = true"
+	                             " WHERE table_id = $1::int");
 }
 
 /* What is turned off: removed or kept (mode.h). */
