@@ -232,9 +232,10 @@ test_setup_again_after_teardown(void **state)
 /* A change the target refuses because views of its own depend on the
  * column (a type changed): the views are dropped and made again around it,
  * with their options, privileges and comments, a view over them too, and
- * show the new rows. A materialized view cannot be lifted: its table is
- * set aside (kept aside and made again, with the kept one's privileges,
- * of the table and of a column, and comments); the other tables go on. */
+ * show the new rows; a materialized view is computed again, its index with
+ * it. A trigger's WHEN cannot be lifted: its table is set aside (kept
+ * aside and made again, with the kept one's privileges, of the table and
+ * of a column, and comments); the other tables go on. */
 static void
 test_refused_change_lifts_views_or_sets_aside(void **state)
 {
@@ -259,7 +260,13 @@ test_refused_change_lifts_views_or_sets_aside(void **state)
 	                  "CREATE VIEW tv_sum AS SELECT sum(v2) AS total FROM tv;"
 	                  "GRANT SELECT ON tv TO tm_view_reader WITH GRANT OPTION;"
 	                  "COMMENT ON VIEW tv IS 'the report'; COMMENT ON COLUMN tv.v2 IS 'twice v';"
-	                  "CREATE MATERIALIZED VIEW mv AS SELECT v FROM m;"
+	                  "CREATE MATERIALIZED VIEW tmv AS SELECT id, v FROM t;"
+	                  "CREATE UNIQUE INDEX tmv_id ON tmv (id);"
+	                  "COMMENT ON MATERIALIZED VIEW tmv IS 'copied'; GRANT SELECT ON tmv TO tm_view_reader;"
+	                  "CREATE FUNCTION m_audit() RETURNS trigger LANGUAGE plpgsql AS"
+	                  " $f$ BEGIN RETURN NEW; END $f$;"
+	                  "CREATE TRIGGER m_audit BEFORE UPDATE ON m FOR EACH ROW"
+	                  " WHEN (OLD.v IS DISTINCT FROM NEW.v) EXECUTE FUNCTION m_audit();"
 	                  "GRANT SELECT, INSERT ON m TO tm_view_reader;"
 	                  "GRANT UPDATE (v) ON m TO tm_view_reader WITH GRANT OPTION;"
 	                  "COMMENT ON TABLE m IS 'measures'; COMMENT ON COLUMN m.v IS 'the value'");
@@ -287,9 +294,24 @@ test_refused_change_lifts_views_or_sets_aside(void **state)
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_attribute WHERE attrelid ="
 	                                         " 'tv'::regclass AND attname = 'v2'"
 	                                         " AND atttypid = 'bigint'::regtype"), 1);
-	/* the materialized view follows the table it was made on, kept aside */
-	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM mv"), 50);
+	/* the materialized view computed again at the change, with its index,
+	 * comment and grant */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tmv"), 50);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class WHERE relname = 'tmv'"
+	                                         " AND relkind = 'm' AND relispopulated"
+	                                         " AND relacl::text LIKE '%%tm_view_reader=r/%%'"
+	                                         " AND obj_description(oid) = 'copied'"
+	                                         " AND EXISTS (SELECT FROM pg_index WHERE indrelid ="
+	                                         " oid AND indisunique)"), 1);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_attribute WHERE attrelid ="
+	                                         " 'tmv'::regclass AND attname = 'v'"
+	                                         " AND atttypid = 'bigint'::regtype"), 1);
+	/* a trigger of the target's own on a column holds its type back: the
+	 * table is set aside, the trigger stays with the kept one */
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM \"m (set aside)\""), 50);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_trigger WHERE tgname ="
+	                                         " 'm_audit' AND tgrelid = '\"m (set aside)\"'::regclass"),
+	                 1);
 	/* the table made again has the kept one's privileges and comments */
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class WHERE oid = 'm'::regclass"
 	                                         " AND relacl::text LIKE '%%tm_view_reader=ar/%%'"

@@ -453,8 +453,8 @@ test_not_null_not_valid(void **state)
 
 /* ---- a long target DDL ---- */
 
-/* The target DDL of a schema change waits (here for a lock; a rewrite of a
- * large table takes as long): the stream is answered meanwhile, so the
+/* The target DDL of a schema change waits (here for a lock, 4 s; a rewrite
+ * of a large table takes longer): the stream is answered meanwhile, so the
  * source does not end it (wal_sender_timeout) and run goes on without a
  * reconnection. */
 static void
@@ -477,8 +477,9 @@ test_long_target_ddl_keeps_the_stream(void **state)
 	assert_true(pgtest_wait_value(e->t, "SELECT count(*) > 0 FROM pg_stat_activity WHERE"
 	                                    " application_name = 'tidemark apply' AND wait_event_type = 'Lock'",
 	                              "t", 30));
-	/* held for three times the source's timeout */
-	tm_sleep_ms(6000);
+	/* held for twice the source's timeout, within the wait a schema
+	 * change gives a lock before it retries (SINK_DDL_LOCK_WAIT_MS) */
+	tm_sleep_ms(4000);
 	pgtest_exec(lock, "COMMIT");
 	assert_true(pgtest_wait_value(e->t, "SELECT g FROM w WHERE id = 2", "4", 60));
 	/* a later change comes through the same stream */

@@ -1,16 +1,26 @@
--- A history keeps what was written then, and the views of a data team over
--- it stay through the table's schema changes.
+-- Views and materialized views of a data team over a replicated table or
+-- a history stay through the table's schema changes, and a history keeps
+-- what was written then.
 --
--- Views: `<table>_versions` is made again at every schema change of its
--- table. A view of the user's over it (the current rows, say) made the
--- DROP VIEW fail, and with it the whole change: the table left
+-- Materialized views: tidemark.views_lift (migration 019) refused them,
+-- and a change the target refused because of one set the table aside:
+-- the materialized view went on reading the kept table, no longer
+-- written. It now saves them too, with their indexes and whether they
+-- were populated, and views_restore makes them again WITH DATA (computed
+-- again from the table as it is now, in the change's transaction), their
+-- indexes, owner, privileges and comments with them. A rule of the user's
+-- on the table still cannot be lifted.
+--
+-- Histories: `<table>_versions` is made again at every schema change of
+-- its table. A view of the user's over it (the current rows, say) made
+-- the DROP VIEW fail, and with it the whole change: the table left
 -- replication. A view over the history itself made the ALTER of a
 -- history column's type fail, so the column kept its old type and new
 -- entries were rounded to it. shape_sync now lifts every view over the
--- history (tidemark.views_lift of migration 019) once the history and its
--- view of versions are renamed and moved, makes its changes, makes the
--- view of versions again with the privileges and comments it had, and the
--- other views again as they were, in the change's transaction.
+-- history once the history and its view of versions are renamed and
+-- moved, makes its changes, makes the view of versions again with the
+-- privileges and comments it had, and the other views again as they were,
+-- in the change's transaction.
 --
 -- Types: a history column takes the mirror's new type only if every entry
 -- converts to it and back to the same text (the type's output). Else it
@@ -18,6 +28,61 @@
 -- where a narrower type would have rounded or respelled them (numeric to
 -- integer, text to jsonb). A history column of text becomes typed again
 -- once every entry converts exactly.
+
+CREATE OR REPLACE FUNCTION tidemark.views_lift(p_table regclass)
+RETURNS jsonb
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    saved jsonb;
+    v jsonb;
+BEGIN
+    WITH RECURSIVE deps(oid, depth) AS (
+        SELECT DISTINCT r.ev_class, 1
+          FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+         WHERE d.classid = 'pg_rewrite'::regclass AND d.refclassid = 'pg_class'::regclass
+           AND d.refobjid = p_table AND r.ev_class <> p_table
+        UNION
+        SELECT DISTINCT r.ev_class, deps.depth + 1
+          FROM deps JOIN pg_depend d ON d.refobjid = deps.oid
+           AND d.refclassid = 'pg_class'::regclass AND d.classid = 'pg_rewrite'::regclass
+          JOIN pg_rewrite r ON r.oid = d.objid
+         WHERE r.ev_class <> deps.oid AND deps.depth < 100),
+    lifted AS (SELECT oid, max(depth) AS depth FROM deps GROUP BY oid)
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'schema', n.nspname, 'name', c.relname, 'kind', c.relkind,
+               'def', regexp_replace(pg_get_viewdef(c.oid), ';\s*$', ''),
+               'options', to_jsonb(c.reloptions),
+               'owner', pg_get_userbyid(c.relowner),
+               'acl', to_jsonb(c.relacl::text[]),
+               'comment', obj_description(c.oid, 'pg_class'),
+               'columns', (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                                  'name', a.attname,
+                                  'comment', col_description(c.oid, a.attnum))), '[]')
+                             FROM pg_attribute a
+                            WHERE a.attrelid = c.oid AND a.attnum > 0
+                              AND col_description(c.oid, a.attnum) IS NOT NULL),
+               'populated', c.relispopulated,
+               'tablespace', (SELECT spcname FROM pg_tablespace WHERE oid = c.reltablespace),
+               'indexes', (SELECT coalesce(jsonb_agg(pg_get_indexdef(i.indexrelid)
+                                                     ORDER BY i.indexrelid), '[]')
+                             FROM pg_index i WHERE i.indrelid = c.oid),
+               'depth', l.depth) ORDER BY l.depth, c.oid), '[]')
+      INTO saved
+      FROM lifted l JOIN pg_class c ON c.oid = l.oid
+      JOIN pg_namespace n ON n.oid = c.relnamespace;
+    IF EXISTS (SELECT FROM jsonb_array_elements(saved) e WHERE e ->> 'kind' NOT IN ('v', 'm')) THEN
+        RAISE EXCEPTION 'a rule depends on %', p_table;
+    END IF;
+    FOR v IN SELECT e FROM jsonb_array_elements(saved) WITH ORDINALITY AS x (e, i)
+              ORDER BY i DESC LOOP
+        EXECUTE format('DROP %s %I.%I', CASE v ->> 'kind' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                                        ELSE 'VIEW' END, v ->> 'schema', v ->> 'name');
+    END LOOP;
+    RETURN saved;
+END
+$$;
 
 -- A view's privileges and comments, as tidemark.views_lift saved them,
 -- given to p_view (qualified, quoted), whose owner is p_owner: on the
@@ -29,6 +94,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     col jsonb;
+    kind text := CASE p_saved ->> 'kind' WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END;
 BEGIN
     IF jsonb_typeof(p_saved -> 'acl') = 'array' THEN
         PERFORM tidemark.acl_grant(p_view, NULL,
@@ -36,7 +102,7 @@ BEGIN
             ARRAY[p_saved ->> 'owner', p_owner]::name[]);
     END IF;
     IF p_saved ->> 'comment' IS NOT NULL THEN
-        EXECUTE format('COMMENT ON VIEW %s IS %L', p_view, p_saved ->> 'comment');
+        EXECUTE format('COMMENT ON %s %s IS %L', kind, p_view, p_saved ->> 'comment');
     END IF;
     FOR col IN SELECT c FROM jsonb_array_elements(p_saved -> 'columns') c
                 WHERE EXISTS (SELECT FROM pg_attribute a
@@ -48,6 +114,9 @@ BEGIN
 END
 $$;
 
+-- Makes the views views_lift saved again, in its order: a materialized
+-- view computed again (WITH DATA, unless it was not populated) and its
+-- indexes made again.
 CREATE OR REPLACE FUNCTION tidemark.views_restore(p_saved jsonb)
 RETURNS void
 LANGUAGE plpgsql
@@ -56,20 +125,34 @@ AS $$
 DECLARE
     v jsonb;
     target text;
+    matview boolean;
+    idx text;
 BEGIN
     FOR v IN SELECT e FROM jsonb_array_elements(p_saved) WITH ORDINALITY AS x (e, i)
               ORDER BY i LOOP
         target := format('%I.%I', v ->> 'schema', v ->> 'name');
-        EXECUTE format('CREATE VIEW %s%s AS %s', target,
+        matview := v ->> 'kind' = 'm';
+        EXECUTE format('CREATE %s %s%s%s AS %s%s',
+                       CASE WHEN matview THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END, target,
                        CASE WHEN jsonb_typeof(v -> 'options') = 'array' THEN
                            ' WITH (' || (SELECT string_agg(format('%I = %L',
                                                  split_part(o, '=', 1),
                                                  substr(o, strpos(o, '=') + 1)), ', ')
                                            FROM jsonb_array_elements_text(v -> 'options') o)
                            || ')' ELSE '' END,
-                       v ->> 'def');
+                       CASE WHEN matview AND v ->> 'tablespace' IS NOT NULL
+                            THEN format(' TABLESPACE %I', v ->> 'tablespace') ELSE '' END,
+                       regexp_replace(v ->> 'def', ';\s*$', ''),
+                       CASE WHEN NOT matview THEN ''
+                            WHEN (v ->> 'populated')::boolean IS FALSE THEN ' WITH NO DATA'
+                            ELSE ' WITH DATA' END);
+        FOR idx IN SELECT jsonb_array_elements_text(coalesce(v -> 'indexes', '[]')) LOOP
+            EXECUTE idx;
+        END LOOP;
         IF v ->> 'owner' <> current_user THEN
-            EXECUTE format('ALTER VIEW %s OWNER TO %I', target, v ->> 'owner');
+            EXECUTE format('ALTER %s %s OWNER TO %I',
+                           CASE WHEN matview THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END, target,
+                           v ->> 'owner');
         END IF;
         PERFORM tidemark.view_dress(target, (v ->> 'owner')::name, v);
     END LOOP;
