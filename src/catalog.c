@@ -504,27 +504,6 @@ record_restart(sink *s, const catalog_table *t, const tabledef *def, tm_lsn vali
 	return rc;
 }
 
-/* The kept table's privileges and comments on the one made again in its
- * place (target migration 019), so that its readers keep reading it; a
- * privilege the target refuses is said, and the table is made all the same. */
-static int
-carry_privileges(sink *s, const char *tschema, const char *kept, const char *made)
-{
-	const char *p[] = {tschema, kept, made};
-	char *failure = NULL;
-	int rc = sink_try_params(s, "giving a table made again the kept one's privileges",
-	                         "SELECT tidemark.privileges_carry(format('%I.%I', $1::text,"
-	                         " $2::text)::regclass, format('%I.%I', $1::text, $3::text)::regclass)",
-	                         3, p, &failure);
-
-	if (rc == TM_OK && failure != NULL)
-		log_warn("target: %s.%s, made again, does not have all the privileges and comments of "
-		         "\"%s\": %s. Fix: GRANT them on it as on the kept table", tschema, made, kept,
-		         failure);
-	free(failure);
-	return rc;
-}
-
 /* A table made again is empty: its copy compares with its history's
  * latest entries, not with the mirror's rows (015_history_append_only.sql),
  * so that the rows it already has no second 'copy' entry. */
@@ -534,6 +513,27 @@ history_behind(sink *s, int table_id)
 	return catalog_table_command(s, table_id, "marking the history behind its table made again",
 	                             "UPDATE tidemark.tables SET history_behind = true"
 	                             " WHERE table_id = $1::int AND mode LIKE 'history%'");
+}
+
+/* The kept table's privileges, comments, indexes, triggers and policies
+ * on the one made again in its place (target migrations 019 and 020), so
+ * that its readers keep reading it as they did; what it does not take
+ * stays on the kept table and is said, and the table is made all the same. */
+static int
+carry_to_made(sink *s, const char *tschema, const char *kept, const char *made)
+{
+	const char *p[] = {tschema, kept, made};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "giving a table made again what the kept one has",
+	                    "SELECT unnest(tidemark.objects_carry(format('%I.%I', $1::text,"
+	                    " $2::text)::regclass, format('%I.%I', $1::text, $3::text)::regclass))",
+	                    3, p, &r);
+
+	for (int i = 0; rc == TM_OK && i < PQntuples(r); i++)
+		log_warn("target: %s.%s, made again, lacks what the kept table \"%s\" has, which stays "
+		         "there: %s", tschema, made, kept, PQgetvalue(r, i, 0));
+	PQclear(r);
+	return rc;
 }
 
 int
@@ -558,7 +558,7 @@ catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const t
 	if (rc == TM_OK && !keep_target)
 		rc = create_target_table(s, t->target_schema, d);
 	if (rc == TM_OK && kept)
-		rc = carry_privileges(s, t->target_schema, moved, t->target_table);
+		rc = carry_to_made(s, t->target_schema, moved, t->target_table);
 	free(d->name);
 	d->name = xstrdup(def->name);
 	if (rc == TM_OK)

@@ -452,3 +452,89 @@ $$;
 -- than a schema change does (sink.h, SINK_DDL_LOCK_WAIT_MS); past that the
 -- copy's last chunk is retried.
 ALTER FUNCTION tidemark.history_unindex(regclass) SET lock_timeout = '6s';
+
+-- A table set aside (a change the target refuses) is made again in its
+-- place: tidemark.objects_carry(kept, made) gives the new table what the
+-- data team made on the kept one: its privileges and comments
+-- (privileges_carry), its indexes (not those of constraints), its
+-- triggers, with the same firing (disabled, replica, always), and its
+-- row-level security policies with their ENABLE / FORCE. An index keeps
+-- its name, the kept one's index taking "name (set aside)". Each under a
+-- savepoint: what the new table does not take (an index or a trigger
+-- reading the changed column) is returned, "what: why", for the caller
+-- to warn of, and stays on the kept table.
+CREATE OR REPLACE FUNCTION tidemark.objects_carry(p_kept regclass, p_made regclass)
+RETURNS text[]
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    failed text[] := '{}';
+    o record;
+    schema_name name := (SELECT n.nspname FROM pg_class c
+                           JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = p_kept);
+    aside text;
+BEGIN
+    BEGIN
+        PERFORM tidemark.privileges_carry(p_kept, p_made);
+    EXCEPTION WHEN OTHERS THEN
+        failed := failed || format('privileges and comments (%s). Fix: GRANT them on it as on'
+                                   ' the kept table', SQLERRM);
+    END;
+    FOR o IN SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS def, i.indisunique
+               FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+              WHERE i.indrelid = p_kept
+                AND NOT EXISTS (SELECT FROM pg_constraint k WHERE k.conindid = i.indexrelid)
+              ORDER BY i.indexrelid LOOP
+        BEGIN
+            aside := left(o.name, 50) || ' (set aside)';
+            EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', schema_name, o.name, aside);
+            EXECUTE format('CREATE %sINDEX %I ON %s %s',
+                           CASE WHEN o.indisunique THEN 'UNIQUE ' ELSE '' END, o.name, p_made,
+                           substr(o.def, strpos(o.def, ' USING ') + 1));
+        EXCEPTION WHEN OTHERS THEN
+            failed := failed || format('index %I: %s', o.name, SQLERRM);
+        END;
+    END LOOP;
+    FOR o IN SELECT t.tgname, t.tgenabled, pg_get_triggerdef(t.oid) AS def
+               FROM pg_trigger t WHERE t.tgrelid = p_kept AND NOT t.tgisinternal
+              ORDER BY t.oid LOOP
+        BEGIN
+            EXECUTE replace(o.def, format(' ON %s ', p_kept), format(' ON %s ', p_made));
+            IF o.tgenabled <> 'O' THEN
+                EXECUTE format('ALTER TABLE %s %s TRIGGER %I', p_made,
+                               CASE o.tgenabled WHEN 'D' THEN 'DISABLE' WHEN 'R' THEN
+                                    'ENABLE REPLICA' ELSE 'ENABLE ALWAYS' END, o.tgname);
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            failed := failed || format('trigger %I: %s', o.tgname, SQLERRM);
+        END;
+    END LOOP;
+    FOR o IN SELECT p.polname, p.polcmd, p.polpermissive, p.polroles,
+                    pg_get_expr(p.polqual, p.polrelid) AS qual,
+                    pg_get_expr(p.polwithcheck, p.polrelid) AS withcheck
+               FROM pg_policy p WHERE p.polrelid = p_kept ORDER BY p.oid LOOP
+        BEGIN
+            EXECUTE format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', o.polname, p_made,
+                           CASE WHEN o.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+                           CASE o.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT'
+                                WHEN 'w' THEN 'UPDATE' WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+                           (SELECT string_agg(CASE WHEN r = 0 THEN 'PUBLIC'
+                                                   ELSE quote_ident(pg_get_userbyid(r)) END, ', ')
+                              FROM unnest(o.polroles) r),
+                           CASE WHEN o.qual IS NULL THEN '' ELSE format(' USING (%s)', o.qual) END,
+                           CASE WHEN o.withcheck IS NULL THEN ''
+                                ELSE format(' WITH CHECK (%s)', o.withcheck) END);
+        EXCEPTION WHEN OTHERS THEN
+            failed := failed || format('policy %I: %s', o.polname, SQLERRM);
+        END;
+    END LOOP;
+    IF (SELECT relrowsecurity FROM pg_class WHERE oid = p_kept) THEN
+        EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', p_made);
+    END IF;
+    IF (SELECT relforcerowsecurity FROM pg_class WHERE oid = p_kept) THEN
+        EXECUTE format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', p_made);
+    END IF;
+    RETURN failed;
+END
+$$;

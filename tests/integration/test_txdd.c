@@ -235,7 +235,8 @@ test_setup_again_after_teardown(void **state)
  * show the new rows; a materialized view is computed again, its index with
  * it. A trigger's WHEN cannot be lifted: its table is set aside (kept
  * aside and made again, with the kept one's privileges, of the table and
- * of a column, and comments); the other tables go on. */
+ * of a column, comments, triggers, indexes and policies); the other
+ * tables go on. */
 static void
 test_refused_change_lifts_views_or_sets_aside(void **state)
 {
@@ -267,6 +268,13 @@ test_refused_change_lifts_views_or_sets_aside(void **state)
 	                  " $f$ BEGIN RETURN NEW; END $f$;"
 	                  "CREATE TRIGGER m_audit BEFORE UPDATE ON m FOR EACH ROW"
 	                  " WHEN (OLD.v IS DISTINCT FROM NEW.v) EXECUTE FUNCTION m_audit();"
+	                  "CREATE TRIGGER m_off AFTER INSERT ON m FOR EACH ROW EXECUTE FUNCTION m_audit();"
+	                  "ALTER TABLE m DISABLE TRIGGER m_off;"
+	                  "CREATE INDEX m_v ON m (v) WHERE v > 0;"
+	                  "CREATE FUNCTION m_half(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 / 2';"
+	                  "CREATE INDEX m_v_half ON m (m_half(v));"
+	                  "CREATE POLICY m_read ON m FOR SELECT TO tm_view_reader USING (v > 0);"
+	                  "ALTER TABLE m ENABLE ROW LEVEL SECURITY;"
 	                  "GRANT SELECT, INSERT ON m TO tm_view_reader;"
 	                  "GRANT UPDATE (v) ON m TO tm_view_reader WITH GRANT OPTION;"
 	                  "COMMENT ON TABLE m IS 'measures'; COMMENT ON COLUMN m.v IS 'the value'");
@@ -312,6 +320,19 @@ test_refused_change_lifts_views_or_sets_aside(void **state)
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_trigger WHERE tgname ="
 	                                         " 'm_audit' AND tgrelid = '\"m (set aside)\"'::regclass"),
 	                 1);
+	/* the table made again has the kept one's triggers (as they fire),
+	 * indexes and policies; an index it cannot take stays on the kept one */
+	tm_assert_value(e->t, "SELECT string_agg(tgname || ' ' || tgenabled::text, ', ' ORDER BY tgname)"
+	                " FROM pg_trigger WHERE tgrelid = 'm'::regclass AND NOT tgisinternal",
+	                "m_audit O, m_off D");
+	tm_assert_value(e->t, "SELECT string_agg(indexrelid::regclass::text, ', ' ORDER BY 1)"
+	                " FROM pg_index WHERE indrelid = 'm'::regclass AND indpred IS NOT NULL", "m_v");
+	tm_assert_value(e->t, "SELECT string_agg(indexrelid::regclass::text, ', ' ORDER BY 1)"
+	                " FROM pg_index WHERE indrelid = '\"m (set aside)\"'::regclass"
+	                " AND NOT indisprimary", "\"m_v (set aside)\", m_v_half");
+	tm_assert_value(e->t, "SELECT relrowsecurity AND EXISTS (SELECT FROM pg_policy WHERE polrelid"
+	                " = c.oid AND polname = 'm_read') FROM pg_class c WHERE c.oid = 'm'::regclass",
+	                "t");
 	/* the table made again has the kept one's privileges and comments */
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_class WHERE oid = 'm'::regclass"
 	                                         " AND relacl::text LIKE '%%tm_view_reader=ar/%%'"
