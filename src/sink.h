@@ -76,7 +76,7 @@ int sink_command(sink *s, const char *what, const char *sql, int nparams,
 
 /*
  * How long the open transaction's statements wait for a lock held by
- * another session: short (SINK_DDL_LOCK_WAIT) for target DDL, which takes
+ * another session: short (SINK_DDL_LOCK_WAIT_MS) for target DDL, which takes
  * its table's ACCESS EXCLUSIVE lock (ALTER TABLE, TRUNCATE, views made
  * again): while it waits, every other query on the table queues behind it,
  * so a warehouse's readers would be held up for as long as one long query
