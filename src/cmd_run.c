@@ -42,6 +42,7 @@
 #define KEEPALIVE_TICK_MS 1000
 #define ADVANCE_INTERVAL_MS 1000
 #define BACKOFF_MAX_MS 30000
+#define DDL_WAIT_MAX_MS 300000
 /* How long another process may hold the slot before run gives up. */
 #define SLOT_BUSY_LIMIT_S 60
 /* The metrics' positions and lag, refreshed this often. */
@@ -90,6 +91,7 @@ typedef struct run_state {
 	double last_feedback, last_advance, last_progress;
 	long long progress_txs, progress_changes;
 	bool made_progress;         /* the session's applied position advanced */
+	int ddl_wait_ms;            /* a schema change's wait for its lock (sink_lock_wait) */
 	bool migrated;              /* the target catalog is at this binary's version */
 	bool warned;                /* tables of an earlier slot were named */
 	bool streamed;              /* a session of this run has streamed */
@@ -753,6 +755,8 @@ session_open(run_state *st)
 	if (rc == TM_OK && (rc = sink_open(o->target, "apply", &st->sink)) != TM_OK)
 		st->connect_failed = true;
 	if (rc == TM_OK)
+		sink_set_ddl_lock_wait(st->sink, st->ddl_wait_ms);
+	if (rc == TM_OK)
 		rc = catalog_check_registered(st->sink, o->slot);
 	if (rc == TM_OK)
 		rc = catalog_upgrade(st);
@@ -870,6 +874,25 @@ run_session(run_state *st)
 	return rc;
 }
 
+/* A schema change waits for its table's lock SINK_DDL_LOCK_WAIT_MS at
+ * first, so that the table's readers, queued behind it, are held up only
+ * that long; twice as long after each target failure of a try that
+ * committed nothing (up to DDL_WAIT_MAX_MS), so that it gets the lock in
+ * the end from readers that never leave the table free that long. */
+static void
+next_ddl_wait(run_state *st, int rc)
+{
+	int was = st->ddl_wait_ms;
+
+	if (st->made_progress)
+		st->ddl_wait_ms = SINK_DDL_LOCK_WAIT_MS;
+	else if (rc == PGCONN_RETRY_TARGET)
+		st->ddl_wait_ms = was * 2 > DDL_WAIT_MAX_MS ? DDL_WAIT_MAX_MS : was * 2;
+	if (st->ddl_wait_ms > was)
+		log_info("a schema change now waits up to %d s for its table's lock",
+		         st->ddl_wait_ms / 1000);
+}
+
 static void
 backoff_sleep(int ms)
 {
@@ -897,6 +920,7 @@ cmd_run(const cli_options *o)
 		return rc;
 	}
 	st.opts = o;
+	st.ddl_wait_ms = SINK_DDL_LOCK_WAIT_MS;
 	/* before streaming: a port in use is said at once */
 	if (o->metrics_listen != NULL &&
 	    (rc = metrics_start(o->metrics_listen, TIDEMARK_VERSION, &st.metrics)) != TM_OK) {
@@ -938,6 +962,7 @@ cmd_run(const cli_options *o)
 		}
 		backoff_ms = st.made_progress ? 500 : (backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
 		                                                                       : backoff_ms * 2);
+		next_ddl_wait(&st, rc);
 		log_warn("resuming from the target's position in %.1f s", backoff_ms / 1000.0);
 		metrics_retry(st.metrics, rc);
 		backoff_sleep(backoff_ms);

@@ -116,6 +116,7 @@ struct sink {
 	sink_guard_fn guard;              /* called before a statement is sent */
 	void *guard_ctx;
 	int guarding;                     /* in the guard: not called again */
+	char ddl_wait_sql[96];            /* sink_lock_wait's for DDL (sink_set_ddl_lock_wait) */
 };
 
 int
@@ -150,6 +151,7 @@ sink_open(const char *conninfo, const char *role, sink **out)
 	if (s->buckets == NULL)
 		abort();
 	s->budget = SINK_STMT_BUDGET;
+	sink_set_ddl_lock_wait(s, SINK_DDL_LOCK_WAIT_MS);
 	*out = s;
 	return TM_OK;
 }
@@ -648,16 +650,19 @@ sink_script(sink *s, const char *what, const char *sql)
 	return rc;
 }
 
-#define SINK_STR_(x) #x
-#define SINK_STR(x) SINK_STR_(x)
-#define LOCK_WAIT_SQL(wait) "SELECT set_config('lock_timeout', '" wait "', true)"
+void
+sink_set_ddl_lock_wait(sink *s, int ms)
+{
+	snprintf(s->ddl_wait_sql, sizeof s->ddl_wait_sql,
+	         "SELECT set_config('lock_timeout', '%dms', true)", ms);
+}
 
 int
 sink_lock_wait(sink *s, bool ddl)
 {
-	/* queued: no round trip of its own */
-	return sink_send_static(s, ddl ? LOCK_WAIT_SQL(SINK_STR(SINK_DDL_LOCK_WAIT_MS) "ms")
-	                               : LOCK_WAIT_SQL(SINK_LOCK_WAIT));
+	/* queued: no round trip of its own (the text lives as long as s) */
+	return sink_send_static(s, ddl ? s->ddl_wait_sql
+	                               : "SELECT set_config('lock_timeout', '" SINK_LOCK_WAIT "', true)");
 }
 
 int

@@ -89,6 +89,11 @@ int sink_command(sink *s, const char *what, const char *sql, int nparams,
 #define SINK_LOCK_WAIT "30s"
 #define SINK_DDL_LOCK_WAIT_MS 6000
 int sink_lock_wait(sink *s, bool ddl);
+/* The DDL's wait from now on (SINK_DDL_LOCK_WAIT_MS when the sink opens):
+ * run lengthens it while the same transaction fails again, so that a
+ * table whose readers never leave it a few seconds free is altered in
+ * the end. */
+void sink_set_ddl_lock_wait(sink *s, int ms);
 
 /*
  * Runs one statement inside the open transaction under a savepoint: when
@@ -128,8 +133,8 @@ int sink_region_end(sink *s, int rc, char **failure);
 
 int sink_begin(sink *s);
 /* Queues a statement without parameters or result (SAVEPOINT, ...): sql
- * must be a string constant (it names the statement in a failure until its
- * result is read). */
+ * must outlive its result, a string constant or one the sink holds (it
+ * names the statement in a failure until its result is read). */
 int sink_send_static(sink *s, const char *sql);
 bool sink_in_transaction(const sink *s);
 /*

@@ -205,6 +205,10 @@ test_target_reader_holds_table(void **state)
 	pgtest_exec(e->s, "ALTER TABLE events ADD COLUMN added int DEFAULT 7;"
 	                  "INSERT INTO events (kind, added) VALUES (1000, 8)");
 	wait_gives_up(e, run, reader, "the ALTER TABLE");
+	/* the next try waits longer, so that a reader that never leaves the
+	 * table free for the first wait does not hold it back for ever */
+	if (!pgtest_proc_wait_output(run, "now waits up to 12 s for its table's lock", 30))
+		fail_msg("the second try does not wait longer:\n%s", pgtest_proc_output(run));
 	if (!pgtest_wait_value(e->t, "SELECT count(*) FROM events WHERE added = 8", "1", 60))
 		fail_msg("the column is not added:\n%s", pgtest_proc_output(run));
 
