@@ -335,7 +335,14 @@ snap_range_save(sink *s, int table_id, const char *request, int range_no, char *
 	snprintf(nrows, sizeof nrows, "%ld", rows);
 	snprintf(est, sizeof est, "%lld", estimate > 0 ? estimate : -1LL);
 	snprintf(no, sizeof no, "%d", range_no);
-	rc = sink_send(s, sink_stmt_get(s, sql, 8), p, NULL);
+	/* the copy's end may drop a history's index by key, which takes the
+	 * history's ACCESS EXCLUSIVE lock: no longer a wait than a schema
+	 * change's, so that the history's readers do not queue behind it */
+	rc = table_done ? sink_lock_wait(s, true) : TM_OK;
+	if (rc == TM_OK)
+		rc = sink_send(s, sink_stmt_get(s, sql, 8), p, NULL);
+	if (rc == TM_OK && table_done)
+		rc = sink_lock_wait(s, false);
 	free(key);
 	return rc;
 }

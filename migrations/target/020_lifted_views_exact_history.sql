@@ -446,13 +446,6 @@ BEGIN
 END
 $$;
 
--- The index by key of a history that caught up is dropped at the end of
--- its table's copy, under the history's ACCESS EXCLUSIVE lock: readers of
--- the history queue behind the DROP while it waits, so it waits no longer
--- than a schema change does (sink.h, SINK_DDL_LOCK_WAIT_MS); past that the
--- copy's last chunk is retried.
-ALTER FUNCTION tidemark.history_unindex(regclass) SET lock_timeout = '6s';
-
 -- A table set aside (a change the target refuses) is made again in its
 -- place: tidemark.objects_carry(kept, made) gives the new table what the
 -- data team made on the kept one: its privileges and comments
