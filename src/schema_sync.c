@@ -1111,6 +1111,7 @@ drop_target_table(schema_sync *ss, const ddl_event_dropped *d, const char *schem
                   const char *table, sync_note *note)
 {
 	strbuf sql = STRBUF_INIT;
+	char *refused = NULL;
 	int rc = TM_OK;
 
 	metrics_stage_schema_change(ss->cfg.metrics, "drop_table");
@@ -1120,13 +1121,22 @@ drop_target_table(schema_sync *ss, const ddl_event_dropped *d, const char *schem
 		schema_sync_note_list(&note->actions, "table dropped on the source: the target keeps it");
 		return TM_OK;
 	}
+	/* without CASCADE: views of the target's own over it are not dropped
+	 * with it; the table is kept instead, and that is said */
 	strbuf_append(&sql, "DROP TABLE IF EXISTS ");
 	strbuf_append_qualified(&sql, schema, table);
-	rc = exec(ss, "dropping a target table", &sql);
-	if (rc == TM_OK) {
+	rc = sink_try(ss->sink, "dropping a target table", strbuf_str(&sql), &refused);
+	if (rc == TM_OK && refused != NULL) {
+		log_warn("table %s was dropped on the source; the target keeps it, no longer replicated, "
+		         "as it could not be dropped: %s. Fix: drop what depends on it, then the table",
+		         d->identity, refused);
+		schema_sync_note_list(&note->actions, "table dropped on the source: the target keeps "
+		                                      "it, as it could not be dropped");
+	} else if (rc == TM_OK) {
 		log_info("table %s was dropped on the source, and on the target", d->identity);
 		schema_sync_note_list(&note->actions, "table dropped on the source and on the target");
 	}
+	free(refused);
 	strbuf_free(&sql);
 	return rc;
 }
