@@ -341,7 +341,9 @@ static const struct {
 	{"23505", PGCONN_TARGET, "a unique index added by hand on the target refuses the source's "
 	                         "rows. Fix: drop it"},
 	{"23503", PGCONN_TARGET, "a foreign key added by hand on the target refuses the source's "
-	                         "order of changes. Fix: drop it"},
+	                         "order of changes, or a table of the target's own references a row "
+	                         "the source deleted (the message names the key and its table). Fix: "
+	                         "drop the key, or give it ON DELETE CASCADE or SET NULL"},
 	{"23514", PGCONN_TARGET, "a CHECK constraint added by hand on the target refuses the "
 	                         "source's rows (the target takes what the source took). Fix: drop "
 	                         "it"},
