@@ -504,13 +504,10 @@ record_restart(sink *s, const catalog_table *t, const tabledef *def, tm_lsn vali
 	return rc;
 }
 
-/* A table made again is empty: its copy compares with its history's
- * latest entries, not with the mirror's rows (015_history_append_only.sql),
- * so that the rows it already has no second 'copy' entry. */
-static int
-history_behind(sink *s, int table_id)
+int
+catalog_history_behind(sink *s, int table_id)
 {
-	return catalog_table_command(s, table_id, "marking the history behind its table made again",
+	return catalog_table_command(s, table_id, "marking the history behind its mirror",
 	                             "UPDATE tidemark.tables SET history_behind = true"
 	                             " WHERE table_id = $1::int AND mode LIKE 'history%'");
 }
@@ -563,8 +560,9 @@ catalog_restart_table(sink *s, const char *slot, const catalog_table *t, const t
 	d->name = xstrdup(def->name);
 	if (rc == TM_OK)
 		rc = record_restart(s, t, d, valid_from);
+	/* a table made again is empty: its copy compares with the history */
 	if (rc == TM_OK && !keep_target)
-		rc = history_behind(s, t->table_id);
+		rc = catalog_history_behind(s, t->table_id);
 	/* a table made again gets its mode's columns; its history is kept */
 	if (rc == TM_OK)
 		rc = shape_sync(s, t->table_id, NULL, 0, NULL);

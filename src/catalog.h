@@ -121,6 +121,14 @@ int catalog_table_command(sink *s, int table_id, const char *what, const char *s
  * kept). In the caller's transaction. */
 int catalog_retire_table(sink *s, int table_id);
 
+/* The table's history (if it is in history mode) lacks what its mirror
+ * holds (history turned on, or the table made again, empty): until its
+ * copy ends, the history is indexed by key and the copy compares its rows
+ * with the latest entries rather than with the mirror's, so that a row the
+ * history has gets no second 'copy' entry (015_history_append_only.sql).
+ * In the caller's transaction. */
+int catalog_history_behind(sink *s, int table_id);
+
 /* Asks for the table to be copied again from the start (state
  * snapshot_pending; `run` copies it). In the caller's transaction. */
 int catalog_request_copy(sink *s, int table_id);

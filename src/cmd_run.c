@@ -879,6 +879,13 @@ run_session(run_state *st)
  * that long; twice as long after each target failure of a try that
  * committed nothing (up to DDL_WAIT_MAX_MS), so that it gets the lock in
  * the end from readers that never leave the table free that long. */
+/* ms doubled, at most max */
+static int
+doubled(int ms, int max)
+{
+	return ms > max / 2 ? max : ms * 2;
+}
+
 static void
 next_ddl_wait(run_state *st, int rc)
 {
@@ -887,7 +894,7 @@ next_ddl_wait(run_state *st, int rc)
 	if (st->made_progress)
 		st->ddl_wait_ms = SINK_DDL_LOCK_WAIT_MS;
 	else if (rc == PGCONN_RETRY_TARGET)
-		st->ddl_wait_ms = was * 2 > DDL_WAIT_MAX_MS ? DDL_WAIT_MAX_MS : was * 2;
+		st->ddl_wait_ms = doubled(was, DDL_WAIT_MAX_MS);
 	if (st->ddl_wait_ms > was)
 		log_info("a schema change now waits up to %d s for its table's lock",
 		         st->ddl_wait_ms / 1000);
@@ -960,8 +967,7 @@ cmd_run(const cli_options *o)
 			          SLOT_BUSY_LIMIT_S);
 			break;
 		}
-		backoff_ms = st.made_progress ? 500 : (backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-		                                                                       : backoff_ms * 2);
+		backoff_ms = st.made_progress ? 500 : doubled(backoff_ms, BACKOFF_MAX_MS);
 		next_ddl_wait(&st, rc);
 		log_warn("resuming from the target's position in %.1f s", backoff_ms / 1000.0);
 		metrics_retry(st.metrics, rc);

@@ -271,17 +271,6 @@ drop_metadata(sink *s, const table_now *now, const tabledef *def, json_t *done)
 	return rc;
 }
 
-/* A history turned on lacks what the mirror holds: until its table's copy
- * ends, it is indexed by key and the copy compares with its latest entries
- * (015_history_append_only.sql). */
-static int
-mark_history_behind(sink *s, int table_id)
-{
-	return catalog_table_command(s, table_id, "marking the history behind its mirror",
-	                             "UPDATE tidemark.tables SET history_behind = true"
-	                             " WHERE table_id = $1::int");
-}
-
 /* What is turned off: removed or kept (mode.h). */
 static int
 turn_off(sink *s, const mode_target *t, const table_now *now, json_t *done)
@@ -312,7 +301,7 @@ turn_on(sink *s, const mode_target *t, const table_now *now, json_t *done, char 
         bool *copy)
 {
 	unsigned on = t->mode & ~now->mode;
-	int rc = (on & SHAPE_HISTORY) != 0 ? mark_history_behind(s, t->table_id) : TM_OK;
+	int rc = (on & SHAPE_HISTORY) != 0 ? catalog_history_behind(s, t->table_id) : TM_OK;
 
 	*copy = false;
 	if (rc == TM_OK)
