@@ -42,9 +42,7 @@ explain(source *s, const PGresult *r)
 	if (state == NULL)
 		return TM_OK;
 	if (strcmp(state, "42704") == 0 && strstr(msg, "publication") != NULL) {
-		log_error("source: publication \"%s\" does not exist (dropped by someone?). Fix: run "
-		          "`tidemark setup` again with the same tables, then `tidemark snapshot` them: "
-		          "changes made meanwhile were not published", s->publication);
+		source_query_publication_missing(s->publication);
 		return TM_EXIT_CONFIG;
 	}
 	if (strstr(msg, "wal_level") != NULL) {

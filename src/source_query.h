@@ -57,10 +57,12 @@ int source_query_partitioned(PGconn *conn, uint32_t relid, bool *partitioned);
 int source_query_foreign_partitions(PGconn *conn, const char *schema, char ***out);
 /* Sets publish_via_partition_root on an existing publication without it. */
 int source_query_fix_via_root(PGconn *conn, const char *publication);
-/* TM_EXIT_CONFIG, logged with the fix, when the publication sends
- * partitions' changes as their own (publish_via_partition_root off) while
- * it covers partitioned tables. */
+/* TM_EXIT_CONFIG, logged with the fix, when the publication is gone, or
+ * sends partitions' changes as their own (publish_via_partition_root off)
+ * while it covers partitioned tables. */
 int source_query_check_via_root(PGconn *conn, const char *publication);
+/* Logs that the publication is gone, with the fix. */
+void source_query_publication_missing(const char *publication);
 /* TM_EXIT_CONFIG, said with the fix, when the publication leaves out an
  * action (insert, update, delete, truncate), publishes generated columns,
  * or has a table with a row filter or a column list. */

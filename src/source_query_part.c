@@ -141,6 +141,14 @@ source_query_fix_via_root(PGconn *conn, const char *publication)
 	return rc;
 }
 
+void
+source_query_publication_missing(const char *publication)
+{
+	log_error("source: publication \"%s\" does not exist (dropped by someone?). Fix: run "
+	          "`tidemark setup` again with the same tables, then `tidemark snapshot` them: "
+	          "changes made meanwhile were not published", publication);
+}
+
 int
 source_query_check_via_root(PGconn *conn, const char *publication)
 {
@@ -153,7 +161,12 @@ source_query_check_via_root(PGconn *conn, const char *publication)
 	                     "   WHERE pt.pubname = p.pubname AND (c.relispartition OR c.relkind = 'p'))"
 	                     " FROM pg_publication p WHERE p.pubname = $1", 1, p, &r);
 
-	if (rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+	if (rc == TM_OK && PQntuples(r) == 0) {
+		/* PostgreSQL 18 and later stream without a publication that is
+		 * gone (a warning on the server), where 15 to 17 refuse */
+		source_query_publication_missing(publication);
+		rc = TM_EXIT_CONFIG;
+	} else if (rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
 		log_error("source: publication \"%s\" sends the changes of partitions as changes of the "
 		          "partitions themselves (publish_via_partition_root is off), but tidemark "
 		          "replicates a partitioned table as one table, its root: those changes would "
