@@ -162,8 +162,9 @@ source_query_check_via_root(PGconn *conn, const char *publication)
 	                     " FROM pg_publication p WHERE p.pubname = $1", 1, p, &r);
 
 	if (rc == TM_OK && PQntuples(r) == 0) {
-		/* PostgreSQL 18 and later stream without a publication that is
-		 * gone (a warning on the server), where 15 to 17 refuse */
+		/* PostgreSQL 19beta1 (tried; maybe 18) streams without a
+		 * publication that is gone (a warning on the server), where 15
+		 * refuses */
 		source_query_publication_missing(publication);
 		rc = TM_EXIT_CONFIG;
 	} else if (rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
