@@ -661,7 +661,6 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 {
 	const char **schemas = arena_alloc(scratch, sizeof(char *) * (m->u.truncate.nrelids + 1));
 	const char **names = arena_alloc(scratch, sizeof(char *) * (m->u.truncate.nrelids + 1));
-	strbuf sql = STRBUF_INIT;
 	bool marked = false;
 	int n = 0;
 	int rc;
@@ -701,14 +700,7 @@ apply_truncate(apply *a, const pgoutput_msg *m, arena *scratch)
 	count_change(a, METRICS_TRUNCATES);
 	if (n == 0)
 		return TM_OK;
-	dml_sql_truncate(&sql, n, schemas, names);
-	rc = sink_lock_wait(a->sink, true);
-	if (rc == TM_OK)
-		rc = sink_send(a->sink, sink_stmt_get(a->sink, sql.data, 0), NULL, NULL);
-	if (rc == TM_OK)
-		rc = sink_lock_wait(a->sink, false);
-	strbuf_free(&sql);
-	return rc;
+	return catalog_empty_tables(a->sink, n, schemas, names);
 }
 
 /* ---- transactions ---- */

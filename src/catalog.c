@@ -11,6 +11,7 @@
 #include "log.h"
 #include "pgconn.h"
 #include "ddl_parse.h"
+#include "dml_sql.h"
 #include "strbuf.h"
 #include "target_ddl.h"
 #include "target_fit.h"
@@ -510,6 +511,46 @@ catalog_history_behind(sink *s, int table_id)
 	return catalog_table_command(s, table_id, "marking the history behind its mirror",
 	                             "UPDATE tidemark.tables SET history_behind = true"
 	                             " WHERE table_id = $1::int AND mode LIKE 'history%'");
+}
+
+static void
+warn_emptied_by_delete(int ntables, const char *const *schemas, const char *const *names,
+                       const char *referencing)
+{
+	strbuf tables = STRBUF_INIT;
+
+	for (int i = 0; i < ntables; i++)
+		strbuf_appendf(&tables, "%s%s.%s", i > 0 ? ", " : "", schemas[i], names[i]);
+	log_warn("target: a source TRUNCATE of %s is applied as a DELETE of every row: keys of the "
+	         "target's own reference them (%s), and their ON DELETE actions apply",
+	         tables.data, referencing);
+	strbuf_free(&tables);
+}
+
+int
+catalog_empty_tables(sink *s, int ntables, const char *const *schemas, const char *const *names)
+{
+	const char **p = xcalloc((size_t) ntables * 2, sizeof(char *));
+	strbuf sql = STRBUF_INIT;
+	PGresult *r = NULL;
+	int rc;
+
+	for (int i = 0; i < ntables; i++) {
+		p[i] = schemas[i];
+		p[ntables + i] = names[i];
+	}
+	dml_sql_empty_tables(&sql, ntables);
+	rc = sink_lock_wait(s, true);
+	if (rc == TM_OK)
+		rc = sink_query(s, "applying a TRUNCATE", sql.data, ntables * 2, p, &r);
+	if (rc == TM_OK && !PQgetisnull(r, 0, 0))
+		warn_emptied_by_delete(ntables, schemas, names, PQgetvalue(r, 0, 0));
+	if (rc == TM_OK)
+		rc = sink_lock_wait(s, false);
+	PQclear(r);
+	strbuf_free(&sql);
+	free(p);
+	return rc;
 }
 
 /* The kept table's privileges, comments, indexes, triggers and policies

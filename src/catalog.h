@@ -129,6 +129,14 @@ int catalog_retire_table(sink *s, int table_id);
  * In the caller's transaction. */
 int catalog_history_behind(sink *s, int table_id);
 
+/* Applies a source TRUNCATE of ntables target tables (target migration
+ * 021): one TRUNCATE, or, where keys of tables of the target's own
+ * reference them, a DELETE of every row, whose ON DELETE actions apply
+ * (said in a warning). Under the short lock wait of target DDL. In the
+ * caller's transaction. */
+int catalog_empty_tables(sink *s, int ntables, const char *const *schemas,
+                         const char *const *names);
+
 /* Asks for the table to be copied again from the start (state
  * snapshot_pending; `run` copies it). In the caller's transaction. */
 int catalog_request_copy(sink *s, int table_id);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "dml_sql.h"
 #include "keyless_sql.h"
 #include "log.h"
@@ -298,14 +299,9 @@ apply_match(keyless *k, kl_table *t, const keyless_change *c)
 static int
 apply_truncate(keyless *k, const keyless_change *c)
 {
-	strbuf sql = STRBUF_INIT;
 	const char *schemas[] = {c->target_schema}, *names[] = {c->target_table};
-	int rc;
 
-	dml_sql_truncate(&sql, 1, schemas, names);
-	rc = sink_send(k->sink, sink_stmt_get(k->sink, sql.data, 0), NULL, NULL);
-	strbuf_free(&sql);
-	return rc;
+	return catalog_empty_tables(k->sink, 1, schemas, names);
 }
 
 int

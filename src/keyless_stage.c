@@ -9,6 +9,7 @@
 #include "keyless_sql.h"
 #include "log.h"
 #include "pgconn.h"
+#include "sink.h"
 #include "strbuf.h"
 
 #define TGT PGCONN_TARGET
@@ -53,7 +54,7 @@ connect_target(keyless_stage *st)
 	if (rc == TM_OK)
 		rc = pgconn_command(st->conn, TGT, "configuring the staging session",
 		                    "SELECT set_config('synchronous_commit', 'off', false),"
-		                    " set_config('lock_timeout', '30s', false)", 0, NULL);
+		                    " set_config('lock_timeout', '" SINK_LOCK_WAIT "', false)", 0, NULL);
 	return rc;
 }
 

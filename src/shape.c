@@ -175,21 +175,32 @@ shape_loaded_free(shape_loaded *l)
 	for (int i = 0; l->cols != NULL && i < l->shape.nhist; i++)
 		free(l->cols[i]);
 	free(l->cols);
+	free(l->text);
 	free(l->history);
 	memset(l, 0, sizeof *l);
 }
 
+/* json: the history's columns; text_json: those of them of text where the
+ * mirror's column is not (target migration 022) */
 static void
-load_columns(shape_loaded *l, const char *json)
+load_columns(shape_loaded *l, const char *json, const char *text_json)
 {
 	json_t *arr = json_loads(json, JSON_DECODE_ANY, NULL);
-	size_t i;
-	json_t *v;
+	json_t *text = json_loads(text_json, JSON_DECODE_ANY, NULL);
+	size_t i, j;
+	json_t *v, *w;
 
 	l->cols = xcalloc(json_array_size(arr) + 1, sizeof(char *));
-	json_array_foreach(arr, i, v)
-		l->cols[l->shape.nhist++] = xstrdup(json_string_value(v) ? json_string_value(v) : "");
+	l->text = xcalloc(json_array_size(arr) + 1, sizeof(bool));
+	json_array_foreach(arr, i, v) {
+		const char *name = json_string_value(v) ? json_string_value(v) : "";
+
+		json_array_foreach(text, j, w)
+			l->text[l->shape.nhist] |= json_is_string(w) && strcmp(json_string_value(w), name) == 0;
+		l->cols[l->shape.nhist++] = xstrdup(name);
+	}
 	json_decref(arr);
+	json_decref(text);
 }
 
 int
@@ -205,7 +216,8 @@ shape_load(sink *s, int table_id, shape_loaded *out)
 	rc = sink_query(s, "reading a table's mode",
 	                "SELECT mode, metadata_columns, target_schema, target_table,"
 	                " array_to_json(tidemark.history_columns(table_id))::text,"
-	                " (SELECT relname FROM pg_class WHERE oid = history_relid), history_behind"
+	                " (SELECT relname FROM pg_class WHERE oid = history_relid), history_behind,"
+	                " array_to_json(tidemark.history_text_columns(table_id))::text"
 	                " FROM tidemark.tables WHERE table_id = $1::int", 1, p, &r);
 	if (rc != TM_OK || PQntuples(r) != 1) {
 		PQclear(r);
@@ -225,8 +237,9 @@ shape_load(sink *s, int table_id, shape_loaded *out)
 	} else if ((out->mode & SHAPE_HISTORY) != 0) {
 		out->history = xstrdup(PQgetvalue(r, 0, 5));
 		out->shape.history = out->history;
-		load_columns(out, PQgetvalue(r, 0, 4));
+		load_columns(out, PQgetvalue(r, 0, 4), PQgetvalue(r, 0, 7));
 		out->shape.hist_cols = (const char *const *) out->cols;
+		out->shape.hist_text = out->text;
 	}
 	PQclear(r);
 	return rc;

@@ -61,6 +61,7 @@ typedef struct shape_loaded {
 	dml_sql_shape shape;
 	char *history;          /* owned: shape.history */
 	char **cols;            /* owned: shape.hist_cols */
+	bool *text;             /* owned: shape.hist_text */
 } shape_loaded;
 
 /* Reads it; a table in history mode without its history table is an

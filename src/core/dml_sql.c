@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "be32.h"
 #include "codec.h"
@@ -78,6 +79,35 @@ append_hist_cols(strbuf *sql, const dml_sql_table *t, const char *alias)
 	}
 }
 
+static bool
+hist_text(const dml_sql_table *t, int i)
+{
+	return t->shape->hist_text != NULL && t->shape->hist_text[i];
+}
+
+/* history column i's value from the mirror's column (alias.c, or c) */
+static void
+append_hist_value(strbuf *sql, const dml_sql_table *t, const char *alias, int i)
+{
+	if (hist_text(t, i))
+		strbuf_append(sql, "tidemark.output_text(");
+	if (alias != NULL)
+		strbuf_appendf(sql, "%s.", alias);
+	strbuf_append_ident(sql, t->shape->hist_cols[i]);
+	if (hist_text(t, i))
+		strbuf_appendc(sql, ')');
+}
+
+/* the history's values from the mirror's row, after a leading ", " */
+static void
+append_hist_values(strbuf *sql, const dml_sql_table *t, const char *alias)
+{
+	for (int i = 0; i < t->shape->nhist; i++) {
+		strbuf_append(sql, ", ");
+		append_hist_value(sql, t, alias, i);
+	}
+}
+
 /* INSERT INTO hist (tidemark_op, tidemark_seq[, tidemark_lsn,
  * tidemark_commit_time], columns): without the position, the history's
  * defaults take it from the session */
@@ -123,9 +153,7 @@ close_history(strbuf *sql, const dml_sql_table *t, const char *entry, bool posit
 	strbuf_append(sql, ") ");
 	append_history_insert(sql, t, position);
 	strbuf_append(sql, entry);
-	if (t->shape->nhist > 0)
-		strbuf_append(sql, ", ");
-	append_hist_cols(sql, t, "m");
+	append_hist_values(sql, t, "m");
 	strbuf_append(sql, " FROM m");
 }
 
@@ -283,6 +311,17 @@ dml_sql_upsert_rows(strbuf *sql, const dml_sql_table *t, const char *const *type
 /* INSERT INTO h (tidemark_op, tidemark_seq, tidemark_lsn,
  * tidemark_commit_time, c1, ...): the entries' columns in the order of
  * their arrays and of their COPY fields */
+/* the stream's column named col goes into a history column of text
+ * (hist_text): as the stream sent it */
+static bool
+hist_text_named(const dml_sql_table *t, const char *col)
+{
+	for (int i = 0; i < t->shape->nhist; i++)
+		if (strcmp(t->shape->hist_cols[i], col) == 0)
+			return hist_text(t, i);
+	return false;
+}
+
 static void
 append_history_columns(strbuf *sql, const dml_sql_table *t)
 {
@@ -315,7 +354,7 @@ dml_sql_history_rows(strbuf *sql, const dml_sql_table *t, const char *const *typ
 	all[2] = "pg_lsn";
 	all[3] = "timestamptz";
 	for (int i = 0; i < t->ncols; i++)
-		all[4 + i] = types[i];
+		all[4 + i] = hist_text_named(t, t->cols[i]) ? "pg_catalog.text" : types[i];
 	strbuf_append(sql, "INSERT INTO ");
 	append_history_columns(sql, t);
 	append_unnest(sql, t->ncols + 4, all);
@@ -477,9 +516,7 @@ dml_sql_history_of_key(strbuf *sql, const dml_sql_table *t)
 {
 	append_history_insert(sql, t, true);
 	append_entry_params(sql, t->nkeys + 1);
-	if (t->shape->nhist > 0)
-		strbuf_append(sql, ", ");
-	append_hist_cols(sql, t, NULL);
+	append_hist_values(sql, t, NULL);
 	strbuf_append(sql, " FROM ");
 	strbuf_append_qualified(sql, t->schema, t->name);
 	append_key_match(sql, t, 1);
@@ -495,9 +532,7 @@ dml_sql_truncate_shaped(strbuf *sql, const dml_sql_table *t)
 	if (has_history(t) && !soft_deletes(t)) {
 		append_history_insert(sql, t, false);
 		strbuf_append(sql, " SELECT 'delete', $1::bigint + row_number() OVER ()");
-		if (t->shape->nhist > 0)
-			strbuf_append(sql, ", ");
-		append_hist_cols(sql, t, NULL);
+		append_hist_values(sql, t, NULL);
 		strbuf_append(sql, " FROM ");
 		strbuf_append_qualified(sql, t->schema, t->name);
 		return true;
@@ -557,8 +592,8 @@ append_not_latest(strbuf *sql, const dml_sql_table *t)
 	for (int i = 0; i < t->shape->nhist; i++) {
 		strbuf_append(sql, " AND l.");
 		strbuf_append_ident(sql, t->shape->hist_cols[i]);
-		strbuf_append(sql, "::text IS NOT DISTINCT FROM m.");
-		strbuf_append_ident(sql, t->shape->hist_cols[i]);
+		strbuf_append(sql, "::text IS NOT DISTINCT FROM ");
+		append_hist_value(sql, t, "m", i);
 		strbuf_append(sql, "::text");
 	}
 	strbuf_appendc(sql, ')');
@@ -571,9 +606,7 @@ dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond,
 	append_history_insert(sql, t, false);
 	strbuf_append(sql, " SELECT 'copy', ");
 	dml_sql_history_next_seq(sql, t);
-	if (t->shape->nhist > 0)
-		strbuf_append(sql, ", ");
-	append_hist_cols(sql, t, "m");
+	append_hist_values(sql, t, "m");
 	strbuf_append(sql, " FROM ");
 	strbuf_append_qualified(sql, t->schema, t->name);
 	strbuf_appendf(sql, " m WHERE true%s", cond != NULL ? cond : "");
@@ -612,7 +645,7 @@ void
 dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *present, int *nparams)
 {
 	dml_sql_table plain = *t;
-	dml_sql_shape no_history = {false, false, NULL, 0, NULL};
+	dml_sql_shape no_history = {false, false, NULL, 0, NULL, NULL};
 	bool hist = has_history(t);
 	int n;
 
@@ -632,9 +665,7 @@ dml_sql_update_moved(strbuf *sql, const dml_sql_table *t, const bool *present, i
 		strbuf_append(sql, "), h AS (");
 		append_history_insert(sql, t, true);
 		append_entry_params(sql, last + 1);
-		if (t->shape->nhist > 0)
-			strbuf_append(sql, ", ");
-		append_hist_cols(sql, t, "moved");
+		append_hist_values(sql, t, "moved");
 		strbuf_append(sql, " FROM moved RETURNING 1)");
 	} else
 		strbuf_append(sql, " RETURNING 1)");
@@ -658,4 +689,23 @@ dml_sql_truncate(strbuf *sql, int ntables, const char *const *schemas, const cha
 			strbuf_append(sql, ", ");
 		strbuf_append_qualified(sql, schemas[i], names[i]);
 	}
+}
+
+static void
+append_param_array(strbuf *sql, int first, int n)
+{
+	strbuf_append(sql, "ARRAY[");
+	for (int i = 0; i < n; i++)
+		strbuf_appendf(sql, "%s$%d", i > 0 ? ", " : "", first + i);
+	strbuf_append(sql, "]::text[]");
+}
+
+void
+dml_sql_empty_tables(strbuf *sql, int ntables)
+{
+	strbuf_append(sql, "SELECT tidemark.empty_tables(");
+	append_param_array(sql, 1, ntables);
+	strbuf_append(sql, ", ");
+	append_param_array(sql, ntables + 1, ntables);
+	strbuf_append(sql, ")");
 }

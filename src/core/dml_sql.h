@@ -33,6 +33,12 @@ typedef struct dml_sql_shape {
 	const char *history;          /* its name in the table's schema; NULL: none */
 	int nhist;
 	const char *const *hist_cols; /* the history's columns the mirror has (borrowed) */
+	const bool *hist_text;        /* per hist_cols: a history column of text whose mirror
+	                               * column is of another type, written with the value's
+	                               * output text as the stream sends it
+	                               * (tidemark.output_text), not its cast to text
+	                               * (true for 't', 10.0.0.1/32 for 10.0.0.1); NULL: none
+	                               * (borrowed) */
 } dml_sql_shape;
 
 typedef struct dml_sql_table {
@@ -194,5 +200,11 @@ void dml_sql_history_copy(strbuf *sql, const dml_sql_table *t, const char *cond,
 /* TRUNCATE t1, t2, ... */
 void dml_sql_truncate(strbuf *sql, int ntables, const char *const *schemas,
                       const char *const *names);
+
+/* A source TRUNCATE of ntables tables (target migration 021): a TRUNCATE,
+ * or a DELETE of every row where keys of the target's own reference them.
+ * Parameters: the ntables schemas, then the ntables names; its one value
+ * is those keys' tables, or NULL. */
+void dml_sql_empty_tables(strbuf *sql, int ntables);
 
 #endif

@@ -448,6 +448,66 @@ test_target_altered_by_hand(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * Keys of the target's own that reference replicated tables (an annotations
+ * table, say): a source TRUNCATE is applied as a DELETE of every row, so
+ * that their ON DELETE actions apply, where TRUNCATE refused the tables
+ * and stopped the stream at every try. A key that forbids it stops the run
+ * with its fix, losing nothing.
+ */
+static void
+test_truncate_of_referenced_tables(void **state)
+{
+	tm_env *e = tm_env_new("truncref");
+	char *out = NULL;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE orders (id int PRIMARY KEY, v text);"
+	                  "CREATE TABLE items (id int PRIMARY KEY, order_id int REFERENCES orders);"
+	                  "INSERT INTO orders SELECT g, 'o' || g FROM generate_series(1, 20) g;"
+	                  "INSERT INTO items SELECT g, g FROM generate_series(1, 20) g");
+	tm_setup_table(e, "orders");
+	tm_setup_table(e, "items");
+	tm_catch_up(e, 60);
+	pgtest_exec(e->t, "ALTER TABLE items ADD FOREIGN KEY (order_id) REFERENCES orders;"
+	                  "CREATE TABLE notes (id int PRIMARY KEY,"
+	                  " order_id int REFERENCES orders ON DELETE SET NULL);"
+	                  "CREATE TABLE tags (item_id int REFERENCES items ON DELETE CASCADE);"
+	                  "INSERT INTO notes SELECT g, g FROM generate_series(1, 5) g;"
+	                  "INSERT INTO tags SELECT g FROM generate_series(1, 5) g");
+	pgtest_exec(e->s, "BEGIN; TRUNCATE orders, items;"
+	                  " INSERT INTO orders VALUES (1, 'again'), (30, 'new');"
+	                  " INSERT INTO items VALUES (1, 1); COMMIT");
+	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 0);
+	tm_assert_has(out, "is applied as a DELETE of every row");
+	tm_assert_equal(e, "orders", "id");
+	tm_assert_equal(e, "items", "id");
+	/* the keys' own actions: SET NULL, CASCADE; and the target's key between the two */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM notes WHERE order_id IS NULL"),
+	                 5);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM tags"), 0);
+	free(out);
+
+	/* a TRUNCATE of tables nothing references stays a TRUNCATE */
+	pgtest_exec(e->t, "DROP TABLE notes, tags");
+	pgtest_exec(e->s, "TRUNCATE orders, items; INSERT INTO orders VALUES (2, 'b')");
+	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 0);
+	if (strstr(out, "as a DELETE") != NULL)
+		fail_msg("a TRUNCATE of unreferenced tables was a DELETE:\n%s", out);
+	tm_assert_equal(e, "orders", "id");
+	free(out);
+
+	/* a key that forbids it */
+	pgtest_exec(e->t, "CREATE TABLE holds (order_id int REFERENCES orders); INSERT INTO holds"
+	                  " VALUES (2)");
+	pgtest_exec(e->s, "TRUNCATE orders, items");
+	expect_exit(tm_spawn(e, "run", "--until-caught-up", NULL), 5, "holds", "ON DELETE CASCADE");
+	pgtest_exec(e->t, "DELETE FROM holds");
+	tm_catch_up(e, 60);
+	tm_assert_equal(e, "orders", "id");
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -464,6 +524,7 @@ main(void)
 		cmocka_unit_test(test_slot_and_publication_dropped),
 		cmocka_unit_test(test_slot_invalidated),
 		cmocka_unit_test(test_target_altered_by_hand),
+		cmocka_unit_test(test_truncate_of_referenced_tables),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);

@@ -67,6 +67,9 @@ test_delete_and_truncate(void **state)
 	}
 	dml_sql_truncate(&sql, 2, schemas, names);
 	assert_sql(&sql, "TRUNCATE " QT ", \"a\"\"b\".\"c\"");
+	/* the names are parameters: schemas, then names */
+	dml_sql_empty_tables(&sql, 2);
+	assert_sql(&sql, "SELECT tidemark.empty_tables(ARRAY[$1, $2]::text[], ARRAY[$3, $4]::text[])");
 }
 
 static void
@@ -112,8 +115,8 @@ test_update_moved(void **state)
  * from the mirror's row as the change left it. */
 static const char *const s_cols[] = {"id", "v"};
 static const int s_keys[] = {0};
-static const dml_sql_shape s_all = {true, true, "t_history", 2, s_cols};
-static const dml_sql_shape s_hist = {false, false, "t_history", 2, s_cols};
+static const dml_sql_shape s_all = {true, true, "t_history", 2, s_cols, NULL};
+static const dml_sql_shape s_hist = {false, false, "t_history", 2, s_cols, NULL};
 static const dml_sql_table shaped = {"s", "t", 2, s_cols, 1, s_keys, NULL, &s_all};
 static const dml_sql_table hist_only = {"s", "t", 2, s_cols, 1, s_keys, NULL, &s_hist};
 
@@ -328,6 +331,45 @@ test_many_rows_by_key(void **state)
 	assert_int_equal(n, 2);
 }
 
+/* A history column of text beside a mirror column of another type: every
+ * path writes the value's output text, as the stream sends it. */
+static void
+test_history_text_columns(void **state)
+{
+	static const bool v_text[] = {false, true};
+	static const dml_sql_shape s_text = {false, false, "t_history", 2, s_cols, v_text};
+	static const dml_sql_table hist_text = {"s", "t", 2, s_cols, 1, s_keys, NULL, &s_text};
+	static const char *const types[] = {"integer", "boolean"};
+	strbuf sql = STRBUF_INIT;
+
+	(void) state;
+	assert_true(dml_sql_truncate_shaped(&sql, &hist_text));
+	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
+	                 " SELECT 'delete', $1::bigint + row_number() OVER (), \"id\","
+	                 " tidemark.output_text(\"v\") FROM \"s\".\"t\"");
+	dml_sql_history_copy(&sql, &hist_text, NULL, DML_SQL_COPY_LATEST, NULL);
+	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, \"id\", \"v\")"
+	                 " SELECT 'copy', (SELECT coalesce(max(tidemark_seq), 0) FROM"
+	                 " \"s\".\"t_history\" WHERE tidemark_lsn ="
+	                 " current_setting('tidemark.lsn')::pg_lsn) + row_number() OVER (), m.\"id\","
+	                 " tidemark.output_text(m.\"v\") FROM \"s\".\"t\" m WHERE true AND NOT EXISTS"
+	                 " (SELECT 1 FROM (SELECT h.tidemark_op, h.\"id\", h.\"v\" FROM"
+	                 " \"s\".\"t_history\" h WHERE h.\"id\" = m.\"id\" ORDER BY h.tidemark_lsn"
+	                 " DESC, h.tidemark_seq DESC LIMIT 1) l WHERE l.tidemark_op <> 'delete' AND"
+	                 " l.\"id\"::text IS NOT DISTINCT FROM m.\"id\"::text AND l.\"v\"::text IS NOT"
+	                 " DISTINCT FROM tidemark.output_text(m.\"v\")::text)");
+	/* many entries: the stream's text as it came, not cast to the mirror's type */
+	dml_sql_history_rows(&sql, &hist_text, types);
+	assert_sql(&sql, "INSERT INTO \"s\".\"t_history\" (tidemark_op, tidemark_seq, tidemark_lsn,"
+	                 " tidemark_commit_time, \"id\", \"v\") SELECT u.c1::text, u.c2::bigint,"
+	                 " u.c3::pg_lsn, u.c4::timestamptz, u.c5::integer, u.c6::pg_catalog.text"
+	                 " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],"
+	                 " $6::text[]) AS u (c1, c2, c3, c4, c5, c6)");
+	dml_sql_history_of_key(&sql, &hist_text);
+	assert_true(strstr(sql.data, ", \"id\", tidemark.output_text(\"v\") FROM") != NULL);
+	strbuf_free(&sql);
+}
+
 int
 main(void)
 {
@@ -340,6 +382,7 @@ main(void)
 		cmocka_unit_test(test_shaped_truncate_and_copy),
 		cmocka_unit_test(test_many_rows),
 		cmocka_unit_test(test_many_rows_by_key),
+		cmocka_unit_test(test_history_text_columns),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
