@@ -279,7 +279,8 @@ test_target_disk_full(void **state)
 	pgtest_exec(e->t, "ALTER TABLE blobs SET TABLESPACE small;"
 	                  "CREATE TABLE filler (x text) TABLESPACE small; ALTER TABLE filler"
 	                  " ALTER COLUMN x SET STORAGE PLAIN");
-	pgtest_exec_error(e->t, "INSERT INTO filler SELECT repeat('f', 1000) FROM generate_series(1, 100000)");
+	free(pgtest_exec_error(e->t, "INSERT INTO filler SELECT repeat('f', 1000) FROM"
+	                             " generate_series(1, 100000)"));
 	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "INSERT INTO blobs SELECT g, repeat(md5(g::text), 100) FROM generate_series(1, 2000) g");
 	assert_true(pgtest_proc_wait_output(run, "disk is full", 60));
