@@ -55,6 +55,10 @@ int source_query_partitioned(PGconn *conn, uint32_t relid, bool *partitioned);
  * NULL-terminated array of new strings, three per partition (its
  * qualified name, the root's schema and the root's name). */
 int source_query_foreign_partitions(PGconn *conn, const char *schema, char ***out);
+/* The inheritance children (INHERITS, not partitions) of the table with
+ * this oid: *out a new NULL-terminated array of new strings, two per child
+ * (its schema and name). */
+int source_query_inheritance_children(PGconn *conn, uint32_t relid, char ***out);
 /* Sets publish_via_partition_root on an existing publication without it. */
 int source_query_fix_via_root(PGconn *conn, const char *publication);
 /* TM_EXIT_CONFIG, logged with the fix, when the publication is gone, or

@@ -92,27 +92,51 @@ source_query_partitioned(PGconn *conn, uint32_t relid, bool *partitioned)
 	return rc;
 }
 
+/* Runs sql; *out: its rows' ncols columns, as a new NULL-terminated array
+ * of new strings (NULL on failure). */
+static int
+query_strings(PGconn *conn, const char *what, const char *sql, const char *param, int ncols,
+              char ***out)
+{
+	const char *p[] = {param};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, SRC, what, sql, 1, p, &r);
+
+	*out = NULL;
+	if (rc != TM_OK)
+		return rc;
+	*out = xcalloc((size_t) PQntuples(r) * (size_t) ncols + 1, sizeof(char *));
+	for (int i = 0; i < PQntuples(r) * ncols; i++)
+		(*out)[i] = xstrdup(PQgetvalue(r, i / ncols, i % ncols));
+	PQclear(r);
+	return TM_OK;
+}
+
 int
 source_query_foreign_partitions(PGconn *conn, const char *schema, char ***out)
 {
-	const char *p[] = {schema};
-	PGresult *r = NULL;
-	int rc = pgconn_exec(conn, SRC, "listing the partitions of a schema",
+	return query_strings(conn, "listing the partitions of a schema",
 	                     "SELECT format('%I.%I', n.nspname, c.relname), rn.nspname, rc.relname"
 	                     " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
 	                     " JOIN pg_class rc ON rc.oid = pg_partition_root(c.oid)"
 	                     " JOIN pg_namespace rn ON rn.oid = rc.relnamespace"
 	                     " WHERE n.nspname = $1 AND c.relispartition AND rn.nspname <> $1"
-	                     " ORDER BY 1", 1, p, &r);
+	                     " ORDER BY 1", schema, 3, out);
+}
 
-	*out = NULL;
-	if (rc != TM_OK)
-		return rc;
-	*out = xcalloc((size_t) PQntuples(r) * 3 + 1, sizeof(char *));
-	for (int i = 0; i < PQntuples(r) * 3; i++)
-		(*out)[i] = xstrdup(PQgetvalue(r, i / 3, i % 3));
-	PQclear(r);
-	return TM_OK;
+int
+source_query_inheritance_children(PGconn *conn, uint32_t relid, char ***out)
+{
+	char id[16];
+
+	snprintf(id, sizeof id, "%u", relid);
+	return query_strings(conn, "listing a table's inheritance children",
+	                     "SELECT n.nspname, c.relname FROM pg_inherits i"
+	                     " JOIN pg_class c ON c.oid = i.inhrelid"
+	                     " JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                     " JOIN pg_class pc ON pc.oid = i.inhparent"
+	                     " WHERE i.inhparent = $1::oid AND pc.relkind = 'r' ORDER BY 1, 2",
+	                     id, 2, out);
 }
 
 int
