@@ -755,6 +755,14 @@ catalog_set_key_order(sink *s, int table_id, const char *table, const char *reas
 }
 
 int
+catalog_key_order_unknown_again(sink *s, int table_id)
+{
+	return catalog_table_command(s, table_id, "recording that the key's order is not known",
+	                             "UPDATE tidemark.tables SET key_order_same = NULL,"
+	                             " key_order_reason = NULL WHERE table_id = $1::int");
+}
+
+int
 catalog_key_order_unknown(sink *s, const char *slot, int **ids, int *n)
 {
 	const char *p[] = {slot};

@@ -164,6 +164,9 @@ int catalog_version_matches(sink *s, int table_id, const tabledef *def, bool *sa
  * or why not (key_order.h), and logs a warning, naming table, when it does
  * not. */
 int catalog_set_key_order(sink *s, int table_id, const char *table, const char *reason);
+/* ... or that it is not known (key_order_same NULL: treated as differing
+ * until compared again). */
+int catalog_key_order_unknown_again(sink *s, int table_id);
 
 /* The tables of the slot whose key order is not known yet (registered
  * before migration 005): *ids new array of table ids. */

@@ -57,15 +57,51 @@ descriptors_free(char **d, int n)
 	free(d);
 }
 
+/* Does the table's name at the stream's position name it on the source
+ * now (the same relation, when its oid is known)? */
+static int
+source_names_table(PGconn *conn, const catalog_table *t, bool *same)
+{
+	char relid[16];
+	const char *p[] = {t->source_schema, t->source_table, relid};
+	PGresult *r = NULL;
+	int rc;
+
+	snprintf(relid, sizeof relid, "%u", t->source_relid);
+	rc = pgconn_exec(conn, PGCONN_SOURCE, "finding a table on the source by its name",
+	                 "SELECT $3::oid = 0 OR c.oid = $3::oid FROM pg_class c"
+	                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                 " WHERE n.nspname = $1 AND c.relname = $2", 3, p, &r);
+	*same = rc == TM_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return rc;
+}
+
+static bool
+all_known(char *const *d, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (d == NULL || d[i] == NULL)
+			return false;
+	return true;
+}
+
 int
 key_order_record(PGconn *source, sink *s, const catalog_table *t)
 {
 	char **src = NULL, **tgt = NULL;
 	char reason[CODEC_ORDER_REASON_MAX];
 	strbuf name = STRBUF_INIT;
-	int rc = key_order_source(source, t->source_schema, t->source_table, t->nkeys,
-	                          t->key_columns, &src);
+	bool same = false;
+	int rc = source_names_table(source, t, &same);
 
+	if (rc == TM_OK && same)
+		rc = key_order_source(source, t->source_schema, t->source_table, t->nkeys,
+		                      t->key_columns, &src);
+	if (rc == TM_OK && (!same || !all_known(src, t->nkeys))) {
+		descriptors_free(src, t->nkeys);
+		return catalog_key_order_unknown_again(s, t->table_id);
+	}
 	if (rc == TM_OK)
 		rc = key_order_target(s, t->target_schema, t->target_table, t->nkeys, t->key_columns,
 		                      &tgt);

@@ -27,7 +27,12 @@ int key_order_target(sink *s, const char *schema, const char *name, int nkeys,
                      char *const *keys, char ***out);
 
 /* Compares the key's order on both servers and records the outcome in the
- * catalog, with a warning when they differ. */
+ * catalog, with a warning when they differ. The source is read as it is
+ * now, by the table's name at the stream's position: when that name no
+ * longer names the table or one of its key columns there (the stream is
+ * behind a rename or a drop), nothing is judged, and the order is recorded
+ * as not known (compared again at run's next start and at the table's
+ * next schema change; a copy compares for itself). */
 int key_order_record(PGconn *source, sink *s, const catalog_table *t);
 
 #endif
