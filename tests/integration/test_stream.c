@@ -185,15 +185,7 @@ test_transfers_never_tear(void **state)
 	pthread_create(&th, NULL, checker_main, &c);
 	run = tm_spawn(e, "run", NULL);
 	w = pgtest_workload_start(e->src, transfer_step, NULL);
-	/* enough transfers and enough reads among them, however fast either side is */
-	for (int waited = 0; pgtest_workload_iterations(w) < 3000
-	                     || __atomic_load_n(&c.reads, __ATOMIC_RELAXED) < 200;
-	     waited += 50) {
-		if (waited > 180000)
-			fail_msg("after 180 s: %u transfers, %ld target reads",
-			         pgtest_workload_iterations(w), __atomic_load_n(&c.reads, __ATOMIC_RELAXED));
-		tm_sleep_ms(50);
-	}
+	tm_wait_steps_and_reads(w, 3000, &c.reads, 200);
 	transfers = pgtest_workload_stop(w, NULL);
 	tm_stop_and_catch_up(e, run, 120);
 	c.stop = true;

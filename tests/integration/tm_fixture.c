@@ -241,6 +241,20 @@ tm_sleep_ms(int ms)
 }
 
 void
+tm_wait_steps_and_reads(pgtest_workload *w, unsigned steps, const long *reads, long min_reads)
+{
+	for (int waited = 0; pgtest_workload_iterations(w) < steps ||
+	                     __atomic_load_n(reads, __ATOMIC_RELAXED) < min_reads;
+	     waited += 50) {
+		if (waited > 180000)
+			fail_msg("after 180 s: %u of %u steps, %ld of %ld target reads",
+			         pgtest_workload_iterations(w), steps,
+			         __atomic_load_n(reads, __ATOMIC_RELAXED), min_reads);
+		tm_sleep_ms(50);
+	}
+}
+
+void
 tm_setup_table(tm_env *e, const char *table)
 {
 	char *out = NULL;

@@ -33,6 +33,13 @@ void tm_env_encoding(tm_env *e, bool source, const char *encoding);
 
 void tm_sleep_ms(int ms);
 
+/* Waits until workload w has run `steps` steps and a checker thread has
+ * counted at least min_reads reads of the target in *reads (updated with
+ * __atomic_add_fetch), so that a test asks for enough of both however
+ * fast either side is; fails after 180 s. */
+void tm_wait_steps_and_reads(pgtest_workload *w, unsigned steps, const long *reads,
+                             long min_reads);
+
 /* `setup --table T` for one table, expecting exit 0. */
 void tm_setup_table(tm_env *e, const char *table);
 /* `run` with the given extra arguments (NULL-terminated), once it streams. */
