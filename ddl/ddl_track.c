@@ -162,7 +162,8 @@ aside_name(const planner *pl, const char *name, char out[NAME_BYTES + 1])
 }
 
 /* Before a column is added or renamed under name: a kept column (dropped
- * on the source) that has it on the target is moved aside. */
+ * on the source, or the target's own) that has it on the target is moved
+ * aside. */
 static void
 make_room(planner *pl, const char *name)
 {
@@ -172,7 +173,8 @@ make_room(planner *pl, const char *name)
 		return;
 	aside_name(pl, name, aside);
 	set_why(add_action(pl, DDL_ACT_RENAME_COLUMN, name, aside),
-	        "the kept column %s makes room for a new one as %s", name, aside);
+	        "the kept column %s (dropped on the source, or the target's own) makes room for a "
+	        "new one as %s", name, aside);
 }
 
 static void

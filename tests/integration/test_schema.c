@@ -96,6 +96,8 @@ test_add_rename_drop_columns(void **state)
 	                  "INSERT INTO items SELECT g, g, 'old' FROM generate_series(1, 300) g");
 	tm_setup_table(e, "items");
 	tm_catch_up(e, 60); /* copied before the changes: legacy is filled */
+	/* a column of the target's own, whose name the source then gives a column */
+	pgtest_exec(e->t, "ALTER TABLE items ADD COLUMN status text DEFAULT 'mine'");
 	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "ALTER TABLE items ADD COLUMN status text NOT NULL DEFAULT 'new';"
 	                  "INSERT INTO items (id, qty, legacy) VALUES (1001, 1, 'x')");
@@ -107,6 +109,10 @@ test_add_rename_drop_columns(void **state)
 	/* the dropped column is kept on the target, no longer filled */
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM items WHERE legacy IS NULL"), 1);
 	pgtest_exec(e->t, "ALTER TABLE items DROP COLUMN legacy");
+	/* the target's own column is moved aside with its values */
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM items"
+	                                         " WHERE \"status (dropped)\" = 'mine'"), 302);
+	pgtest_exec(e->t, "ALTER TABLE items DROP COLUMN \"status (dropped)\"");
 	tm_assert_equal(e, "items", "id");
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM items WHERE status = 'new'"),
 	                 302);
