@@ -265,6 +265,13 @@ ddl_parse_generation_expr(const char *expr, strbuf *out, tm_error *err)
 		rc = deparse(strbuf_str(&sql), &rendered, err);
 	if (rc == 0)
 		rc = same_tree(tree, strbuf_str(&rendered), err);
+	/* the rendering puts each operation in parentheses: a long chain of
+	 * them (a + 1 + 1 ...) is accepted only if its rendering is, so that
+	 * what is rendered once reads back */
+	if (rc == 0 && ddl_scan_depth(strbuf_str(&rendered), rendered.len, &at) >
+	                   DDL_PARSE_MAX_EXPR_DEPTH)
+		rc = tm_error_set(err, "the expression, rendered, is nested more than %d levels deep",
+		                  DDL_PARSE_MAX_EXPR_DEPTH);
 	if (rc == 0)
 		strbuf_append(out, strbuf_str(&rendered));
 	json_decref(tree);

@@ -672,6 +672,24 @@ test_generation_expr(void **state)
 		assert_int_equal(out.len, 0);
 		strbuf_free(&chain);
 	}
+	{
+		/* a fuzzed chain whose depth the scan estimates below the limit:
+		 * what is accepted renders into what is accepted again */
+		char *fuzzed = slurp(FIXTURES_DIR "/ddl/operator_chain_fuzzed.sql");
+
+		assert_non_null(fuzzed);
+		if (ddl_parse_generation_expr(fuzzed, &out, &err) == 0) {
+			strbuf again = STRBUF_INIT;
+			char *once = strbuf_steal(&out);
+
+			assert_int_equal(ddl_parse_generation_expr(once, &again, &err), 0);
+			assert_string_equal(strbuf_str(&again), once);
+			free(once);
+			strbuf_free(&again);
+		} else
+			assert_non_null(strstr(err.msg, "rendered, is nested"));
+		free(fuzzed);
+	}
 	assert_int_equal(ddl_parse_generation_expr("'\xff'", &out, &err), -1);
 	assert_non_null(strstr(err.msg, "UTF-8"));
 	strbuf_free(&out);
