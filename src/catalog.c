@@ -755,6 +755,18 @@ catalog_set_key_order(sink *s, int table_id, const char *table, const char *reas
 }
 
 int
+catalog_set_publication_token(sink *s, int table_id, const char *token)
+{
+	char id[16];
+	const char *p[] = {id, token};
+
+	snprintf(id, sizeof id, "%d", table_id);
+	return sink_command(s, "noting how the publication publishes a table",
+	                    "UPDATE tidemark.tables SET publication_token = $2"
+	                    " WHERE table_id = $1::int", 2, p);
+}
+
+int
 catalog_key_order_unknown_again(sink *s, int table_id)
 {
 	return catalog_table_command(s, table_id, "recording that the key's order is not known",
@@ -957,7 +969,8 @@ catalog_exclude_table(sink *s, const char *slot, const char *schema, const char 
 	"   (to_jsonb(p) ->> 'slot_generation')::int FROM tidemark.progress p"                  \
 	"   WHERE p.slot_name = tables.slot_name), 1),"                                           \
 	" coalesce(to_jsonb(tables) ->> 'mode', 'mirror'),"                                    \
-	" coalesce((to_jsonb(tables) ->> 'metadata_columns')::boolean, false)"
+	" coalesce((to_jsonb(tables) ->> 'metadata_columns')::boolean, false),"                \
+	" to_jsonb(tables) ->> 'publication_token'"
 
 /* A JSON array of strings (or JSON null) into a new array of new strings. */
 static char **
@@ -1007,6 +1020,7 @@ table_from_row(PGresult *r, int row, catalog_table *t)
 	t->history = strncmp(PQgetvalue(r, row, 17), "history", 7) == 0;
 	t->soft_delete = strstr(PQgetvalue(r, row, 17), "soft-delete") != NULL;
 	t->metadata = strcmp(PQgetvalue(r, row, 18), "t") == 0;
+	t->publication_token = PQgetisnull(r, row, 19) ? NULL : xstrdup(PQgetvalue(r, row, 19));
 }
 
 static int
@@ -1116,6 +1130,7 @@ table_clear(catalog_table *t)
 	free_strings(t->key_columns, t->nkeys);
 	free_strings(t->snapshot_last_key, t->nlast_key);
 	free(t->key_order_reason);
+	free(t->publication_token);
 }
 
 void

@@ -43,6 +43,10 @@ typedef struct catalog_table {
 	bool key_order_same;
 	char *key_order_reason;  /* why not (NULL when the same; "not known yet"
 	                          * before run has worked it out) */
+	/* How the publication published it at run's last reading
+	 * (tidemark.tables.publication_token, migrations/target/
+	 * 023_publication_tokens.sql, pub_state.h); NULL: not read yet. */
+	char *publication_token;
 	/* Where the table's history starts (tidemark.tables.registered_lsn,
 	 * migrations/target/010_registration.sql): a source transaction that
 	 * committed before it (Begin's final LSN is lower) changes nothing of
@@ -167,6 +171,9 @@ int catalog_set_key_order(sink *s, int table_id, const char *table, const char *
 /* ... or that it is not known (key_order_same NULL: treated as differing
  * until compared again). */
 int catalog_key_order_unknown_again(sink *s, int table_id);
+
+/* Notes how the publication publishes the table (pub_state_token). */
+int catalog_set_publication_token(sink *s, int table_id, const char *token);
 
 /* The tables of the slot whose key order is not known yet (registered
  * before migration 005): *ids new array of table ids. */

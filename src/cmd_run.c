@@ -30,6 +30,7 @@
 #include "schema_sync.h"
 #include "snapshot.h"
 #include "source.h"
+#include "pub_watch.h"
 #include "source_query.h"
 #include "strbuf.h"
 #include "typesync.h"
@@ -97,6 +98,7 @@ typedef struct run_state {
 	bool streamed;              /* a session of this run has streamed */
 	bool connect_failed;        /* this session failed to open a connection */
 	resync_watch resync;        /* a resync in progress: its end is recorded */
+	pub_watch pub;              /* the publication as last read */
 	metrics *metrics;           /* owned; NULL without --metrics-listen */
 	double last_metrics;        /* when the positions were last set */
 	tm_lsn metrics_applied;     /* the applied position they were set to */
@@ -562,6 +564,8 @@ stream_loop(run_state *st)
 			rc = snapshot_poll(st->snap);
 		if (rc == TM_OK && !apply_in_transaction(st->apply))
 			rc = resync_watch_poll(&st->resync, st->sink, st->opts->slot, false);
+		if (rc == TM_OK && !apply_in_transaction(st->apply))
+			rc = pub_watch_poll(&st->pub, st->control, st->sink, st->snap);
 		log_progress(st, false);
 		if (st->metrics != NULL) {
 			double now = clock_now_s();
@@ -634,14 +638,8 @@ warn_unpublished(run_state *st)
 	if (rc == TM_OK && m > 0)
 		rc = source_query_unpublished(st->control, st->opts->publication, relids, m, false,
 		                              &names);
-	for (int i = 0; names != NULL && names[i] != NULL; i++) {
-		log_warn("source: table %s is replicated, but publication \"%s\" no longer publishes it "
-		         "(dropped from it, or put in the EXCEPT list of a FOR ALL TABLES one): its "
-		         "changes are not sent, and its target table falls behind. Fix: ALTER "
-		         "PUBLICATION \"%s\" ADD TABLE ONLY %s; (or take it out of the EXCEPT list), "
-		         "then `tidemark snapshot %s`", names[i], st->opts->publication,
-		         st->opts->publication, names[i], names[i]);
-	}
+	for (int i = 0; names != NULL && names[i] != NULL; i++)
+		pub_watch_warn_left(st->opts->publication, names[i]);
 	xstrings_free(names);
 	free(relids);
 	catalog_tables_free(tables, n);
@@ -928,6 +926,7 @@ cmd_run(const cli_options *o)
 	}
 	st.opts = o;
 	st.ddl_wait_ms = SINK_DDL_LOCK_WAIT_MS;
+	pub_watch_init(&st.pub, o->publication, o->slot);
 	/* before streaming: a port in use is said at once */
 	if (o->metrics_listen != NULL &&
 	    (rc = metrics_start(o->metrics_listen, TIDEMARK_VERSION, &st.metrics)) != TM_OK) {
@@ -975,6 +974,7 @@ cmd_run(const cli_options *o)
 	}
 	arena_free(&st.scratch);
 	policy_settings_free(&st.policies);
+	pub_watch_free(&st.pub);
 	metrics_free(st.metrics);
 	if (PGCONN_IS_RETRY(rc) && stop_requests > 0)
 		rc = TM_OK; /* stopped by a signal while retrying */

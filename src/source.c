@@ -26,6 +26,28 @@ struct source {
 	int wake_fd;        /* source_wake_on: also ends a wait when readable; -1 none */
 };
 
+/* The walsender found no publication for a change: gone, or dropped and
+ * created again, in which case the changes written while it did not exist
+ * stop the stream at every try (PostgreSQL before 18 decodes each change
+ * with the publications of its time). */
+static void
+publication_missing(const source *s)
+{
+	PGconn *control = NULL;
+	bool exists = false;
+
+	if (pgconn_open(s->conninfo, SRC, "control", false, &control) == TM_OK &&
+	    source_query_publication_exists(control, s->publication, &exists) == TM_OK && exists)
+		log_error("source: publication \"%s\" was dropped and created again: the changes "
+		          "written while it did not exist cannot be read through it, and the stream "
+		          "stops at them at every try. Fix: drop the slot (SELECT "
+		          "pg_drop_replication_slot('%s')), then `tidemark resync` (a new slot; every "
+		          "table copied again in place)", s->publication, s->slot);
+	else
+		source_query_publication_missing(s->publication);
+	PQfinish(control);
+}
+
 /*
  * What a replication error means for the user, from its SQLSTATE and text,
  * with the fix. The status: configuration problems end `run` (code 3), an
@@ -42,7 +64,7 @@ explain(source *s, const PGresult *r)
 	if (state == NULL)
 		return TM_OK;
 	if (strcmp(state, "42704") == 0 && strstr(msg, "publication") != NULL) {
-		source_query_publication_missing(s->publication);
+		publication_missing(s);
 		return TM_EXIT_CONFIG;
 	}
 	if (strstr(msg, "wal_level") != NULL) {

@@ -11,6 +11,7 @@
 
 #include "ddl_partition.h"
 #include "lsn.h"
+#include "pub_state.h"
 #include "tabledef.h"
 
 /* Server version >= 15, wal_level = logical, replication privilege. */
@@ -67,6 +68,8 @@ int source_query_fix_via_root(PGconn *conn, const char *publication);
 int source_query_check_via_root(PGconn *conn, const char *publication);
 /* Logs that the publication is gone, with the fix. */
 void source_query_publication_missing(const char *publication);
+/* Does the publication exist? */
+int source_query_publication_exists(PGconn *conn, const char *publication, bool *exists);
 /* TM_EXIT_CONFIG, said with the fix, when the publication leaves out an
  * action (insert, update, delete, truncate), publishes generated columns,
  * or has a table with a row filter or a column list. */
@@ -94,6 +97,12 @@ int source_query_check_whole(PGconn *conn, const char *publication);
  * "schema.name" strings (quoted as SQL needs). */
 int source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *relids, int n,
                              bool excepted_only, char ***out);
+
+/* The publication's state as pub_state.h describes it, for the tables
+ * with these oids (those gone are left out); *out is filled
+ * (pub_state_free, also after a failure). */
+int source_query_pub_state(PGconn *conn, const char *publication, const uint32_t *relids, int n,
+                           pub_state *out);
 
 /* A table's replica identity (pg_class.relreplident: d, n, f, i) and
  * whether it has a key tidemark can match rows by; *replident is 0 when

@@ -169,8 +169,23 @@ void
 source_query_publication_missing(const char *publication)
 {
 	log_error("source: publication \"%s\" does not exist (dropped by someone?). Fix: run "
-	          "`tidemark setup` again with the same tables, then `tidemark snapshot` them: "
-	          "changes made meanwhile were not published", publication);
+	          "`tidemark setup` again with the same tables; `run` then copies them again, the "
+	          "changes made meanwhile not having been published (PostgreSQL before 18 cannot "
+	          "read those changes once it exists again: there, drop the slot and `tidemark resync`)",
+	          publication);
+}
+
+int
+source_query_publication_exists(PGconn *conn, const char *publication, bool *exists)
+{
+	const char *p[] = {publication};
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, SRC, "looking for the publication",
+	                     "SELECT FROM pg_publication WHERE pubname = $1", 1, p, &r);
+
+	*exists = rc == TM_OK && PQntuples(r) == 1;
+	PQclear(r);
+	return rc;
 }
 
 int
@@ -279,6 +294,72 @@ source_query_check_whole(PGconn *conn, const char *publication)
 	return rc;
 }
 
+/* "{1,2,3}" of the oids */
+static void
+oid_array(strbuf *arr, const uint32_t *relids, int n)
+{
+	strbuf_appendc(arr, '{');
+	for (int i = 0; i < n; i++)
+		strbuf_appendf(arr, "%s%u", i > 0 ? "," : "", relids[i]);
+	strbuf_appendc(arr, '}');
+}
+
+static uint32_t
+oid_at(const PGresult *r, int row, int col)
+{
+	return (uint32_t) strtoul(PQgetvalue(r, row, col), NULL, 10);
+}
+
+int
+source_query_pub_state(PGconn *conn, const char *publication, const uint32_t *relids, int n,
+                       pub_state *out)
+{
+	strbuf arr = STRBUF_INIT;
+	const char *p[2] = {publication, NULL};
+	PGresult *pub = NULL, *t = NULL, *ns = NULL;
+	int rc;
+
+	oid_array(&arr, relids, n);
+	p[1] = arr.data;
+	pub_state_init(out, 0, 0);
+	rc = pgconn_exec(conn, SRC, "reading the publication",
+	                 "SELECT oid, puballtables FROM pg_publication WHERE pubname = $1", 1, p, &pub);
+	if (rc == TM_OK)
+		rc = pgconn_exec(conn, SRC, "reading what the publication publishes",
+		                 "SELECT u.relid, c.relnamespace, " SOURCE_QUERY_PUBLISHES("p", "c") ","
+		                 " coalesce((SELECT x.oid FROM pg_publication_rel x"
+		                 "   WHERE x.prpubid = p.oid AND x.prrelid = c.oid"
+		                 "   AND NOT coalesce((to_jsonb(x) ->> 'prexcept')::boolean, false)), 0)"
+		                 " FROM pg_publication p, unnest($2::oid[]) u (relid)"
+		                 " JOIN pg_class c ON c.oid = u.relid WHERE p.pubname = $1", 2, p, &t);
+	if (rc == TM_OK)
+		rc = pgconn_exec(conn, SRC, "reading the schemas the publication names",
+		                 "SELECT x.pnnspid, x.oid FROM pg_publication_namespace x"
+		                 " JOIN pg_publication p ON p.oid = x.pnpubid WHERE p.pubname = $1",
+		                 1, p, &ns);
+	strbuf_free(&arr);
+	if (rc == TM_OK) {
+		pub_state_free(out);
+		pub_state_init(out, PQntuples(t), PQntuples(ns));
+		out->pub_oid = PQntuples(pub) == 1 ? oid_at(pub, 0, 0) : 0;
+		out->all_tables = PQntuples(pub) == 1 && strcmp(PQgetvalue(pub, 0, 1), "t") == 0;
+		for (int i = 0; i < out->n; i++) {
+			out->relids[i] = oid_at(t, i, 0);
+			out->relnsp[i] = oid_at(t, i, 1);
+			out->published[i] = strcmp(PQgetvalue(t, i, 2), "t") == 0;
+			out->rel_row[i] = oid_at(t, i, 3);
+		}
+		for (int i = 0; i < out->nns; i++) {
+			out->nsp[i] = oid_at(ns, i, 0);
+			out->nsp_row[i] = oid_at(ns, i, 1);
+		}
+	}
+	PQclear(pub);
+	PQclear(t);
+	PQclear(ns);
+	return rc;
+}
+
 int
 source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *relids, int n,
                          bool excepted_only, char ***out)
@@ -288,10 +369,7 @@ source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *
 	PGresult *r = NULL;
 	int rc;
 
-	strbuf_appendc(&arr, '{');
-	for (int i = 0; i < n; i++)
-		strbuf_appendf(&arr, "%s%u", i > 0 ? "," : "", relids[i]);
-	strbuf_appendc(&arr, '}');
+	oid_array(&arr, relids, n);
 	p[1] = arr.data;
 	rc = pgconn_exec(conn, SRC, "checking that the publication publishes each table",
 	                 "SELECT format('%I.%I', n.nspname, c.relname)"

@@ -409,13 +409,18 @@ test_tables_swapped_in_a_backlog(void **state)
 
 /*
  * A replicated table dropped from the publication by hand (ALTER
- * PUBLICATION ... DROP TABLE): its changes are no longer sent. Each run
- * says so at its start, with the fix, which brings the target back.
+ * PUBLICATION ... DROP TABLE): its changes are no longer sent, and nothing
+ * in the stream says so. Each run says so at its start, with the fix; once
+ * the table is published again (in a later run here), it is copied again.
+ * Taken out and put back while a run streams, between two of its readings
+ * of the publication: found by the row that publishes it, made again, and
+ * copied again too.
  */
 static void
 test_table_dropped_from_publication(void **state)
 {
 	tm_env *e = tm_env_new("unpublished");
+	pgtest_proc *run;
 	char *out = NULL;
 
 	(void) state;
@@ -430,9 +435,22 @@ test_table_dropped_from_publication(void **state)
 	tm_assert_has(out, "ADD TABLE ONLY public.items;");
 	free(out);
 	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" ADD TABLE ONLY public.items", e->slot);
-	assert_int_equal(tm_run(e, 60, &out, "snapshot", "public.items", NULL), 0);
+	assert_int_equal(tm_run(e, 120, &out, "run", "--until-caught-up", NULL), 0);
+	tm_assert_has(out, "again, which it left out for a while");
 	free(out);
 	tm_catch_up(e, 120);
+	tm_assert_rows_equal(e->s, "public.items", e->t, "public.items", "id, v");
+
+	run = tm_start_run(e, NULL);
+	assert_true(pgtest_proc_wait_output(run, "streaming from slot", 60));
+	pgtest_exec(e->s, "ALTER PUBLICATION \"%s\" DROP TABLE public.items;"
+	                  "UPDATE public.items SET v = 'unsent again' WHERE id > 15;"
+	                  "DELETE FROM public.items WHERE id = 1;"
+	                  "ALTER PUBLICATION \"%s\" ADD TABLE ONLY public.items;"
+	                  "INSERT INTO public.items VALUES (100, 'sent')", e->slot, e->slot);
+	if (!pgtest_proc_wait_output(run, "again, which it left out for a while", 60))
+		fail_msg("the table put back was not copied again:\n%s", pgtest_proc_output(run));
+	tm_stop_and_catch_up(e, run, 120);
 	tm_assert_rows_equal(e->s, "public.items", e->t, "public.items", "id, v");
 	tm_env_free(e);
 }
