@@ -156,8 +156,11 @@ static int
 source_publish_table(void *ctx, uint32_t relid, bool *recopy)
 {
 	run_state *st = ctx;
+	int rc = source_query_keep_published(st->control, st->opts->publication, relid, recopy);
 
-	return source_query_keep_published(st->control, st->opts->publication, relid, recopy);
+	if (rc == TM_OK && *recopy)
+		pub_watch_own(&st->pub, relid);
+	return rc;
 }
 
 /* A table that joins is published (schema_sync_source.publish_joining). */
@@ -165,9 +168,12 @@ static int
 source_publish_joining(void *ctx, const tabledef *def, bool by_schema, bool *added)
 {
 	run_state *st = ctx;
+	int rc = source_query_publish_joining(st->control, st->opts->publication, def, by_schema,
+	                                      added);
 
-	return source_query_publish_joining(st->control, st->opts->publication, def, by_schema,
-	                                    added);
+	if (rc == TM_OK && *added)
+		pub_watch_own(&st->pub, def->relid);
+	return rc;
 }
 
 /* ---- tidemark's messages in the stream ---- */

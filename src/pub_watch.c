@@ -24,7 +24,26 @@ void
 pub_watch_free(pub_watch *w)
 {
 	pub_state_free(&w->last);
+	free(w->own);
+	w->own = NULL;
+	w->nown = 0;
 	w->read = false;
+}
+
+void
+pub_watch_own(pub_watch *w, uint32_t relid)
+{
+	w->own = xrealloc(w->own, sizeof *w->own * (size_t) (w->nown + 1));
+	w->own[w->nown++] = relid;
+}
+
+static bool
+owned(const pub_watch *w, uint32_t relid)
+{
+	for (int i = 0; i < w->nown; i++)
+		if (w->own[i] == relid)
+			return true;
+	return false;
 }
 
 void
@@ -65,7 +84,7 @@ follow_table(pub_watch *w, sink *s, snapshot *snap, const catalog_table *t, cons
 	strbuf_append_qualified(&name, t->source_schema, t->source_table);
 	if (c == PUB_LEFT && w->read) /* else said at the run's start (warn_unpublished) */
 		pub_watch_warn_left(w->publication, name.data);
-	else if (c == PUB_BACK) {
+	else if (c == PUB_BACK && !owned(w, t->source_relid)) {
 		rc = copy_again(w, snap, s, t, name.data);
 		*copy = true;
 	}
@@ -133,6 +152,7 @@ pub_watch_poll(pub_watch *w, PGconn *control, sink *s, snapshot *snap)
 		pub_state_free(&w->last);
 		w->last = now;
 		w->read = true;
+		w->nown = 0;
 	} else
 		pub_state_free(&now);
 	free(relids);

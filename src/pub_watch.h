@@ -14,6 +14,7 @@
 
 #include <libpq-fe.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "pub_state.h"
 #include "sink.h"
@@ -27,6 +28,8 @@ typedef struct pub_watch {
 	pub_state last;          /* owned: the last reading */
 	bool read;               /* ... once there is one */
 	double read_at;          /* ... when (clock_now_s) */
+	uint32_t *own;           /* owned: tables run itself published since (and copies) */
+	int nown;
 } pub_watch;
 
 void pub_watch_init(pub_watch *w, const char *publication, const char *slot);
@@ -37,6 +40,10 @@ void pub_watch_free(pub_watch *w);
  * (outside an apply transaction); tables to copy again are asked for in
  * the catalog and of snap. */
 int pub_watch_poll(pub_watch *w, PGconn *control, sink *s, snapshot *snap);
+
+/* run itself published the table (pub_watch_poll would take it for one
+ * put back by hand) and copies it: not copied again for that. */
+void pub_watch_own(pub_watch *w, uint32_t relid);
 
 /* The warning for a replicated table the publication does not publish. */
 void pub_watch_warn_left(const char *publication, const char *table);

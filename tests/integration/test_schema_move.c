@@ -113,6 +113,11 @@ test_moved_out_of_replicated_schema(void **state)
 	                              "after the move", 120));
 	pgtest_workload_stop(w, NULL);
 	pgtest_exec(e->s, "UPDATE archive.orders SET note = 'last' WHERE id %% 10 = 0");
+	/* run published the table by name itself and copied it: its reading of
+	 * the publication does not take that for a table put back by hand */
+	if (strstr(pgtest_proc_output(run), "which it left out for a while") != NULL)
+		fail_msg("a table run published itself was copied again for it:\n%s",
+		         pgtest_proc_output(run));
 	tm_stop_and_catch_up(e, run, 180);
 	tm_assert_rows_equal(e->s, "archive.orders", e->t, "archive.orders", "id, v, note");
 	tm_assert_rows_equal(e->s, "public.newcomer", e->t, "public.newcomer", "id, v");
