@@ -932,7 +932,6 @@ cmd_run(const cli_options *o)
 	}
 	st.opts = o;
 	st.ddl_wait_ms = SINK_DDL_LOCK_WAIT_MS;
-	pub_watch_init(&st.pub, o->publication, o->slot);
 	/* before streaming: a port in use is said at once */
 	if (o->metrics_listen != NULL &&
 	    (rc = metrics_start(o->metrics_listen, TIDEMARK_VERSION, &st.metrics)) != TM_OK) {
@@ -940,6 +939,7 @@ cmd_run(const cli_options *o)
 		return rc;
 	}
 	arena_init(&st.scratch, 64 * 1024);
+	pub_watch_init(&st.pub, o->publication, o->slot);
 	install_signals();
 	for (;;) {
 		st.made_progress = false;
