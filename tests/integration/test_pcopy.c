@@ -113,6 +113,10 @@ test_ranges_under_workload_with_kill9(void **state)
 	run = tm_spawn(e, "run", "--chunk-rows", CHUNK, "--snapshot-readers", "3", NULL);
 	assert_true(pgtest_proc_wait_output(run, "copied in 6 key ranges", 60));
 	wait_rows_copied(e, ROWS / 3, run);
+	/* several ranges under way at once (committed in the catalog) */
+	if (!pgtest_wait_value(e->t, "SELECT count(*) >= 2 FROM tidemark.snapshot_ranges"
+	                             " WHERE rows_copied > 0 AND NOT done", "t", 60))
+		fail_msg("no two ranges were under way at once:\n%s", pgtest_proc_output(run));
 	pgtest_proc_kill(run, SIGKILL);
 	assert_int_equal(pgtest_proc_wait(run, 30), 128 + SIGKILL);
 	pgtest_proc_free(run);
@@ -124,7 +128,7 @@ test_ranges_under_workload_with_kill9(void **state)
 	                            " WHERE rows_copied > 0 AND NOT done");
 	print_message("%ld ranges, %ld under way at the kill\n", nranges, in_flight);
 	assert_int_equal(nranges, 6);
-	assert_true(in_flight >= 2);
+	assert_true(in_flight >= 1); /* one may have ended since the two were seen */
 	assert_int_equal(catalog_long(e, "SELECT count(*) FROM tidemark.tables"
 	                                 " WHERE state = 'streaming'"), 0);
 	at_kill = range_rows(e, (int) nranges);
