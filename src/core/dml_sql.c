@@ -308,9 +308,6 @@ dml_sql_upsert_rows(strbuf *sql, const dml_sql_table *t, const char *const *type
 	append_upsert_tail(sql, t);
 }
 
-/* INSERT INTO h (tidemark_op, tidemark_seq, tidemark_lsn,
- * tidemark_commit_time, c1, ...): the entries' columns in the order of
- * their arrays and of their COPY fields */
 /* the stream's column named col goes into a history column of text
  * (hist_text): as the stream sent it */
 static bool
@@ -322,6 +319,9 @@ hist_text_named(const dml_sql_table *t, const char *col)
 	return false;
 }
 
+/* INSERT INTO h (tidemark_op, tidemark_seq, tidemark_lsn,
+ * tidemark_commit_time, c1, ...): the entries' columns in the order of
+ * their arrays and of their COPY fields */
 static void
 append_history_columns(strbuf *sql, const dml_sql_table *t)
 {
