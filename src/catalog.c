@@ -553,6 +553,24 @@ catalog_empty_tables(sink *s, int ntables, const char *const *schemas, const cha
 	return rc;
 }
 
+int
+catalog_referencing_tables(sink *s, const char *schema, const char *table, char **out)
+{
+	const char *p[] = {schema, table};
+	PGresult *r = NULL;
+	int rc = sink_query(s, "looking for keys that reference a target table",
+	                    "SELECT string_agg(DISTINCT c.conrelid::regclass::text, ', ')"
+	                    " FROM pg_constraint c"
+	                    " WHERE c.contype = 'f' AND c.conrelid <> c.confrelid"
+	                    " AND c.confrelid = format('%I.%I', $1::text, $2::text)::regclass"
+	                    " AND NOT EXISTS (SELECT FROM pg_partition_ancestors(c.conrelid) a"
+	                    "                  WHERE a.relid = c.confrelid)", 2, p, &r);
+
+	*out = rc == TM_OK && !PQgetisnull(r, 0, 0) ? xstrdup(PQgetvalue(r, 0, 0)) : NULL;
+	PQclear(r);
+	return rc;
+}
+
 /* The kept table's privileges, comments, indexes, triggers and policies
  * on the one made again in its place (target migrations 019 and 020), so
  * that its readers keep reading it as they did; what it does not take

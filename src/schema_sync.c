@@ -377,12 +377,29 @@ schema_sync_note_list(strbuf *sb, const char *text)
 
 /* ---- a key that comes or goes (tables without a key: keyless.h) ---- */
 
-static void
-truncate_target(const target_name *tn, strbuf *sql)
+int
+schema_sync_empty_for_copy(schema_sync *ss, const char *schema, const char *table)
 {
-	const char *schemas[] = {tn->schema}, *names[] = {tn->table};
+	const char *schemas[] = {schema}, *names[] = {table};
+	strbuf sql = STRBUF_INIT;
+	char *keys = NULL;
+	int rc = catalog_referencing_tables(ss->sink, schema, table, &keys);
 
-	dml_sql_truncate(sql, 1, schemas, names);
+	if (rc == TM_OK && keys != NULL) {
+		log_error("target: %s.%s must be emptied to be copied again, but foreign keys of the "
+		          "target's own reference it (from %s): TRUNCATE refuses it, and a DELETE "
+		          "would act on their rows. Fix: drop those keys, run again, and add them "
+		          "back once the table is copied", schema, table, keys);
+		rc = TM_EXIT_TARGET;
+	}
+	free(keys);
+	if (rc != TM_OK)
+		return rc;
+	dml_sql_truncate(&sql, 1, schemas, names);
+	rc = sink_command(ss->sink, "emptying a target table to copy it again", strbuf_str(&sql), 0,
+	                  NULL);
+	strbuf_free(&sql);
+	return rc;
 }
 
 /* The key is dropped: the target's primary key goes, and the rows are
@@ -432,8 +449,7 @@ give_key(schema_sync *ss, const target_name *tn, const ddl_action *a,
 	else
 		log_warn("target: %s.%s does not take the source's new key (its rows differ from the "
 		         "source's): it is emptied and copied again", tn->schema, tn->table);
-	truncate_target(tn, sql);
-	rc = exec(ss, "emptying a target table to copy it again", sql);
+	rc = schema_sync_empty_for_copy(ss, tn->schema, tn->table);
 	target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
 	if (rc == TM_OK)
 		rc = exec(ss, "giving a target table its key", sql);
@@ -455,8 +471,7 @@ add_key(schema_sync *ss, const target_name *tn, const ddl_action *a, const catal
 	int rc = keyless_pending_clear(ss->sink, t->table_id);
 
 	if (rc == TM_OK && copying) {
-		truncate_target(tn, sql);
-		rc = exec(ss, "emptying a target table whose copy starts again", sql);
+		rc = schema_sync_empty_for_copy(ss, tn->schema, tn->table);
 		target_ddl_set_key(sql, tn->schema, tn->table, NULL, a->nkeys, a->keys);
 		return rc == TM_OK ? exec(ss, "giving a target table its key", sql) : rc;
 	}

@@ -101,6 +101,11 @@ typedef struct sync_note {
 
 /* Appends text to a "; "-separated list. */
 void schema_sync_note_list(strbuf *sb, const char *text);
+/* Empties a target table for its copy (TRUNCATE, in the change's
+ * transaction). A table that foreign keys of the target's own reference
+ * is not emptied (TRUNCATE refuses it, and a DELETE would act on their
+ * rows): TM_EXIT_TARGET, with the fix. */
+int schema_sync_empty_for_copy(schema_sync *ss, const char *schema, const char *table);
 /* "schema.name" to the note's tables. */
 void schema_sync_note_table(sync_note *note, const char *schema, const char *name);
 void schema_sync_result_add(schema_sync_result *res, int table_id);

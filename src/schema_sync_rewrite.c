@@ -252,8 +252,6 @@ alter(schema_sync *ss, const char *schema, const char *table, const ddl_action *
       sync_note *note)
 {
 	char *refused = NULL;
-	strbuf trunc = STRBUF_INIT;
-	const char *schemas[] = {schema}, *names[] = {table};
 	int rc;
 
 	if (!a->recopied)
@@ -267,10 +265,7 @@ alter(schema_sync *ss, const char *schema, const char *table, const ddl_action *
 	schema_sync_note_list(&note->actions, "the target's rows did not take the conversion: "
 	                      "the table was emptied for its copy");
 	free(refused);
-	dml_sql_truncate(&trunc, 1, schemas, names);
-	rc = sink_command(ss->sink, "emptying a target table to copy it again", strbuf_str(&trunc), 0,
-	                  NULL);
-	strbuf_free(&trunc);
+	rc = schema_sync_empty_for_copy(ss, schema, table);
 	if (rc == TM_OK)
 		rc = sink_command(ss->sink, "changing a target column's type", strbuf_str(sql), 0, NULL);
 	return rc;

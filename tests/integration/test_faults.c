@@ -523,6 +523,23 @@ test_truncate_of_referenced_tables(void **state)
 	pgtest_exec(e->t, "DELETE FROM holds");
 	tm_catch_up(e, 60);
 	tm_assert_equal(e, "orders", "id");
+
+	/* a change the target's rows refuse, so that the table is emptied and
+	 * copied again: a key of the target's own stops it, with the fix */
+	pgtest_exec(e->s, "INSERT INTO orders VALUES (5, 'five')");
+	tm_catch_up(e, 60);
+	pgtest_exec(e->t, "INSERT INTO holds VALUES (5)");
+	pgtest_exec(e->s, "CREATE FUNCTION src_only(text) RETURNS int LANGUAGE sql IMMUTABLE"
+	                  " AS 'SELECT length($1)';"
+	                  "ALTER TABLE orders ALTER v TYPE int USING src_only(v)");
+	expect_exit(tm_spawn(e, "run", "--until-caught-up", "--table-policy", "public.orders=follow",
+	                     NULL), 5, "must be emptied to be copied again", "from holds, items");
+	pgtest_exec(e->t, "ALTER TABLE holds DROP CONSTRAINT holds_order_id_fkey;"
+	                  "ALTER TABLE items DROP CONSTRAINT items_order_id_fkey");
+	assert_int_equal(tm_run(e, 120, NULL, "run", "--until-caught-up", "--table-policy",
+	                        "public.orders=follow", NULL), 0);
+	tm_catch_up(e, 60);
+	tm_assert_equal(e, "orders", "id");
 	tm_env_free(e);
 }
 
