@@ -559,12 +559,8 @@ catalog_referencing_tables(sink *s, const char *schema, const char *table, char 
 	const char *p[] = {schema, table};
 	PGresult *r = NULL;
 	int rc = sink_query(s, "looking for keys that reference a target table",
-	                    "SELECT string_agg(DISTINCT c.conrelid::regclass::text, ', ')"
-	                    " FROM pg_constraint c"
-	                    " WHERE c.contype = 'f' AND c.conrelid <> c.confrelid"
-	                    " AND c.confrelid = format('%I.%I', $1::text, $2::text)::regclass"
-	                    " AND NOT EXISTS (SELECT FROM pg_partition_ancestors(c.conrelid) a"
-	                    "                  WHERE a.relid = c.confrelid)", 2, p, &r);
+	                    "SELECT tidemark.referencing_tables(ARRAY[format('%I.%I', $1::text,"
+	                    " $2::text)::regclass])", 2, p, &r);
 
 	*out = rc == TM_OK && !PQgetisnull(r, 0, 0) ? xstrdup(PQgetvalue(r, 0, 0)) : NULL;
 	PQclear(r);

@@ -142,8 +142,9 @@ int catalog_empty_tables(sink *s, int ntables, const char *const *schemas,
                          const char *const *names);
 
 /* The tables of the target's own whose foreign keys reference the target
- * table schema.table (outside it and its partitions): *out a new ", "
- * list of them, or NULL when there are none. */
+ * table schema.table (outside it and its partitions; the same test as a
+ * TRUNCATE's, tidemark.referencing_tables of migration 021): *out a new
+ * ", " list of them, or NULL when there are none. */
 int catalog_referencing_tables(sink *s, const char *schema, const char *table, char **out);
 
 /* Asks for the table to be copied again from the start (state

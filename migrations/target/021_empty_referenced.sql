@@ -13,6 +13,19 @@
 -- name, two arrays of the same length; the result is the list of the
 -- referencing tables when the DELETE was used, else NULL.
 
+-- The tables outside rels (and their partitions) whose foreign keys
+-- reference one of rels, as a ", " list; NULL: none. Also what a table to
+-- be emptied for its copy is checked with (catalog_referencing_tables).
+CREATE OR REPLACE FUNCTION tidemark.referencing_tables(rels regclass[])
+RETURNS text
+LANGUAGE sql STABLE AS $fn$
+	SELECT string_agg(DISTINCT c.conrelid::regclass::text, ', ')
+	  FROM pg_constraint c
+	 WHERE c.contype = 'f' AND c.confrelid = ANY (rels) AND c.conrelid <> ALL (rels)
+	   AND NOT EXISTS (SELECT 1 FROM pg_partition_ancestors(c.conrelid) a
+	                    WHERE a.relid = ANY (rels))
+$fn$;
+
 CREATE OR REPLACE FUNCTION tidemark.empty_tables(schemas text[], names text[])
 RETURNS text
 LANGUAGE plpgsql AS $fn$
@@ -23,12 +36,7 @@ DECLARE
 BEGIN
 	SELECT array_agg(format('%I.%I', s, n)::regclass ORDER BY o) INTO rels
 	  FROM unnest(schemas, names) WITH ORDINALITY AS u(s, n, o);
-	-- keys of tables outside the list (a partition of a listed table is in it)
-	SELECT string_agg(DISTINCT c.conrelid::regclass::text, ', ') INTO referencing
-	  FROM pg_constraint c
-	 WHERE c.contype = 'f' AND c.confrelid = ANY (rels) AND c.conrelid <> ALL (rels)
-	   AND NOT EXISTS (SELECT 1 FROM pg_partition_ancestors(c.conrelid) a
-	                    WHERE a.relid = ANY (rels));
+	referencing := tidemark.referencing_tables(rels);
 	IF referencing IS NULL THEN
 		SELECT 'TRUNCATE ' || string_agg(r::text, ', ') INTO statement FROM unnest(rels) r;
 	ELSE
