@@ -878,11 +878,6 @@ run_session(run_state *st)
 	return rc;
 }
 
-/* A schema change waits for its table's lock SINK_DDL_LOCK_WAIT_MS at
- * first, so that the table's readers, queued behind it, are held up only
- * that long; twice as long after each target failure of a try that
- * committed nothing (up to DDL_WAIT_MAX_MS), so that it gets the lock in
- * the end from readers that never leave the table free that long. */
 /* ms doubled, at most max */
 static int
 doubled(int ms, int max)
@@ -890,6 +885,11 @@ doubled(int ms, int max)
 	return ms > max / 2 ? max : ms * 2;
 }
 
+/* A schema change waits for its table's lock SINK_DDL_LOCK_WAIT_MS at
+ * first, so that the table's readers, queued behind it, are held up only
+ * that long; twice as long after each target failure of a try that
+ * committed nothing (up to DDL_WAIT_MAX_MS), so that it gets the lock in
+ * the end from readers that never leave the table free that long. */
 static void
 next_ddl_wait(run_state *st, int rc)
 {

@@ -58,7 +58,7 @@ pub_watch_warn_left(const char *publication, const char *table)
 
 /* The table is published again after a while left out: copied again. */
 static int
-copy_again(pub_watch *w, snapshot *snap, sink *s, const catalog_table *t, const char *name)
+copy_again(pub_watch *w, sink *s, snapshot *snap, const catalog_table *t, const char *name)
 {
 	log_warn("source: publication \"%s\" publishes table %s again, which it left out for a "
 	         "while: the changes written meanwhile were not sent; it is copied again",
@@ -85,7 +85,7 @@ follow_table(pub_watch *w, sink *s, snapshot *snap, const catalog_table *t, cons
 	if (c == PUB_LEFT && w->read) /* else said at the run's start (warn_unpublished) */
 		pub_watch_warn_left(w->publication, name.data);
 	else if (c == PUB_BACK && !owned(w, t->source_relid)) {
-		rc = copy_again(w, snap, s, t, name.data);
+		rc = copy_again(w, s, snap, t, name.data);
 		*copy = true;
 	}
 	pub_state_token(now, t->source_relid, token, sizeof token);

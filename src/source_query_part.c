@@ -321,7 +321,7 @@ source_query_pub_state(PGconn *conn, const char *publication, const uint32_t *re
 
 	oid_array(&arr, relids, n);
 	p[1] = arr.data;
-	pub_state_init(out, 0, 0);
+	memset(out, 0, sizeof *out); /* nothing to free until it is read */
 	rc = pgconn_exec(conn, SRC, "reading the publication",
 	                 "SELECT oid, puballtables FROM pg_publication WHERE pubname = $1", 1, p, &pub);
 	if (rc == TM_OK)
@@ -339,7 +339,6 @@ source_query_pub_state(PGconn *conn, const char *publication, const uint32_t *re
 		                 1, p, &ns);
 	strbuf_free(&arr);
 	if (rc == TM_OK) {
-		pub_state_free(out);
 		pub_state_init(out, PQntuples(t), PQntuples(ns));
 		out->pub_oid = PQntuples(pub) == 1 ? oid_at(pub, 0, 0) : 0;
 		out->all_tables = PQntuples(pub) == 1 && strcmp(PQgetvalue(pub, 0, 1), "t") == 0;
