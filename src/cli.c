@@ -147,6 +147,10 @@ const cli_option cli_option_table[] = {
 	{"table", 0, "SCHEMA.TABLE", LIST(tables, ntables), ON(RESYNC), NONE,
 	 "copy only this table again (repeatable; only when the\n"
 	 "target and the slot agree)"},
+	{"source-upgraded", 0, NULL, FLAG(source_upgraded), ON(RESYNC), NONE,
+	 "the source server was upgraded in place (pg_upgrade): take\n"
+	 "it up as the pipeline's; with its slot kept (PostgreSQL\n"
+	 "17 and later) nothing is copied again"},
 	{"all", 0, NULL, FLAG(all), ON(STATUS), NONE,
 	 "every pipeline of the target: its source, applied position\n"
 	 "and tables (from the target only; no --source needed)"},
@@ -425,7 +429,9 @@ static const char *const command_help[CLI_NCOMMANDS] = {
 		"the source failed over: copies every table again in place while streaming (no\n"
 		"table is dropped or emptied; rows the source no longer has are removed), creating\n"
 		"the slot again when it is gone, then goes on as `tidemark run` (with its options).\n"
-		"A resync interrupted is finished by the next `run` or `resync`.\n",
+		"A resync interrupted is finished by the next `run` or `resync`. After pg_upgrade of\n"
+		"the source, `--source-upgraded` takes the new server up (nothing is copied again\n"
+		"when pg_upgrade kept the slot).\n",
 };
 
 #define HELP_COLUMN 25

@@ -64,6 +64,7 @@ typedef struct cli_options {
 	bool no_streaming;        /* run: transactions sent whole at their commit */
 	char *spool_dir;          /* run: where streamed transactions are spooled */
 	bool drop_tables;         /* run: drop on the target the tables dropped on the source */
+	bool source_upgraded;     /* resync: the source was upgraded in place (pipeline.h) */
 	long chunk_rows;          /* run: snapshot chunk size (0: default) */
 	long long chunk_bytes;    /* run: snapshot chunk size in bytes read (0: default) */
 	int snapshot_readers;     /* run: parallel snapshot reader connections */

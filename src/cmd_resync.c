@@ -13,6 +13,11 @@
  *                                 later) and the stream starts at its
  *                                 consistent point
  *
+ * With --source-upgraded, a source server upgraded in place (pg_upgrade:
+ * a new system identifier, the oids kept) is first taken up as the
+ * pipeline's (pipeline_take_upgrade); where pg_upgrade kept the slot, the
+ * target and the slot then agree and nothing is copied again.
+ *
  * Nothing on the target is dropped or emptied: readers keep seeing every
  * table while each chunk's range is replaced by the source's rows. A
  * resync in progress (a kill -9, a stop) is finished by the next `run` or
@@ -177,7 +182,10 @@ open_both(resync_ctx *x)
 	/* the catalog at this binary's version (tidemark.resyncs and the rest) */
 	if (rc == TM_OK)
 		rc = migrate_apply_to(o->target, PGCONN_TARGET);
-	/* this source's pipeline: before anything is changed on either side */
+	/* an upgraded server taken up as the pipeline's (--source-upgraded),
+	 * then this source's pipeline: before anything else is changed */
+	if (rc == TM_OK && o->source_upgraded)
+		rc = pipeline_take_upgrade(x->sink, o->slot, x->control, o->source);
 	if (rc == TM_OK)
 		rc = pipeline_check((pipeline_target){x->sink, NULL}, o->slot, x->control, o->source,
 		                    true);
@@ -289,6 +297,10 @@ prepare(resync_ctx *x)
 
 	if (rc == TM_OK && active && consistent && x->nnames == 0) {
 		log_info("a resync is in progress since %s (%s): it goes on", started, reason);
+		rc = refusals(x, false);
+	} else if (rc == TM_OK && x->o->source_upgraded && consistent && x->nnames == 0) {
+		/* taken up with its slot kept: the target holds everything
+		 * before the slot's position, nothing to copy */
 		rc = refusals(x, false);
 	} else if (rc == TM_OK && (rc = plan(x, &p)) == TM_OK &&
 	           (rc = resync_begin(x->sink, x->o->slot, &p, &n)) == TM_OK)

@@ -11,7 +11,10 @@
 
 #include "exitcode.h"
 #include "log.h"
+#include "lsn.h"
 #include "pgconn.h"
+#include "resume_check.h"
+#include "source_query.h"
 #include "xalloc.h"
 
 static int
@@ -145,23 +148,120 @@ pipeline_source_same(const pipeline_source *a, const pipeline_source *b)
 	return strcmp(a->database, b->database) == 0;
 }
 
-int
-pipeline_check_source(const char *slot, const pipeline_info *p, const pipeline_source *src)
+/* ---- a source upgraded in place ---- */
+
+/* What the target records of the pipeline (its tables' source oids and
+ * names, its position) against what the source has under those oids, and
+ * the slot there: resume_upgrade_check's facts. */
+static int
+upgrade_facts_read(pipeline_target t, const char *slot, PGconn *src, const pipeline_info *info,
+                   const pipeline_source *ps, upgrade_facts *f)
 {
-	if (!p->exists || !p->recorded || pipeline_source_same(&p->source, src))
-		return TM_OK;
+	const char *p[] = {slot, NULL};
+	source_slot_state st;
+	PGresult *r = NULL, *m = NULL;
+	int rc = tq(t, "reading the pipeline's tables and position",
+	            "SELECT count(*), coalesce(jsonb_agg(jsonb_build_object('r', source_relid,"
+	            "  's', source_schema, 'n', source_table)), '[]')::text,"
+	            " (SELECT applied_lsn::text FROM tidemark.progress WHERE slot_name = $1)"
+	            " FROM tidemark.tables WHERE slot_name = $1 AND state <> 'dropped'"
+	            "  AND source_relid IS NOT NULL", 1, p, &r);
+
+	memset(f, 0, sizeof *f);
+	f->target = LSN_INVALID;
+	f->same_database = info->source.database_oid != NULL && ps->database_oid != NULL &&
+	                   strcmp(info->source.database_oid, ps->database_oid) == 0;
+	if (rc == TM_OK) {
+		f->tables = atoi(PQgetvalue(r, 0, 0));
+		if (!PQgetisnull(r, 0, 2) && !lsn_parse(PQgetvalue(r, 0, 2), &f->target))
+			f->target = LSN_INVALID;
+		p[0] = PQgetvalue(r, 0, 1);
+		rc = pgconn_exec(src, PGCONN_SOURCE, "comparing the tables' oids",
+		                 "SELECT count(*) FROM jsonb_to_recordset($1::jsonb) AS w(r oid, s text,"
+		                 " n text) JOIN pg_catalog.pg_class c ON c.oid = w.r AND c.relname = w.n"
+		                 " JOIN pg_catalog.pg_namespace s ON s.oid = c.relnamespace"
+		                 "  AND s.nspname = w.s", 1, p, &m);
+	}
+	if (rc == TM_OK)
+		f->tables_same = atoi(PQgetvalue(m, 0, 0));
+	PQclear(m);
+	PQclear(r);
+	if (rc == TM_OK)
+		rc = source_query_slot_state(src, slot, &st);
+	if (rc == TM_OK) {
+		f->slot_exists = st.exists;
+		f->slot_ours = st.ours;
+		f->slot_invalidated = st.invalidated;
+		f->confirmed = st.confirmed;
+	}
+	return rc;
+}
+
+/* What taking the upgraded server up does, for the messages. */
+static const char *
+upgrade_outcome(upgrade_verdict v)
+{
+	return v == UPGRADE_SLOT_KEPT
+	           ? "pg_upgrade kept the slot: the stream resumes at its position, nothing is "
+	             "copied again"
+	           : "the slot was not kept (pg_upgrade keeps logical slots from PostgreSQL 17 on): "
+	             "it is created again and every table copied again in place, the target "
+	             "staying queryable";
+}
+
+/* A source other than the pipeline's: refused, naming both and the fix.
+ * When it has the recorded database's oid, whether it looks like that
+ * server upgraded in place (pg_upgrade) decides which fix. */
+static int
+refuse_source(pipeline_target t, const char *slot, PGconn *src, const pipeline_info *p,
+              const pipeline_source *ps)
+{
+	char why[160] = "";
+	upgrade_facts f;
+	upgrade_verdict v = UPGRADE_NOT_SAME;
+	int rc = TM_OK;
+
+	if (strcmp(p->source.system_id, ps->system_id) != 0 && p->source.database_oid != NULL &&
+	    ps->database_oid != NULL && strcmp(p->source.database_oid, ps->database_oid) == 0 &&
+	    (rc = upgrade_facts_read(t, slot, src, p, ps, &f)) == TM_OK)
+		v = resume_upgrade_check(&f, why, sizeof why);
+	if (rc != TM_OK)
+		return rc;
+	if (v != UPGRADE_NOT_SAME) {
+		log_error("source: pipeline \"%s\" was set up from database \"%s\" of the server with "
+		          "system identifier %s (%s); this --source is database \"%s\" of server %s "
+		          "(%s), which has that database's oid and the oids of the pipeline's %d tables, "
+		          "as pg_upgrade keeps them; nothing was changed. Fix: if it is the pipeline's "
+		          "server upgraded in place, take it up with `tidemark resync "
+		          "--source-upgraded` (%s); if not, point --source at the pipeline's database",
+		          slot, p->source.database, p->source.system_id,
+		          p->source.address ? p->source.address : "an unknown address", ps->database,
+		          ps->system_id, ps->address, f.tables, upgrade_outcome(v));
+		return TM_EXIT_CONFIG;
+	}
 	log_error("target: pipeline \"%s\" here replicates database \"%s\" of the PostgreSQL server "
 	          "with system identifier %s (set up from %s), but this --source is database \"%s\" "
-	          "of server %s (%s); nothing was changed. Fix: point --source at that database, or "
-	          "give this source a pipeline of its own beside it: `tidemark setup --slot NAME "
-	          "--publication NAME --target-schema NAME ...` (NAME for instance the database's "
-	          "name; its tables then go to that target schema)", slot, p->source.database,
-	          p->source.system_id, p->source.address ? p->source.address : "an unknown address",
-	          src->database, src->system_id, src->address);
+	          "of server %s (%s)%s%s%s; nothing was changed. Fix: point --source at that "
+	          "database, or give this source a pipeline of its own beside it: `tidemark setup "
+	          "--slot NAME --publication NAME --target-schema NAME ...` (NAME for instance the "
+	          "database's name; its tables then go to that target schema)", slot,
+	          p->source.database, p->source.system_id,
+	          p->source.address ? p->source.address : "an unknown address", ps->database,
+	          ps->system_id, ps->address, why[0] ? " (not the pipeline's server upgraded in "
+	          "place: " : "", why, why[0] ? ")" : "");
 	return TM_EXIT_CONFIG;
 }
 
-/* After pipeline_check_source: the source recorded when it is not yet, its
+static int
+check_source(pipeline_target t, const char *slot, PGconn *src, const pipeline_info *p,
+             const pipeline_source *ps)
+{
+	if (!p->exists || !p->recorded || pipeline_source_same(&p->source, ps))
+		return TM_OK;
+	return refuse_source(t, slot, src, p, ps);
+}
+
+/* After check_source: the source recorded when it is not yet, its
  * database's oid when an older tidemark left it out, and its new name
  * (and address) when the database was renamed. */
 static int
@@ -226,9 +326,86 @@ pipeline_check(pipeline_target t, const char *slot, PGconn *src, const char *src
 	if (rc == TM_OK)
 		rc = oid_from_slot(src, slot, &info, &ps);
 	if (rc == TM_OK)
-		rc = pipeline_check_source(slot, &info, &ps);
+		rc = check_source(t, slot, src, &info, &ps);
 	if (rc == TM_OK && record && info.exists)
 		rc = record_source(t, slot, &ps);
+	pipeline_info_clear(&info);
+	pipeline_source_clear(&ps);
+	return rc;
+}
+
+/* ---- taking an upgraded server up ---- */
+
+/*
+ * The upgraded server becomes the pipeline's source, in one target
+ * transaction: its identity; where pg_upgrade kept the slot, the position
+ * the stream resumes from is the slot's (the old server's changes are all
+ * on the target: pg_upgrade refuses a slot that has not confirmed them
+ * all, and tidemark confirms only what the target holds); the old
+ * server's timeline forgotten (the new one's is recorded at the start);
+ * and the publication's readings forgotten (pg_upgrade made the
+ * publication again, with new oids: not tables taken out and put back).
+ */
+static int
+take_up(sink *s, const char *slot, const pipeline_source *ps, const upgrade_facts *f,
+        upgrade_verdict v)
+{
+	char lsn[LSN_TEXT_MAX];
+	const char *p[] = {slot, ps->system_id, ps->database, ps->address,
+	                   v == UPGRADE_SLOT_KEPT ? lsn_format(f->confirmed, lsn) : NULL};
+	int rc = sink_begin(s);
+
+	if (rc == TM_OK)
+		rc = sink_command(s, "recording the upgraded source",
+		                  "UPDATE tidemark.progress SET source_system_id = $2,"
+		                  " source_database = $3, source_address = $4,"
+		                  " applied_lsn = coalesce($5::pg_lsn, applied_lsn),"
+		                  " applied_at = CASE WHEN $5::pg_lsn IS NULL THEN applied_at ELSE now() END"
+		                  " WHERE slot_name = $1", 5, p);
+	if (rc == TM_OK)
+		rc = sink_command(s, "forgetting the old server's timeline",
+		                  "DELETE FROM tidemark.source_timeline WHERE slot_name = $1", 1, p);
+	if (rc == TM_OK)
+		rc = sink_command(s, "forgetting the old server's publication readings",
+		                  "UPDATE tidemark.tables SET publication_token = NULL"
+		                  " WHERE slot_name = $1 AND publication_token IS NOT NULL", 1, p);
+	if (rc == TM_OK)
+		return sink_commit(s, NULL);
+	sink_rollback(s);
+	return rc;
+}
+
+int
+pipeline_take_upgrade(sink *s, const char *slot, PGconn *src, const char *src_conninfo)
+{
+	pipeline_target t = {s, NULL};
+	pipeline_source ps;
+	pipeline_info info;
+	upgrade_facts f;
+	upgrade_verdict v = UPGRADE_NOT_SAME;
+	char why[160] = "";
+	int rc = pipeline_source_read(src, PGCONN_SOURCE, src_conninfo, &ps);
+
+	if (rc == TM_OK)
+		rc = pipeline_load(t, slot, &info);
+	else
+		memset(&info, 0, sizeof info);
+	if (rc == TM_OK && (!info.exists || !info.recorded || pipeline_source_same(&info.source, &ps)))
+		log_info("source: database \"%s\" of server %s is pipeline \"%s\"'s source already: "
+		         "nothing to take up", ps.database, ps.system_id, slot);
+	else if (rc == TM_OK && (rc = upgrade_facts_read(t, slot, src, &info, &ps, &f)) == TM_OK &&
+	         (v = resume_upgrade_check(&f, why, sizeof why)) == UPGRADE_NOT_SAME) {
+		log_error("source: database \"%s\" of server %s (%s) is not taken up as pipeline "
+		          "\"%s\"'s server (%s) upgraded in place: %s; nothing was changed. Fix: point "
+		          "--source at the pipeline's database; a server restored from a dump, or another "
+		          "one, needs a pipeline of its own (`tidemark setup`)", ps.database,
+		          ps.system_id, ps.address, slot, info.source.system_id, why);
+		rc = TM_EXIT_CONFIG;
+	} else if (rc == TM_OK && (rc = take_up(s, slot, &ps, &f, v)) == TM_OK)
+		log_warn("source: database \"%s\" of server %s (%s) taken up as pipeline \"%s\"'s "
+		         "source, its server %s upgraded in place (the database's and the %d tables' "
+		         "oids kept); %s", ps.database, ps.system_id, ps.address, slot,
+		         info.source.system_id, f.tables, upgrade_outcome(v));
 	pipeline_info_clear(&info);
 	pipeline_source_clear(&ps);
 	return rc;
@@ -379,7 +556,7 @@ pipeline_check_setup(PGconn *target, PGconn *src, const char *slot,
 	if (rc == TM_OK)
 		rc = oid_from_slot(src, slot, &info, ps);
 	if (rc == TM_OK)
-		rc = pipeline_check_source(slot, &info, ps);
+		rc = check_source((pipeline_target){NULL, target}, slot, src, &info, ps);
 	if (rc == TM_OK) {
 		*merged = info.map;
 		memset(&info.map, 0, sizeof info.map);

@@ -60,15 +60,14 @@ bool pipeline_source_same(const pipeline_source *a, const pipeline_source *b);
 int pipeline_load(pipeline_target t, const char *slot, pipeline_info *out);
 void pipeline_info_clear(pipeline_info *p);
 
-/* Does the pipeline belong to src? TM_OK when it does or records no source;
- * TM_EXIT_CONFIG logged naming both sides and the fix when not. */
-int pipeline_check_source(const char *slot, const pipeline_info *p, const pipeline_source *src);
-
 /*
  * The check of a command that meets both sides (run, status, verify,
  * teardown): the pipeline's recorded source against src. With record, a
  * pipeline set up before sources were recorded takes src as its own
- * (said in the log).
+ * (said in the log). Another source is refused (TM_EXIT_CONFIG) naming
+ * both and the fix; one that looks like the pipeline's server upgraded in
+ * place (the database's and the tables' oids kept: resume_check.h) is
+ * refused with the fix `tidemark resync --source-upgraded`.
  */
 int pipeline_check(pipeline_target t, const char *slot, PGconn *src, const char *src_conninfo,
                    bool record);
@@ -85,6 +84,18 @@ int pipeline_check(pipeline_target t, const char *slot, PGconn *src, const char 
 int pipeline_check_setup(PGconn *target, PGconn *src, const char *slot,
                          const pipeline_source *ps, const schema_map *want, char *const *names,
                          int n, schema_map *merged);
+
+/*
+ * resync --source-upgraded: src, whose server is not the one recorded,
+ * becomes the pipeline's source when it looks like that server upgraded
+ * in place (resume_upgrade_check), in one target transaction: where
+ * pg_upgrade kept the slot, the stored position moves to the slot's, so
+ * that the stream resumes there with nothing copied again; the recorded
+ * timeline and the publication's readings are forgotten. Logged. Nothing
+ * when src is the pipeline's source already. TM_EXIT_CONFIG, logged with
+ * why, when it does not look like an upgrade.
+ */
+int pipeline_take_upgrade(sink *s, const char *slot, PGconn *src, const char *src_conninfo);
 
 /* Records the pipeline's source and mapping (setup, after the progress row
  * exists). */

@@ -21,6 +21,7 @@
 #include "exitcode.h"
 #include "log.h"
 #include "schema_sync_int.h"
+#include "typesync.h"
 #include "xalloc.h"
 
 static bool
@@ -93,6 +94,25 @@ follow(schema_sync *ss, catalog_table *t, tabledef *now, tm_lsn pos, int *nchang
 	return rc;
 }
 
+/* The table as it was, its types perhaps not: an enum's values added in
+ * the stretch (ALTER TYPE ... ADD VALUE, which the stream would have
+ * delivered) made ready on the target, before the copy writes them. */
+static int
+types_ready(schema_sync *ss, const catalog_table *t, tabledef *now, int *nchanged)
+{
+	typesync_result ts = {false, STRBUF_INIT};
+	int rc = typesync_table(ss->sink, ss->cfg.slot, now, &ts);
+
+	if (rc == TM_OK && ts.actions.len > 0) {
+		log_info("resync: the types of %s.%s changed on the source in the stretch the stream "
+		         "does not deliver: followed on the target (%s)", t->source_schema,
+		         t->source_table, strbuf_str(&ts.actions));
+		(*nchanged)++;
+	}
+	typesync_result_free(&ts);
+	return rc;
+}
+
 static int
 mark_dropped(schema_sync *ss, const catalog_table *t, int *nchanged)
 {
@@ -138,6 +158,8 @@ catch_up_table(schema_sync *ss, catalog_table *t, tm_lsn pos, int *nchanged)
 		rc = schema_sync_load_version(ss, t, &old, &version);
 	if (rc == TM_OK && now != NULL && (version == 0 || definition_differs(old, now)))
 		rc = follow(ss, t, now, pos, nchanged);
+	else if (rc == TM_OK && now != NULL)
+		rc = types_ready(ss, t, now, nchanged);
 	/* partitions attached, detached or dropped meanwhile */
 	if (rc == TM_OK && now != NULL)
 		rc = schema_sync_part_record_tree(ss, now);

@@ -1,5 +1,6 @@
 #include "resume_check.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,38 @@ resume_verdict_name(resume_verdict v)
 	case RESUME_TARGET_BEHIND: return "target_behind";
 	}
 	return "?";
+}
+
+upgrade_verdict
+resume_upgrade_check(const upgrade_facts *f, char *why, size_t size)
+{
+	if (!f->same_database) {
+		snprintf(why, size, "its database's oid is not the one recorded");
+		return UPGRADE_NOT_SAME;
+	}
+	if (f->tables == 0) {
+		snprintf(why, size, "the pipeline has no table whose oid could be compared");
+		return UPGRADE_NOT_SAME;
+	}
+	if (f->tables_same < f->tables) {
+		snprintf(why, size, "%d of its %d replicated tables have other oids or names there",
+		         f->tables - f->tables_same, f->tables);
+		return UPGRADE_NOT_SAME;
+	}
+	if (!f->slot_exists || f->slot_invalidated)
+		return UPGRADE_SLOT_LOST;
+	if (!f->slot_ours) {
+		snprintf(why, size, "its slot of that name is not a pgoutput slot of the database");
+		return UPGRADE_NOT_SAME;
+	}
+	/* pg_upgrade makes the slot at the new WAL's start, past everything
+	 * the old server wrote, and so past the target's position */
+	if (f->target != LSN_INVALID && f->confirmed <= f->target) {
+		snprintf(why, size, "its slot's position is not past the target's, as a slot "
+		                    "pg_upgrade carried over would be");
+		return UPGRADE_NOT_SAME;
+	}
+	return UPGRADE_SLOT_KEPT;
 }
 
 /* "X/X" of exactly n bytes at p. */

@@ -86,4 +86,39 @@ const char *resume_verdict_name(resume_verdict v);
 int resume_history_end(const char *text, size_t len, uint32_t tli, bool *found, tm_lsn *end,
                        tm_error *err);
 
+/*
+ * A source whose system identifier is no longer the one recorded: the
+ * pipeline's database upgraded in place (pg_upgrade), or another server?
+ * pg_upgrade makes a new cluster (a new identifier, a new WAL that begins
+ * after the old one's end) and keeps the oids of databases (from
+ * PostgreSQL 15), tables and types, on which the pipeline's catalog rests,
+ * and from PostgreSQL 17 the logical slots: it refuses to run while a slot
+ * has not confirmed every change of the old server, and creates the slot
+ * again in the new cluster, its confirmed position at the new WAL's
+ * start. A dump restored into a new server keeps no oid and no slot.
+ *
+ * The verdict is evidence, not proof: a server built by the same scripts
+ * may have the same oids, so the caller takes an upgrade up only when the
+ * operator says so (`resync --source-upgraded`).
+ */
+typedef struct upgrade_facts {
+	bool same_database;     /* the database's oid is the one recorded */
+	int tables;             /* replicated tables recorded with their source oid */
+	int tables_same;        /* of those, named alike under that oid on the source */
+	bool slot_exists;
+	bool slot_ours;         /* a pgoutput slot of this database */
+	bool slot_invalidated;
+	tm_lsn confirmed;       /* the slot's confirmed_flush_lsn */
+	tm_lsn target;          /* the target's stored position; LSN_INVALID: none */
+} upgrade_facts;
+
+typedef enum upgrade_verdict {
+	UPGRADE_NOT_SAME,       /* not the pipeline's database kept by an upgrade */
+	UPGRADE_SLOT_KEPT,      /* and its slot was kept: resume at its position */
+	UPGRADE_SLOT_LOST,      /* the slot was not kept: a new one, every table copied again */
+} upgrade_verdict;
+
+/* The verdict; for UPGRADE_NOT_SAME, why, in a few words, in why. */
+upgrade_verdict resume_upgrade_check(const upgrade_facts *f, char *why, size_t size);
+
 #endif

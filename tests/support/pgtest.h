@@ -91,6 +91,11 @@ char *pgtest_conninfo_db(const pgtest_cluster *c, const char *dbname);
 /* Promotes a standby (pg_ctl promote, waiting until it accepts writes).
  * Fails the test. */
 #define pgtest_cluster_promote(c) pgtest_cluster_promote_at(__FILE__, __LINE__, (c))
+/* Upgrades the cluster in place with pg_upgrade (pgcluster upgrade: a new
+ * cluster of the same programs, a new system identifier, oids kept, logical
+ * slots kept from PostgreSQL 17) and starts it on the same port. Close
+ * connections to it first. Fails the test. */
+#define pgtest_cluster_upgrade(c) pgtest_cluster_upgrade_at(__FILE__, __LINE__, (c))
 
 /* ---- SQL ----------------------------------------------------------------- */
 
@@ -209,6 +214,7 @@ pgtest_cluster *pgtest_cluster_standby_at(const char *file, int line, const pgte
                                           const char *name, const char *slot,
                                           const char *const settings[]);
 void pgtest_cluster_promote_at(const char *file, int line, pgtest_cluster *c);
+void pgtest_cluster_upgrade_at(const char *file, int line, pgtest_cluster *c);
 PGconn *pgtest_connect_at(const char *file, int line, const char *conninfo);
 void pgtest_exec_at(const char *file, int line, PGconn *conn, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -135,6 +135,14 @@ pgtest_cluster_promote_at(const char *file, int line, pgtest_cluster *c)
 		         c->name);
 }
 
+void
+pgtest_cluster_upgrade_at(const char *file, int line, pgtest_cluster *c)
+{
+	if (pgcluster_cmd("upgrade", c->name, NULL) != c->port)
+		pgt_fail(file, line, "could not upgrade cluster %s (pgcluster's messages are above)",
+		         c->name);
+}
+
 char *
 pgtest_conninfo_db(const pgtest_cluster *c, const char *dbname)
 {

@@ -149,6 +149,51 @@ test_history_malformed(void **state)
 	assert_int_equal(resume_history_end("1\t0/1\0\n", 7, 1, &found, &end, &err), -1);
 }
 
+static void
+test_upgrade(void **state)
+{
+	const upgrade_facts kept = {.same_database = true, .tables = 3, .tables_same = 3,
+	                            .slot_exists = true, .slot_ours = true,
+	                            .confirmed = 0x8000310, .target = 0x1C56858};
+	upgrade_facts f;
+	char why[160];
+
+	(void) state;
+	assert_int_equal(resume_upgrade_check(&kept, why, sizeof why), UPGRADE_SLOT_KEPT);
+	f = kept;
+	f.target = LSN_INVALID; /* nothing applied yet */
+	assert_int_equal(resume_upgrade_check(&f, why, sizeof why), UPGRADE_SLOT_KEPT);
+	/* an upgrade from before 17, or a slot lost: copied again */
+	f = kept;
+	f.slot_exists = false;
+	assert_int_equal(resume_upgrade_check(&f, why, sizeof why), UPGRADE_SLOT_LOST);
+	f = kept;
+	f.slot_invalidated = true;
+	assert_int_equal(resume_upgrade_check(&f, why, sizeof why), UPGRADE_SLOT_LOST);
+	/* another server, or a dump restored: the oids differ */
+	f = kept;
+	f.same_database = false;
+	assert_int_equal(resume_upgrade_check(&f, why, sizeof why), UPGRADE_NOT_SAME);
+	assert_non_null(strstr(why, "database's oid"));
+	f = kept;
+	f.tables_same = 2;
+	assert_int_equal(resume_upgrade_check(&f, why, sizeof why), UPGRADE_NOT_SAME);
+	assert_string_equal(why, "1 of its 3 replicated tables have other oids or names there");
+	f = kept;
+	f.tables = f.tables_same = 0;
+	assert_int_equal(resume_upgrade_check(&f, why, sizeof why), UPGRADE_NOT_SAME);
+	/* the oids alike, the slot anything but one pg_upgrade made */
+	f = kept;
+	f.slot_ours = false;
+	assert_int_equal(resume_upgrade_check(&f, why, sizeof why), UPGRADE_NOT_SAME);
+	f = kept;
+	f.confirmed = f.target;
+	assert_int_equal(resume_upgrade_check(&f, why, sizeof why), UPGRADE_NOT_SAME);
+	assert_non_null(strstr(why, "not past the target's"));
+	f.confirmed = f.target - 1;
+	assert_int_equal(resume_upgrade_check(&f, why, sizeof why), UPGRADE_NOT_SAME);
+}
+
 int
 main(void)
 {
@@ -160,6 +205,7 @@ main(void)
 		cmocka_unit_test(test_slot_first),
 		cmocka_unit_test(test_history),
 		cmocka_unit_test(test_history_malformed),
+		cmocka_unit_test(test_upgrade),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
