@@ -219,6 +219,8 @@ cmd_mode(const cli_options *o)
 		rc = catalog_check_registered(s, o->slot);
 	if (rc == TM_OK)
 		rc = mode_check_catalog(s);
+	if (rc == TM_OK)
+		rc = mode_refind_histories(s, o->slot);
 	if (rc == TM_OK && (ms.n > 0 || o->metadata_columns || o->no_metadata_columns))
 		rc = plan(s, o, &ms, &p);
 	/* with a metadata flag and no table yet: the default only */

@@ -21,6 +21,7 @@
 #include "key_order.h"
 #include "log.h"
 #include "metrics.h"
+#include "mode.h"
 #include "migrate.h"
 #include "pgconn.h"
 #include "pipeline.h"
@@ -684,11 +685,12 @@ check_unlogged(run_state *st)
 	return rc;
 }
 
-/* At a session's start: the key order of the tables whose order is not
- * known (registered before it was recorded: migrations/target/
- * 005_target_types.sql); unlogged target tables emptied by a crash; and,
- * once per run, the tables registered for an earlier slot, and those the
- * publication no longer publishes, named. */
+/* At a session's start: histories found again by their names where their
+ * oids changed (a target copied with pg_dump); the key order of the tables
+ * whose order is not known (registered before it was recorded:
+ * migrations/target/005_target_types.sql); unlogged target tables emptied
+ * by a crash; and, once per run, the tables registered for an earlier
+ * slot, and those the publication no longer publishes, named. */
 static int
 catalog_at_start(run_state *st)
 {
@@ -697,7 +699,9 @@ catalog_at_start(run_state *st)
 
 	if (rc != TM_OK || version < 5)
 		return rc; /* no catalog yet: the session says to run setup */
-	rc = catalog_key_order_unknown(st->sink, st->opts->slot, &ids, &nids);
+	rc = mode_refind_histories(st->sink, st->opts->slot);
+	if (rc == TM_OK)
+		rc = catalog_key_order_unknown(st->sink, st->opts->slot, &ids, &nids);
 	if (rc == TM_OK)
 		rc = key_order_for(st, ids, nids);
 	free(ids);

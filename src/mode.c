@@ -420,3 +420,29 @@ mode_check_catalog(sink *s)
 	PQclear(r);
 	return rc;
 }
+
+int
+mode_refind_histories(sink *s, const char *slot)
+{
+	const char *p[] = {slot};
+	PGresult *r = NULL;
+	bool has;
+	int rc = sink_query(s, "looking for tidemark.history_refind",
+	                    "SELECT to_regprocedure('tidemark.history_refind(text)') IS NOT NULL", 0,
+	                    NULL, &r);
+
+	has = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	r = NULL;
+	if (rc == TM_OK && has)
+		rc = sink_query(s, "finding the histories again by their names",
+		                "SELECT mirror, history, versions FROM tidemark.history_refind($1)", 1, p,
+		                &r);
+	for (int i = 0; rc == TM_OK && has && i < PQntuples(r); i++)
+		log_warn("target: the history of %s is %s again, its versions view %s: the oids "
+		         "recorded named another relation or none, as after the target was copied "
+		         "with pg_dump and pg_restore; found by their names beside the table",
+		         PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
+	PQclear(r);
+	return rc;
+}

@@ -80,4 +80,13 @@ int mode_load_def(sink *s, int table_id, const char *schema, const char *name, t
  * so with the fix and returns TM_EXIT_CONFIG. */
 int mode_check_catalog(sink *s);
 
+/*
+ * The histories and versions views of slot's tables found again by their
+ * names beside each table where the oids recorded no longer name them (a
+ * target copied with pg_dump and pg_restore: migrations/target/
+ * 024_history_refound.sql), each logged; before anything uses the oids
+ * (run's sessions, `mode`). Nothing on a catalog without that migration.
+ */
+int mode_refind_histories(sink *s, const char *slot);
+
 #endif

@@ -905,6 +905,94 @@ test_history_values(void **state)
 	tm_env_free(e);
 }
 
+/* A program of the servers' own (PGBIN, as the clusters use), with its
+ * arguments; fails the test unless it exits 0. */
+static void
+run_pg_program(const char *program, const char *const *args)
+{
+	const char *bin = getenv("PGBIN") != NULL ? getenv("PGBIN") : "/usr/lib/postgresql/15/bin";
+	char path[512];
+	pgtest_proc *p;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/%s", bin, program);
+	p = pgtest_spawn_program(path, args, NULL);
+	rc = pgtest_proc_wait(p, 120);
+	if (rc != 0)
+		fail_msg("%s exited %d:\n%s", program, rc, pgtest_proc_output(p));
+	pgtest_proc_free(p);
+}
+
+/*
+ * A target copied to another database with pg_dump and psql (as a warehouse
+ * is moved to another server) keeps the catalog but not the oids by which
+ * a history and its versions view are followed: there they named nothing
+ * (the run stopped: "history table is missing", and `tidemark mode`, its
+ * fix, failed: the history exists), or another relation, whose view a sync
+ * of the mode would have dropped. Both are found again by their names.
+ */
+static void
+test_history_after_target_dump_restore(void **state)
+{
+	tm_env *e = tm_env_new("hist_restored");
+	char *dump = pgtest_path("hist_restored.sql");
+	char *restored = pgtest_conninfo_db(e->dst_cluster, "hist_restored_copy");
+	const char *dump_args[] = {"-d", e->dst, "-f", dump, NULL};
+	const char *load_args[] = {"-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", restored, "-f", dump,
+	                           NULL};
+	PGconn *r;
+	char *out = NULL;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE h (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO h SELECT g, 'v' || g FROM generate_series(1, 5) g");
+	setup_with(e, "public.h", "--table-mode", "public.h=history", NULL);
+	tm_catch_up(e, 120);
+	pgtest_exec(e->s, "UPDATE h SET v = v || '+' WHERE id <= 3");
+	tm_catch_up(e, 120);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM h_history"), 5 + 3);
+
+	/* the copy, into a database whose oids run otherwise */
+	pgtest_exec(e->t, "CREATE DATABASE hist_restored_copy");
+	r = pgtest_connect_str(restored);
+	pgtest_exec(r, "CREATE TABLE users_own (id int PRIMARY KEY, v text, n int);"
+	               "CREATE VIEW users_view AS SELECT 1 AS x");
+	run_pg_program("pg_dump", dump_args);
+	run_pg_program("psql", load_args);
+	assert_int_equal(pgtest_query_long(r, "SELECT count(*) FROM tidemark.tables WHERE"
+	                                      " tidemark.relation_if_any(history_relid) IS NOT NULL"
+	                                      " AND history_relid = 'h_history'::regclass"), 0);
+	/* what an oid used again for another relation does */
+	pgtest_exec(r, "UPDATE tidemark.tables SET history_relid = 'users_own'::regclass,"
+	               " versions_relid = 'users_view'::regclass");
+
+	pgtest_exec(e->s, "UPDATE h SET v = v || '!' WHERE id >= 4; DELETE FROM h WHERE id = 1;"
+	                  "INSERT INTO h VALUES (9, 'nine')");
+	rc = tm_run(e, 120, &out, "run", "--until-caught-up", "--target", restored, NULL);
+	if (rc != 0)
+		fail_msg("run into the copy exited %d:\n%s", rc, out);
+	tm_assert_has(out, "the history of public.h is public.h_history again");
+	free(out);
+	tm_assert_rows_equal(e->s, "public.h", r, "public.h", "id, v");
+	assert_int_equal(pgtest_query_long(r, "SELECT count(*) FROM h_history"), 5 + 3 + 4);
+	assert_int_equal(pgtest_query_long(r, "SELECT count(*) FROM h_versions"), 5 + 3 + 3);
+	assert_int_equal(pgtest_query_long(r, "SELECT count(*) FROM users_own"), 0);
+	assert_int_equal(pgtest_query_long(r, "SELECT x FROM users_view"), 1);
+	assert_int_equal(pgtest_query_long(r, "SELECT count(*) FROM tidemark.tables WHERE"
+	                                      " history_relid = 'h_history'::regclass"
+	                                      " AND versions_relid = 'h_versions'::regclass"), 1);
+	/* and `mode` works there */
+	rc = tm_run(e, 60, &out, "mode", "public.h=history", "--target", restored, NULL);
+	if (rc != 0)
+		fail_msg("mode on the copy exited %d:\n%s", rc, out);
+	free(out);
+	PQfinish(r);
+	free(restored);
+	free(dump);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -922,6 +1010,7 @@ main(void)
 		cmocka_unit_test(test_soft_delete_key_onto_marked),
 		cmocka_unit_test(test_history_quarantine),
 		cmocka_unit_test(test_history_values),
+		cmocka_unit_test(test_history_after_target_dump_restore),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
