@@ -32,6 +32,7 @@
 #include "snapshot.h"
 #include "source.h"
 #include "pub_watch.h"
+#include "slot_watch.h"
 #include "source_query.h"
 #include "strbuf.h"
 #include "typesync.h"
@@ -100,6 +101,7 @@ typedef struct run_state {
 	bool connect_failed;        /* this session failed to open a connection */
 	resync_watch resync;        /* a resync in progress: its end is recorded */
 	pub_watch pub;              /* the publication as last read */
+	slot_watch slot_wal;        /* what the slot keeps of the source's WAL */
 	metrics *metrics;           /* owned; NULL without --metrics-listen */
 	double last_metrics;        /* when the positions were last set */
 	tm_lsn metrics_applied;     /* the applied position they were set to */
@@ -573,6 +575,8 @@ stream_loop(run_state *st)
 			rc = resync_watch_poll(&st->resync, st->sink, st->opts->slot, false);
 		if (rc == TM_OK && !apply_in_transaction(st->apply))
 			rc = pub_watch_poll(&st->pub, st->control, st->sink, st->snap);
+		if (rc == TM_OK)
+			rc = slot_watch_poll(&st->slot_wal, st->control, st->metrics);
 		log_progress(st, false);
 		if (st->metrics != NULL) {
 			double now = clock_now_s();
@@ -944,6 +948,7 @@ cmd_run(const cli_options *o)
 	}
 	arena_init(&st.scratch, 64 * 1024);
 	pub_watch_init(&st.pub, o->publication, o->slot);
+	slot_watch_init(&st.slot_wal, o->slot);
 	install_signals();
 	for (;;) {
 		st.made_progress = false;

@@ -126,6 +126,10 @@ define_positions(metrics *m)
 		single(m, "tidemark_lag_seconds", PROM_GAUGE, US,
 		       "Age of the last applied source transaction while WAL remains to apply; 0 when "
 		       "caught up.");
+	m->gauges[METRICS_SLOT_RETAINED] =
+		single(m, "tidemark_slot_retained_wal_bytes", PROM_GAUGE, 1,
+		       "Bytes of WAL the source keeps for the replication slot (its current "
+		       "position minus the slot's restart point), read every 10 s.");
 }
 
 static void

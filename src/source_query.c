@@ -661,6 +661,37 @@ source_query_slot_state(PGconn *conn, const char *slot, source_slot_state *out)
 	return TM_OK;
 }
 
+static long long
+bytes_or_none(const PGresult *r, int col)
+{
+	return PQgetisnull(r, 0, col) ? -1 : strtoll(PQgetvalue(r, 0, col), NULL, 10);
+}
+
+int
+source_query_slot_wal(PGconn *conn, const char *slot, slot_wal *out)
+{
+	const char *params[] = {slot};
+	PGresult *r;
+	int rc = query(conn, "reading what the replication slot keeps of the WAL",
+	               "SELECT s.slot_name IS NOT NULL,"
+	               " pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::bigint,"
+	               " coalesce(s.wal_status, ''), s.safe_wal_size,"
+	               " nullif(pg_size_bytes(current_setting('max_slot_wal_keep_size')), -1)"
+	               " FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1",
+	               1, params, &r);
+
+	memset(out, 0, sizeof *out);
+	if (rc != TM_OK)
+		return rc;
+	out->exists = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	out->retained = bytes_or_none(r, 1);
+	snprintf(out->status, sizeof out->status, "%s", PQgetvalue(r, 0, 2));
+	out->safe = bytes_or_none(r, 3);
+	out->keep = bytes_or_none(r, 4);
+	PQclear(r);
+	return TM_OK;
+}
+
 const char *
 source_query_invalidation_text(const char *reason)
 {

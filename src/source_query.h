@@ -11,6 +11,7 @@
 
 #include "ddl_partition.h"
 #include "lsn.h"
+#include "slot_wal.h"
 #include "pub_state.h"
 #include "tabledef.h"
 
@@ -180,6 +181,9 @@ typedef struct source_slot_state {
 } source_slot_state;
 
 int source_query_slot_state(PGconn *conn, const char *slot, source_slot_state *out);
+
+/* What the slot keeps of the source's WAL (slot_wal.h). */
+int source_query_slot_wal(PGconn *conn, const char *slot, slot_wal *out);
 /* What an invalidation reason means, in a few words (for messages). */
 const char *source_query_invalidation_text(const char *reason);
 

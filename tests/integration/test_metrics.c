@@ -373,6 +373,64 @@ test_counters_match_workload(void **state)
 	tm_env_free(e);
 }
 
+/*
+ * What the slot keeps of the source's WAL: the gauge follows it, and with
+ * max_slot_wal_keep_size set, a transaction left open on the source (it
+ * holds the slot's restart point back) while WAL is written brings the
+ * warning before the slot is lost; once it ends, the slot is said safe
+ * again. The source writes in steps until less than a quarter of the
+ * limit is left, never up to it.
+ */
+static void
+test_slot_wal_watched(void **state)
+{
+	tm_env *e = tm_env_new("slot_wal");
+	PGconn *holder;
+	pgtest_proc *run;
+	int port, steps = 0;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE items (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO items SELECT g, 'old' FROM generate_series(1, 100) g;"
+	                  "CREATE TABLE held (id int); CREATE TABLE filler (v text)");
+	tm_setup_table(e, "items");
+	pgtest_exec(e->s, "ALTER SYSTEM SET max_slot_wal_keep_size = '64MB'");
+	pgtest_exec(e->s, "SELECT pg_reload_conf()");
+	run = start_with_metrics(e, &port, NULL, NULL);
+	wait_metric_until(port, "tidemark_slot_retained_wal_bytes", -1, true, 30);
+	/* ended by the server if the test fails before it commits, so that
+	 * the next tests' slots do not wait for it */
+	holder = pgtest_connect_str(e->src);
+	pgtest_exec(holder, "SET idle_in_transaction_session_timeout = '90s'");
+	pgtest_exec(holder, "BEGIN; INSERT INTO held VALUES (1)");
+	pgtest_exec(e->s, "UPDATE items SET v = 'held back' WHERE id = 1");
+	pgtest_exec(e->s, "CHECKPOINT");
+	while (pgtest_query_long(e->s, "SELECT coalesce(safe_wal_size, 0) FROM pg_replication_slots"
+	                               " WHERE slot_name = '%s'", e->slot) >= 16 * 1024 * 1024) {
+		assert_true(++steps < 40);
+		/* rows of 1 kB that do not compress: 3 MB of WAL */
+		pgtest_exec(e->s, "INSERT INTO filler SELECT (SELECT string_agg(md5(g::text || i::text),"
+		                  " '') FROM generate_series(1, 32) i) FROM generate_series(1, 3000) g");
+	}
+	if (!pgtest_proc_wait_output(run, "keeps", 60))
+		fail_msg("no warning of the slot's WAL:\n%s", pgtest_proc_output(run));
+	tm_assert_has(pgtest_proc_output(run), "max_slot_wal_keep_size of 64.0 MB");
+	wait_metric_until(port, "tidemark_slot_retained_wal_bytes", 40.0 * 1024 * 1024, true, 30);
+	pgtest_exec(holder, "COMMIT");
+	PQfinish(holder);
+	/* the restart point moves on at the next record of the transactions
+	 * running, written by checkpoints */
+	pgtest_exec(e->s, "UPDATE items SET v = 'free' WHERE id = 2");
+	pgtest_exec(e->s, "CHECKPOINT");
+	if (!pgtest_proc_wait_output(run, "keeps its WAL safely again", 90))
+		fail_msg("the slot was not said safe again:\n%s", pgtest_proc_output(run));
+	pgtest_exec(e->s, "ALTER SYSTEM RESET max_slot_wal_keep_size");
+	pgtest_exec(e->s, "SELECT pg_reload_conf()");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_equal(e, "items", "id");
+	tm_env_free(e);
+}
+
 /* Quarantined rows are counted as the catalog holds them. */
 static void
 test_quarantine_counted(void **state)
@@ -494,6 +552,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counters_match_workload),
+		cmocka_unit_test(test_slot_wal_watched),
 		cmocka_unit_test(test_quarantine_counted),
 		cmocka_unit_test(test_retry_counted),
 		cmocka_unit_test(test_streamed_counted),

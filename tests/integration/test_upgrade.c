@@ -105,7 +105,7 @@ static void
 test_upgraded_source_taken_up(void **state)
 {
 	tm_env *e = tm_env_new("upgrade");
-	char *out = NULL, *other = NULL, *system_id;
+	char *out = NULL, *other = NULL, *system_id, *v;
 	bool slots_kept;
 	long entries;
 	int rc;
@@ -122,8 +122,9 @@ test_upgraded_source_taken_up(void **state)
 
 	upgrade_source(e);
 	slots_kept = pgtest_query_long(e->s, "SHOW server_version_num") >= 170000;
-	assert_string_not_equal(pgtest_query_value(e->s, "SELECT system_identifier::text"
-	                                                 " FROM pg_control_system()"), system_id);
+	v = pgtest_query_value(e->s, "SELECT system_identifier::text FROM pg_control_system()");
+	assert_string_not_equal(v, system_id);
+	free(v);
 	assert_int_equal(pgtest_query_long(e->s, "SELECT count(*) FROM pg_replication_slots"
 	                                          " WHERE slot_name = '%s'", e->slot),
 	                 slots_kept ? 1 : 0);
@@ -169,9 +170,10 @@ test_upgraded_source_taken_up(void **state)
 	}
 	free(out);
 	assert_tables_equal(e);
-	assert_string_equal(pgtest_query_value(e->t, "SELECT string_agg(id || ':' || m || ':' || body,"
-	                                             " ',' ORDER BY id) FROM up.notes"),
-	                    "1:calm:a!,2:busy:b,3:away:c");
+	v = pgtest_query_value(e->t, "SELECT string_agg(id || ':' || m || ':' || body, ','"
+	                             " ORDER BY id) FROM up.notes");
+	assert_string_equal(v, "1:calm:a!,2:busy:b,3:away:c");
+	free(v);
 	if (slots_kept) /* an update and an insert: each change once, no copy */
 		assert_int_equal(history_rows(e), entries + 2);
 
