@@ -812,6 +812,8 @@ group_full(const apply *a)
 	 * own connection, not to a worker) */
 	if (a->nworkers > 0 && net_bytes(a->net) >= APPLY_NET_BYTES / 2)
 		return true;
+	if (a->single_until != LSN_INVALID && a->group_end <= a->single_until)
+		return true;
 	return a->group_txs >= a->cfg.group_max_txs || a->group_changes >= a->cfg.group_max_changes ||
 	       elapsed_ms(&a->group_started) >= a->cfg.group_max_ms || a->marker_in_group ||
 	       a->commit_after_tx;
@@ -1070,6 +1072,12 @@ void
 apply_stop_before(apply *a, tm_lsn commit_lsn)
 {
 	a->stop_before = commit_lsn;
+}
+
+void
+apply_single_until(apply *a, tm_lsn lsn)
+{
+	a->single_until = lsn;
 }
 
 tm_lsn

@@ -259,6 +259,16 @@ int apply_reload_tables_ids(apply *a, const int *ids, int nids);
 /* The stop policy: apply every transaction before the one committed at
  * commit_lsn, then return TM_EXIT_POLICY when it begins. */
 void apply_stop_before(apply *a, tm_lsn commit_lsn);
+/*
+ * One target transaction per source transaction for the transactions
+ * committed up to lsn, as PostgreSQL's own subscription applies them; then
+ * groups again. For the session after one that failed on the target:
+ * what a group of many did not get through (a target transaction touching
+ * more tables than the target's lock table holds, out of memory) goes
+ * through alone, or fails alone, at its own position.
+ */
+void apply_single_until(apply *a, tm_lsn lsn);
+
 /* The commit position of the source transaction being applied. */
 tm_lsn apply_current_commit_lsn(const apply *a);
 /* Its commit time (pgoutput's Begin). */

@@ -147,6 +147,8 @@ struct apply {
 	uint32_t xid;               /* of the source transaction being applied */
 	tm_lsn final_lsn;           /* its commit record's position */
 	tm_lsn stop_before;         /* stop at the transaction committed here (0: never) */
+	tm_lsn single_until;        /* a target transaction per source transaction up to
+	                             * here (apply_single_until; 0: none) */
 	pg_timestamp commit_time;   /* of the source transaction being applied */
 	bool skipping;              /* this source tx is already applied */
 	bool tx_wrote;              /* this source tx has sent something to the target */

@@ -91,6 +91,9 @@ typedef struct run_state {
 	pgoutput_reader reader;
 	arena scratch;              /* per-message memory */
 	tm_lsn wal_end;             /* the source's end of WAL, as last reported */
+	tm_lsn received;            /* the last change received from the stream */
+	tm_lsn single_until;        /* after a failure on the target: a target
+	                             * transaction per source transaction up to here */
 	double last_feedback, last_advance, last_progress;
 	long long progress_txs, progress_changes;
 	bool made_progress;         /* the session's applied position advanced */
@@ -451,6 +454,8 @@ handle_xlogdata(run_state *st, const pgoutput_copydata *cd)
 
 	if (cd->wal_end > st->wal_end)
 		st->wal_end = cd->wal_end;
+	if (cd->wal_start > st->received)
+		st->received = cd->wal_start;
 	metrics_stage(st->metrics, METRICS_STREAM_BYTES, cd->len);
 	if (pgoutput_read_message(&st->reader, cd->data, cd->len, &st->scratch, &m, &err) != 0) {
 		log_error("source: cannot decode the message at %s: %s", lsn_format(cd->wal_start, pos),
@@ -817,6 +822,8 @@ session_open(run_state *st)
 		apply_set_marker(st->apply, st->marker);
 	if (st->stop_before != LSN_INVALID)
 		apply_stop_before(st->apply, st->stop_before);
+	if (st->single_until > apply_committed(st->apply))
+		apply_single_until(st->apply, st->single_until);
 	if (st->unstreamed)
 		apply_watch_commit(st->apply, st->unstreamed_xid);
 	so.start = apply_committed(st->apply);
@@ -921,6 +928,22 @@ backoff_sleep(int ms)
 		;
 }
 
+/* After a failure on the target, the next session applies what this one
+ * had received one source transaction per target transaction (see
+ * apply_single_until): a group that failed as a whole (the target's lock
+ * table or memory too small for it) is not tried whole again and again. */
+static void
+one_by_one_after(run_state *st, int rc)
+{
+	char pos[LSN_TEXT_MAX];
+
+	if (rc != PGCONN_RETRY_TARGET || st->received <= st->single_until)
+		return;
+	st->single_until = st->received;
+	log_info("the next session applies the source transactions up to %s one per target "
+	         "transaction, as they were committed", lsn_format(st->single_until, pos));
+}
+
 int
 cmd_run(const cli_options *o)
 {
@@ -983,6 +1006,7 @@ cmd_run(const cli_options *o)
 		}
 		backoff_ms = st.made_progress ? 500 : doubled(backoff_ms, BACKOFF_MAX_MS);
 		next_ddl_wait(&st, rc);
+		one_by_one_after(&st, rc);
 		log_warn("resuming from the target's position in %.1f s", backoff_ms / 1000.0);
 		metrics_retry(st.metrics, rc);
 		backoff_sleep(backoff_ms);

@@ -317,6 +317,12 @@ static const struct {
 	{"53100", PGCONN_TARGET, "the target's disk is full: free space there; tidemark retries until "
 	                         "it can write, and loses nothing meanwhile"},
 	{"53100", PGCONN_SOURCE, "the source's disk is full"},
+	{"53200", PGCONN_TARGET, "the target ran out of memory, or of room in its lock table (a "
+	                         "target transaction holds a lock on each table it writes, and the "
+	                         "table has max_locks_per_transaction x max_connections entries): "
+	                         "tidemark retries, applying the source transactions one per target "
+	                         "transaction past this point; if one alone writes more tables than "
+	                         "that, raise max_locks_per_transaction on the target (a restart)"},
 	{"25006", PGCONN_TARGET, "the target refuses writes: it is a standby in recovery, or "
 	                         "default_transaction_read_only is on for tidemark's role or the "
 	                         "database (SHOW default_transaction_read_only; ALTER ROLE / ALTER "

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "strbuf.h"
 #include "tm_fixture.h"
 
 /* run exits with code, and its output holds every needle. */
@@ -543,6 +544,67 @@ test_truncate_of_referenced_tables(void **state)
 	tm_env_free(e);
 }
 
+/* The sum of v over tables lt.t1 .. lt.tn on conn, a query each (one query
+ * of them all would lock them all: more than the small lock table holds). */
+static long
+lock_tables_sum(PGconn *conn, int n)
+{
+	long sum = 0;
+
+	for (int i = 1; i <= n; i++)
+		sum += pgtest_query_long(conn, "SELECT v FROM lt.t%d", i);
+	return sum;
+}
+
+/*
+ * A backlog of small transactions each writing another table, into a
+ * target whose lock table is small (max_locks_per_transaction 10): a group
+ * of them, one target transaction, takes a lock on every table and its
+ * key's index, more than the lock table holds, and the target refuses it
+ * (out of shared memory, 53200). Retried whole, it failed again at every
+ * try. The session after the failure applies them one per target
+ * transaction, as they were committed, and then groups again.
+ */
+static void
+test_lock_table_too_small(void **state)
+{
+	pgtest_cluster *tgt = pgtest_cluster_start_with("small_locks", "max_locks_per_transaction=10",
+	                                                "max_connections=20");
+	tm_env *e = tm_env_new("small_locks");
+	PGconn *admin = pgtest_connect(tgt);
+	strbuf backlog = STRBUF_INIT;
+	char *out = NULL;
+	int rc, n = 1500;
+
+	(void) state;
+	pgtest_exec(admin, "CREATE DATABASE app");
+	PQfinish(admin);
+	PQfinish(e->t);
+	free(e->dst);
+	e->dst = pgtest_conninfo_db(tgt, "app");
+	e->t = pgtest_connect_str(e->dst);
+	pgtest_exec(e->s, "CREATE SCHEMA lt; DO $$ BEGIN FOR i IN 1..%d LOOP"
+	                  " EXECUTE format('CREATE TABLE lt.t%%s (id int PRIMARY KEY, v int)', i);"
+	                  " EXECUTE format('INSERT INTO lt.t%%s VALUES (1, 0)', i); END LOOP; END $$",
+	            n);
+	free(tm_expect(e, 0, "setup", "--schema", "lt"));
+	tm_catch_up(e, 300);
+	for (int i = 1; i <= n; i++)
+		strbuf_appendf(&backlog, "BEGIN; UPDATE lt.t%d SET v = v + 1; COMMIT;", i);
+	pgtest_exec(e->s, "%s", backlog.data);
+	rc = tm_run(e, 120, &out, "run", "--until-caught-up", NULL);
+	if (rc != 0)
+		fail_msg("run exited %d:\n%s", rc, out);
+	tm_assert_has(out, "SQLSTATE 53200");
+	tm_assert_has(out, "one per target transaction");
+	free(out);
+	assert_int_equal(lock_tables_sum(e->s, n), n);
+	assert_int_equal(lock_tables_sum(e->t, n), n);
+	strbuf_free(&backlog);
+	tm_env_free(e);
+	pgtest_cluster_stop(tgt);
+}
+
 int
 main(void)
 {
@@ -560,6 +622,7 @@ main(void)
 		cmocka_unit_test(test_slot_invalidated),
 		cmocka_unit_test(test_target_altered_by_hand),
 		cmocka_unit_test(test_truncate_of_referenced_tables),
+		cmocka_unit_test(test_lock_table_too_small),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
