@@ -557,24 +557,27 @@ lock_tables_sum(PGconn *conn, int n)
 }
 
 /*
- * A backlog of small transactions each writing another table, into a
- * target whose lock table is small (max_locks_per_transaction 10): a group
- * of them, one target transaction, takes a lock on every table and its
- * key's index, more than the lock table holds, and the target refuses it
- * (out of shared memory, 53200). Retried whole, it failed again at every
- * try. The session after the failure applies them one per target
+ * A backlog of transactions each writing 20 other tables, into a target
+ * whose lock table is small (max_locks_per_transaction 10): a group of
+ * them, one target transaction, takes a lock on every table it writes and
+ * on each of their indexes, more than the lock table holds, and the target
+ * refuses it (out of shared memory, 53200). Retried whole, it failed again
+ * at every try. The session after the failure applies them one per target
  * transaction, as they were committed, and then groups again.
  */
 static void
 test_lock_table_too_small(void **state)
 {
+	/* the lock table holds max_locks_per_transaction x (the backends and
+	 * workers) entries, and what is left of shared memory: a few hundred */
 	pgtest_cluster *tgt = pgtest_cluster_start_with("small_locks", "max_locks_per_transaction=10",
-	                                                "max_connections=20");
+	                                                "max_connections=20", "max_worker_processes=1",
+	                                                "autovacuum_max_workers=1", "max_wal_senders=1");
 	tm_env *e = tm_env_new("small_locks");
 	PGconn *admin = pgtest_connect(tgt);
 	strbuf backlog = STRBUF_INIT;
 	char *out = NULL;
-	int rc, n = 1500;
+	int rc, n = 300;
 
 	(void) state;
 	pgtest_exec(admin, "CREATE DATABASE app");
@@ -589,8 +592,12 @@ test_lock_table_too_small(void **state)
 	            n);
 	free(tm_expect(e, 0, "setup", "--schema", "lt"));
 	tm_catch_up(e, 300);
+	/* indexes of the target's own: four locks a table */
 	for (int i = 1; i <= n; i++)
-		strbuf_appendf(&backlog, "BEGIN; UPDATE lt.t%d SET v = v + 1; COMMIT;", i);
+		pgtest_exec(e->t, "CREATE INDEX ON lt.t%d (v); CREATE INDEX ON lt.t%d (v, id)", i, i);
+	for (int i = 0; i < n; i++)
+		strbuf_appendf(&backlog, "%sUPDATE lt.t%d SET v = v + 1;%s", i % 20 == 0 ? "BEGIN;" : "",
+		               i + 1, i % 20 == 19 ? "COMMIT;" : "");
 	pgtest_exec(e->s, "%s", backlog.data);
 	rc = tm_run(e, 120, &out, "run", "--until-caught-up", NULL);
 	if (rc != 0)
