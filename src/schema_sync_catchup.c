@@ -94,14 +94,19 @@ follow(schema_sync *ss, catalog_table *t, tabledef *now, tm_lsn pos, int *nchang
 	return rc;
 }
 
-/* The table as it was, its types perhaps not: an enum's values added in
- * the stretch (ALTER TYPE ... ADD VALUE, which the stream would have
- * delivered) made ready on the target, before the copy writes them. */
+/* The table as it was, its types perhaps not: what the stream would have
+ * delivered of them (an enum's values added: ALTER TYPE ... ADD VALUE)
+ * followed on the target as a captured ALTER TYPE is, before the copy
+ * writes such values. */
 static int
-types_ready(schema_sync *ss, const catalog_table *t, tabledef *now, int *nchanged)
+types_ready(schema_sync *ss, const catalog_table *t, const tabledef *now, int *nchanged)
 {
 	typesync_result ts = {false, STRBUF_INIT};
-	int rc = typesync_table(ss->sink, ss->cfg.slot, now, &ts);
+	int rc;
+
+	if (now->types.n == 0)
+		return TM_OK;
+	rc = typesync_follow(ss->sink, ss->cfg.slot, &now->types, &ts);
 
 	if (rc == TM_OK && ts.actions.len > 0) {
 		log_info("resync: the types of %s.%s changed on the source in the stretch the stream "
