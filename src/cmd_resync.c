@@ -238,7 +238,7 @@ new_slot(resync_ctx *x, tm_lsn *resume)
 		rc = source_query_drop_slot(x->control, x->o->slot);
 	}
 	if (rc == TM_OK)
-		rc = source_query_ensure_slot(x->control, x->o->slot, &created, resume);
+		rc = source_query_ensure_slot(x->control, x->o->source, x->o->slot, &created, resume);
 	return rc;
 }
 

@@ -121,7 +121,7 @@ static int
 resolve_table(void *ctx, const char *schema, const char *name, tabledef **out, tm_lsn *at)
 {
 	run_state *st = ctx;
-	int rc = source_query_table_def_at(st->control, schema, name, out, at);
+	int rc = source_query_table_def_at(st->control, st->opts->source, schema, name, out, at);
 
 	if (rc == TM_EXIT_CONFIG) {
 		/* no key, or gone already: logged; the table is skipped */

@@ -41,6 +41,7 @@ typedef struct setup_tables {
 	int n;
 	char **excluded; /* owned: --exclude-table as schema, name pairs (2 * nexcluded) */
 	int nexcluded;
+	const char *conninfo; /* borrowed: the source's, to report a wait for a lock */
 } setup_tables;
 
 static void
@@ -174,7 +175,7 @@ tables_read(PGconn *src, setup_tables *t, const char *schema, const char *name, 
 
 	if (tables_has(t, schema, name))
 		return TM_OK;
-	rc = source_query_table_def_at(src, schema, name, &def, &at);
+	rc = source_query_table_def_at(src, t->conninfo, schema, name, &def, &at);
 	if (rc == TM_EXIT_CONFIG) {
 		(*bad)++;
 		return TM_OK;
@@ -846,7 +847,7 @@ ensure_failover(PGconn *src, const cli_options *o)
 int
 cmd_setup(const cli_options *o)
 {
-	setup_tables tables = {0};
+	setup_tables tables = {.conninfo = o->source};
 	setup_pipeline pipeline = {{NULL, NULL, NULL, NULL}, SCHEMA_MAP_INIT};
 	setup_done done = {0};
 	policy_settings policies = {0};
@@ -900,7 +901,7 @@ cmd_setup(const cli_options *o)
 		rc = source_query_ensure_publication(src, o->publication, tables.defs, tables.n,
 		                                     o->schemas, o->nschemas);
 	if (rc == TM_OK)
-		rc = source_query_ensure_slot(src, o->slot, &created, &slot_lsn);
+		rc = source_query_ensure_slot(src, o->source, o->slot, &created, &slot_lsn);
 	if (rc == TM_OK && !created)
 		rc = ensure_failover(src, o);
 	if (rc == TM_OK) {

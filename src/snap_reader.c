@@ -18,15 +18,27 @@
 #include "log.h"
 #include "pgconn.h"
 #include "source_query.h"
+#include "source_wait.h"
 #include "strbuf.h"
 
 #define SRC PGCONN_SOURCE
+
+/* A read that waited lock_timeout for a lock on its table (an ALTER TABLE
+ * or a prepared transaction holds it): never returned by this module; the
+ * table is left for LOCKED_PAUSE_S and the others read meanwhile. */
+#define READ_LOCKED 1000
+#define LOCK_TIMEOUT_S 5.0 /* the readers' lock_timeout (open_conn) */
+#define LOCKED_PAUSE_S 5.0
+#define LOCKED_WARN_EVERY_S 60.0
 
 typedef struct job_slot {
 	snap_job job;            /* the latest submission */
 	bool active;
 	int claimed_by;          /* thread index, -1: free */
 	bool read_to_end;        /* the reader met the end for this generation */
+	double not_before;       /* clock_now_s(): left alone until then (a lock) */
+	double locked_since;     /* the first read that met the lock; 0: none */
+	double locked_warned;    /* when the holders were last named */
 } job_slot;
 
 typedef struct issued {
@@ -504,6 +516,15 @@ cancel_copy(PGconn *conn)
 		PQfreemem(buf);
 }
 
+/* The read waited lock_timeout for its table's lock (snap_reader sets it). */
+static bool
+lock_timed_out(const PGresult *r)
+{
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+	return state != NULL && strcmp(state, "55P03") == 0;
+}
+
 /*
  * Reads the rows of a COPY TO STDOUT into the chunk. Once the rows held
  * reach max_bytes (at least one row read), the read stops there and *cut
@@ -522,7 +543,9 @@ copy_rows(PGconn *conn, const table_cursor *c, const char *sql, snap_chunk *chun
 
 	*cut = false;
 	if (PQresultStatus(r) != PGRES_COPY_OUT) {
-		int rc = pgconn_fail_on(conn, SRC, "reading a snapshot chunk", r, &subject);
+		int rc = lock_timed_out(r) ? READ_LOCKED
+		                           : pgconn_fail_on(conn, SRC, "reading a snapshot chunk", r,
+		                                            &subject);
 
 		PQclear(r);
 		return rc;
@@ -582,7 +605,9 @@ forward_rows(PGconn *conn, const table_cursor *c, keyless_stage *stage, const ch
 	int n, rc = TM_OK;
 
 	if (PQresultStatus(r) != PGRES_COPY_OUT) {
-		rc = pgconn_fail_on(conn, SRC, "reading a table without a key", r, &subject);
+		rc = lock_timed_out(r) ? READ_LOCKED
+		                       : pgconn_fail_on(conn, SRC, "reading a table without a key", r,
+		                                        &subject);
 		PQclear(r);
 		return rc;
 	}
@@ -736,12 +761,13 @@ claim(snap_reader *r, int index)
 {
 	job_slot *free_slot = NULL;
 	int fewest = INT_MAX;
+	double now = clock_now_s();
 
 	for (int i = 0; i < r->njobs; i++) {
 		job_slot *s = &r->jobs[i];
 		int n;
 
-		if (!s->active || s->read_to_end)
+		if (!s->active || s->read_to_end || s->not_before > now)
 			continue;
 		if (s->claimed_by == index)
 			return s;
@@ -797,16 +823,19 @@ fail(snap_reader *r, int rc)
 
 /* A reader's transactions are short; should one ever hang, the server ends
  * it rather than keep a snapshot open. A chunk never waits long behind a
- * lock (a pending ALTER TABLE): it fails and the session retries. */
+ * lock (a pending ALTER TABLE): it gives way (leave_locked). */
 static int
 open_conn(snap_reader *r, PGconn **conn)
 {
+	char timeout[16];
+	const char *lock_timeout[] = {timeout};
 	int rc = pgconn_open(r->conninfo, SRC, "snapshot", false, conn);
 
+	snprintf(timeout, sizeof timeout, "%.0fms", LOCK_TIMEOUT_S * 1000);
 	if (rc == TM_OK)
 		rc = pgconn_command(*conn, SRC, "configuring the snapshot session",
 		                    "SELECT set_config('idle_in_transaction_session_timeout', '60s', false),"
-		                    " set_config('lock_timeout', '5s', false)", 0, NULL);
+		                    " set_config('lock_timeout', $1, false)", 1, lock_timeout);
 	return rc;
 }
 
@@ -895,7 +924,8 @@ read_or_gone(PGconn *conn, table_cursor *c, snap_result *res, bool *gone)
 {
 	int rc = read_chunk(conn, c, res);
 
-	for (int attempt = 1; rc != TM_OK && PQstatus(conn) == CONNECTION_OK; attempt++) {
+	for (int attempt = 1; rc != TM_OK && rc != READ_LOCKED && PQstatus(conn) == CONNECTION_OK;
+	     attempt++) {
 		table_cursor fresh;
 		bool changed;
 
@@ -987,6 +1017,29 @@ one_chunk(snap_reader *r, PGconn *conn, table_cursor *c, issued *is, bool *final
 	return rc == TM_OK ? emit(conn, 'H', id) : rc;
 }
 
+/* Under the lock: waits for a change, or until the first table left
+ * alone for a lock may be read again. */
+static void
+wait_for_work(snap_reader *r)
+{
+	double until = 0, now = clock_now_s();
+	struct timespec ts;
+
+	for (int i = 0; i < r->njobs; i++)
+		if (r->jobs[i].active && !r->jobs[i].read_to_end && r->jobs[i].not_before > now &&
+		    (until == 0 || r->jobs[i].not_before < until))
+			until = r->jobs[i].not_before;
+	if (until == 0) {
+		pthread_cond_wait(&r->cv, &r->mu);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	until = (double) ts.tv_sec + ts.tv_nsec / 1e9 + (until - now) + 0.01;
+	ts.tv_sec = (time_t) until;
+	ts.tv_nsec = (long) ((until - (double) ts.tv_sec) * 1e9);
+	pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+}
+
 /* Under the lock: the next piece of work of thread index, or NULL. */
 static job_slot *
 next_work(snap_reader *r, int index, table_cursor *c)
@@ -1003,8 +1056,56 @@ next_work(snap_reader *r, int index, table_cursor *c)
 				cursor_start(c, s);
 			return s;
 		}
-		pthread_cond_wait(&r->cv, &r->mu);
+		wait_for_work(r);
 	}
+}
+
+/* Under the lock: a read of the table met its lock. The table is left
+ * alone for a while, to be read on from where it was (by any reader),
+ * and who holds the lock is named now and then; the session goes on. */
+static int
+leave_locked(snap_reader *r, job_slot *s, PGconn *conn, const table_cursor *c)
+{
+	double now = clock_now_s(), waited = 0;
+	strbuf sb = STRBUF_INIT;
+	bool name = false;
+	int rc = TM_OK;
+
+	if (s != NULL) {
+		snap_keys_free(s->job.start_key, s->job.nkeys);
+		s->job.start_key = snap_keys_copy(c->next_after, c->job.nkeys);
+		s->claimed_by = -1;
+		s->not_before = now + LOCKED_PAUSE_S;
+		if (s->locked_since == 0)
+			s->locked_since = now - LOCK_TIMEOUT_S;
+		waited = now - s->locked_since;
+		name = now - s->locked_warned >= LOCKED_WARN_EVERY_S;
+		if (name)
+			s->locked_warned = now;
+	}
+	if (!name)
+		return TM_OK;
+	pthread_mutex_unlock(&r->mu); /* s may move: submit grows the array */
+	rc = source_wait_lock_holders(conn, c->job.schema, c->job.name, &sb);
+	if (rc == TM_OK)
+		log_warn("snapshot of %s.%s waits for a lock on the table (%.0f s so far), held by: "
+		         "%s. The other tables are copied and the stream applied meanwhile; the table "
+		         "is read on once the lock is released", c->job.schema, c->job.name, waited,
+		         strbuf_str(&sb));
+	strbuf_free(&sb);
+	pthread_mutex_lock(&r->mu);
+	return rc;
+}
+
+/* Under the lock: a read of a table that had met its lock went through. */
+static void
+lock_released(job_slot *s, const table_cursor *c)
+{
+	if (s->locked_since == 0)
+		return;
+	log_info("snapshot of %s.%s goes on: the lock it waited for is released", c->job.schema,
+	         c->job.name);
+	s->locked_since = s->locked_warned = 0;
 }
 
 static void *
@@ -1035,9 +1136,15 @@ reader_main(void *arg)
 		            (uint64_t) ((clock_now_s() - busy) * 1e6));
 		pthread_mutex_lock(&r->mu);
 		s = slot_of(r, c.job.table_id, c.job.range_no);
+		if (s != NULL && s->job.generation != c.job.generation)
+			s = NULL;
 		if (rc != TM_OK)
 			unissue(r, is); /* still ours: a failed chunk publishes nothing */
-		else if (final && s != NULL && s->job.generation == c.job.generation) {
+		if (rc == READ_LOCKED)
+			rc = leave_locked(r, s, conn, &c);
+		else if (rc == TM_OK && s != NULL)
+			lock_released(s, &c);
+		if (rc == TM_OK && final && s != NULL) {
 			s->read_to_end = true;
 			s->claimed_by = -1;
 		}
@@ -1131,6 +1238,21 @@ snap_reader_conn(snap_reader *r)
 	return r->reread_conn;
 }
 
+/* A read again of rows, on the apply thread, met the table's lock: the
+ * session starts again, as for any failed read, saying who holds it. */
+static int
+reread_locked(PGconn *conn, const table_cursor *c)
+{
+	strbuf sb = STRBUF_INIT;
+
+	if (source_wait_lock_holders(conn, c->job.schema, c->job.name, &sb) == TM_OK)
+		log_warn("snapshot of %s.%s: rows to read again wait for a lock on the table, held "
+		         "by: %s; the session starts again", c->job.schema, c->job.name,
+		         strbuf_str(&sb));
+	strbuf_free(&sb);
+	return PGCONN_RETRY_SOURCE;
+}
+
 int
 snap_reader_reread(snap_reader *r, const snap_job *job, snap_result **out)
 {
@@ -1153,6 +1275,8 @@ snap_reader_reread(snap_reader *r, const snap_job *job, snap_result **out)
 		rc = emit(r->reread_conn, 'L', is.id);
 	if (rc == TM_OK && !gone)
 		rc = read_or_gone(r->reread_conn, &c, *out, &gone);
+	if (rc == READ_LOCKED)
+		rc = reread_locked(r->reread_conn, &c);
 	(*out)->table_gone = gone;
 	if (rc == TM_OK)
 		rc = emit(r->reread_conn, 'H', is.id);

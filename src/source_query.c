@@ -8,6 +8,7 @@
 #include "log.h"
 #include "xalloc.h"
 #include "pgconn.h"
+#include "source_wait.h"
 #include "strbuf.h"
 
 #define SRC PGCONN_SOURCE
@@ -198,7 +199,8 @@ source_query_table_def(PGconn *conn, const char *schema, const char *name, table
 /* Runs the read of a definition and of the WAL position inside the open
  * transaction, after the lock. */
 static int
-def_and_position(PGconn *conn, const char *schema, const char *name, tabledef **out, tm_lsn *at)
+def_and_position(PGconn *conn, const char *conninfo, const char *schema, const char *name,
+                 tabledef **out, tm_lsn *at)
 {
 	const char *params[] = {schema, name};
 	strbuf lock = STRBUF_INIT;
@@ -207,12 +209,14 @@ def_and_position(PGconn *conn, const char *schema, const char *name, tabledef **
 	               " $2::text)) IS NOT NULL", 2, params, &r);
 
 	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
+		char what[2 * 64 + 48];
 		PGresult *l;
 
 		strbuf_append(&lock, "LOCK TABLE ");
 		strbuf_append_qualified(&lock, schema, name);
 		strbuf_append(&lock, " IN ACCESS SHARE MODE");
-		l = PQexec(conn, lock.data);
+		snprintf(what, sizeof what, "locking %s.%s to read its definition", schema, name);
+		l = source_wait_run(conn, conninfo, what, lock.data, 0, NULL);
 		if (PQresultStatus(l) == PGRES_FATAL_ERROR &&
 		    strcmp(PQresultErrorField(l, PG_DIAG_SQLSTATE) ?: "", "42P01") == 0) {
 			log_info("source: table %s.%s was dropped while its definition was read",
@@ -235,14 +239,14 @@ def_and_position(PGconn *conn, const char *schema, const char *name, tabledef **
 }
 
 int
-source_query_table_def_at(PGconn *conn, const char *schema, const char *name, tabledef **out,
-                          tm_lsn *at)
+source_query_table_def_at(PGconn *conn, const char *conninfo, const char *schema,
+                          const char *name, tabledef **out, tm_lsn *at)
 {
 	int rc = pgconn_command(conn, SRC, "starting a read of a definition", "BEGIN", 0, NULL);
 
 	*out = NULL;
 	if (rc == TM_OK)
-		rc = def_and_position(conn, schema, name, out, at);
+		rc = def_and_position(conn, conninfo, schema, name, out, at);
 	if (rc == TM_OK)
 		rc = pgconn_command(conn, SRC, "ending a read of a definition", "COMMIT", 0, NULL);
 	if (rc != TM_OK) {
@@ -443,7 +447,8 @@ source_query_ensure_publication(PGconn *conn, const char *publication, tabledef 
 	return rc;
 }
 
-static int create_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn);
+static int create_slot(PGconn *conn, const char *conninfo, const char *slot, bool *created,
+                       tm_lsn *lsn);
 /* Who may add the table: the owner of the publication who also owns the
  * table (PostgreSQL's rule for ALTER PUBLICATION ... ADD TABLE). */
 static void
@@ -571,7 +576,8 @@ source_query_publish_joining(PGconn *conn, const char *publication, const tabled
 }
 
 int
-source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn)
+source_query_ensure_slot(PGconn *conn, const char *conninfo, const char *slot, bool *created,
+                         tm_lsn *lsn)
 {
 	const char *params[] = {slot};
 	PGresult *r;
@@ -597,12 +603,12 @@ source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *
 		return rc;
 	}
 	PQclear(r);
-	return create_slot(conn, slot, created, lsn);
+	return create_slot(conn, conninfo, slot, created, lsn);
 }
 
 /* A new pgoutput slot; on PostgreSQL 17 and later a failover slot. */
 static int
-create_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn)
+create_slot(PGconn *conn, const char *conninfo, const char *slot, bool *created, tm_lsn *lsn)
 {
 	const char *params[] = {slot};
 	bool failover = PQserverVersion(conn) >= 170000;
@@ -611,11 +617,12 @@ create_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn)
 
 	log_info("source: creating replication slot \"%s\"%s (waits for running transactions to "
 	         "finish)", slot, failover ? " as a failover slot" : "");
-	rc = query(conn, "creating the replication slot",
-	           failover ? "SELECT lsn FROM pg_create_logical_replication_slot($1, 'pgoutput',"
-	                      " failover => true)"
-	                    : "SELECT lsn FROM pg_create_logical_replication_slot($1, 'pgoutput')",
-	           1, params, &r);
+	rc = source_wait_exec(conn, conninfo, "creating the replication slot",
+	                      failover ? "SELECT lsn FROM pg_create_logical_replication_slot($1,"
+	                                 " 'pgoutput', failover => true)"
+	                               : "SELECT lsn FROM pg_create_logical_replication_slot($1,"
+	                                 " 'pgoutput')",
+	                      1, params, &r);
 	if (rc != TM_OK)
 		return rc;
 	lsn_parse(PQgetvalue(r, 0, 0), lsn);

@@ -32,8 +32,10 @@ int source_query_table_def(PGconn *conn, const char *schema, const char *name, t
  * under a lock that DDL on the table waits for (ACCESS SHARE, the lock any
  * SELECT takes: writers never wait for it). A DDL transaction that took
  * its lock first committed before *at and is in the definition; one that
- * waited commits after *at, and is not. */
-int source_query_table_def_at(PGconn *conn, const char *schema, const char *name, tabledef **out,
+ * waited commits after *at, and is not. A wait for the lock is reported
+ * through conninfo (source_wait_exec; NULL: not reported). */
+int source_query_table_def_at(PGconn *conn, const char *conninfo, const char *schema,
+                              const char *name, tabledef **out,
                               tm_lsn *at);
 /* The same by oid; *out NULL (and TM_OK, nothing logged) when no such
  * table exists any more or it is a partition (a partitioned table is
@@ -161,8 +163,10 @@ int source_query_publish_joining(PGconn *conn, const char *publication, const ta
  * later a failover slot (failover => true), which a standby with
  * sync_replication_slots keeps in step, so that it survives a promotion.
  * *created tells which; *lsn is the slot's consistent point when created,
- * else its confirmed_flush_lsn. */
-int source_query_ensure_slot(PGconn *conn, const char *slot, bool *created, tm_lsn *lsn);
+ * else its confirmed_flush_lsn. The creation waits for every transaction
+ * that holds an xid to end: reported through conninfo (source_wait_exec). */
+int source_query_ensure_slot(PGconn *conn, const char *conninfo, const char *slot, bool *created,
+                             tm_lsn *lsn);
 
 /* The slot and the server as start-up and resync compare them with the
  * target (consistency.h). */

@@ -4,7 +4,8 @@
  * during snapshot and stream, a cut replication connection in a large
  * transaction, a target refusing writes or holding a lock, a full target
  * disk; wal_level, privileges, a busy / dropped / invalidated slot, a
- * dropped publication, a target table altered by hand.
+ * dropped publication, a target table altered by hand, a source
+ * transaction that keeps tidemark waiting.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -612,6 +613,104 @@ test_lock_table_too_small(void **state)
 	pgtest_cluster_stop(tgt);
 }
 
+/* ---- waits on the source, named ---- */
+
+static void
+wait_output(pgtest_proc *p, const char *needle)
+{
+	if (!pgtest_proc_wait_output(p, needle, 60))
+		fail_msg("no \"%s\" in:\n%s", needle, pgtest_proc_output(p));
+}
+
+typedef struct either {
+	pgtest_proc *p;
+	const char *needles[2];
+	int found;
+} either;
+
+static bool
+said_either(void *arg)
+{
+	either *x = arg;
+	const char *out = pgtest_proc_output(x->p);
+
+	for (int i = 0; i < 2; i++)
+		if (strstr(out, x->needles[i]) != NULL)
+			x->found = i;
+	return x->found >= 0 || !pgtest_proc_running(x->p);
+}
+
+/*
+ * tidemark's statements that wait on the source for others' transactions:
+ * a session left idle in a transaction, and a forgotten prepared
+ * transaction (it keeps its locks and its xid, across restarts too, until
+ * COMMIT PREPARED or ROLLBACK PREPARED). setup's slot waited for them, and
+ * a copy behind a table's lock started run's session again every few
+ * seconds (which also began any large transaction in flight again), both
+ * without a word of who. They are named now with the fix, and the copy
+ * gives way while the stream and the other tables go on.
+ */
+static void
+test_source_waits_named(void **state)
+{
+	tm_env *e = tm_env_new("waits_named");
+	PGconn *idle = pgtest_connect_str(e->src);
+	char pid[32];
+	either x = {NULL, {NULL, "prepared transaction 'deploy''s 1'"}, -1};
+	pgtest_proc *p;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE a (id int PRIMARY KEY, n int); INSERT INTO a VALUES (1, 1);"
+	                  "CREATE TABLE c (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 5000) g");
+	/* the slot waits for both transactions, one at a time, in either order */
+	pgtest_exec(idle, "BEGIN; INSERT INTO a VALUES (2, 2)");
+	snprintf(pid, sizeof pid, "pid %d (", PQbackendPID(idle));
+	x.needles[0] = pid;
+	pgtest_exec(e->s, "BEGIN; INSERT INTO a VALUES (3, 3); PREPARE TRANSACTION 'deploy''s 1'");
+	p = x.p = tm_spawn(e, "setup", "--table", "public.a", "--table", "public.c", NULL);
+	for (int ended = 0; ended < 2; ended++) {
+		x.found = -1;
+		if (!pgtest_wait_for(said_either, &x, 60) || x.found < 0)
+			fail_msg("the slot's wait is not named:\n%s", pgtest_proc_output(p));
+		wait_output(p, "creating the replication slot has waited");
+		if (x.found == 0) {
+			wait_output(p, "idle in transaction");
+			pgtest_exec(idle, "COMMIT");
+			x.needles[0] = "(a needle said)";
+		} else {
+			wait_output(p, "COMMIT PREPARED 'deploy''s 1' or ROLLBACK PREPARED 'deploy''s 1'");
+			pgtest_exec(e->s, "COMMIT PREPARED 'deploy''s 1'");
+			x.needles[1] = "(a needle said)";
+		}
+	}
+	if (pgtest_proc_wait(p, 60) != 0)
+		fail_msg("setup failed:\n%s", pgtest_proc_output(p));
+	pgtest_proc_free(p);
+
+	/* a migration prepared with c's lock: the copy of c waits, a and the
+	 * stream go on, and run's session is not started again meanwhile */
+	pgtest_exec(e->s, "BEGIN; ALTER TABLE c ADD COLUMN w int DEFAULT 7;"
+	                  "PREPARE TRANSACTION 'mig'");
+	p = tm_start_run(e, NULL);
+	wait_output(p, "snapshot of public.c waits for a lock on the table");
+	wait_output(p, "prepared transaction 'mig' (prepared at ");
+	pgtest_exec(e->s, "INSERT INTO a VALUES (4, 4)");
+	if (!pgtest_wait_value(e->t, "SELECT count(*) FROM a", "4", 60))
+		fail_msg("the stream does not go on:\n%s", pgtest_proc_output(p));
+	tm_sleep_ms(6000); /* another read or two of c meets the lock */
+	if (strstr(pgtest_proc_output(p), "resuming from the target's position") != NULL)
+		fail_msg("the session started again:\n%s", pgtest_proc_output(p));
+	pgtest_exec(e->s, "COMMIT PREPARED 'mig'");
+	wait_output(p, "snapshot of public.c goes on: the lock it waited for is released");
+	tm_stop_and_catch_up(e, p, 120);
+	tm_assert_equal(e, "a", "id");
+	tm_assert_equal(e, "c", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM c WHERE w = 7"), 5000);
+	PQfinish(idle);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -630,6 +729,7 @@ main(void)
 		cmocka_unit_test(test_target_altered_by_hand),
 		cmocka_unit_test(test_truncate_of_referenced_tables),
 		cmocka_unit_test(test_lock_table_too_small),
+		cmocka_unit_test(test_source_waits_named),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);

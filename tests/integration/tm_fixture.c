@@ -22,7 +22,8 @@ tm_clusters_start(void **state)
 {
 	(void) state;
 	src_cluster = pgtest_cluster_start_with("src", "max_wal_senders=20",
-	                                        "max_replication_slots=20");
+	                                        "max_replication_slots=20",
+	                                        "max_prepared_transactions=10");
 	dst_cluster = pgtest_cluster_start_with("dst", "max_connections=100");
 	return 0;
 }
