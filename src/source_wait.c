@@ -1,5 +1,6 @@
 #include "source_wait.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,7 +152,9 @@ await(PGconn *conn, const char *conninfo, const char *what)
 
 		if (conninfo != NULL && now >= w.next_look)
 			look(&w, PQbackendPID(conn), now);
-		else if (poll(&p, 1, ms) < 0 || (p.revents != 0 && !PQconsumeInput(conn)))
+		else if (poll(&p, 1, ms) < 0)
+			ok = errno == EINTR; /* a signal: run's stop waits for the statement */
+		else if (p.revents != 0 && !PQconsumeInput(conn))
 			ok = false;
 	}
 	PQfinish(w.other);

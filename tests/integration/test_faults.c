@@ -644,7 +644,8 @@ said_either(void *arg)
  * tidemark's statements that wait on the source for others' transactions:
  * a session left idle in a transaction, and a forgotten prepared
  * transaction (it keeps its locks and its xid, across restarts too, until
- * COMMIT PREPARED or ROLLBACK PREPARED). setup's slot waited for them, and
+ * COMMIT PREPARED or ROLLBACK PREPARED). setup's slot and its read of a
+ * table's definition (under a lock) waited for them, and
  * a copy behind a table's lock started run's session again every few
  * seconds (which also began any large transaction in flight again), both
  * without a word of who. They are named now with the fix, and the copy
@@ -668,7 +669,12 @@ test_source_waits_named(void **state)
 	snprintf(pid, sizeof pid, "pid %d (", PQbackendPID(idle));
 	x.needles[0] = pid;
 	pgtest_exec(e->s, "BEGIN; INSERT INTO a VALUES (3, 3); PREPARE TRANSACTION 'deploy''s 1'");
+	/* first, reading c's definition waits for a migration prepared on it */
+	pgtest_exec(e->s, "BEGIN; ALTER TABLE c ADD COLUMN u int; PREPARE TRANSACTION 'mig0'");
 	p = x.p = tm_spawn(e, "setup", "--table", "public.a", "--table", "public.c", NULL);
+	wait_output(p, "locking public.c to read its definition has waited");
+	wait_output(p, "prepared transaction 'mig0' (prepared at ");
+	pgtest_exec(e->s, "ROLLBACK PREPARED 'mig0'");
 	for (int ended = 0; ended < 2; ended++) {
 		x.found = -1;
 		if (!pgtest_wait_for(said_either, &x, 60) || x.found < 0)
