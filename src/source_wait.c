@@ -108,7 +108,9 @@ typedef struct watch {
 } watch;
 
 /* Reports who the statement waits for when that changed, or every
- * REPEAT_S while it stays the same. A failed look is only logged. */
+ * REPEAT_S while it stays the same; nothing while it waits for no
+ * transaction (a slot's creation may also take a while on a busy server).
+ * A failed look is only logged. */
 static void
 look(watch *w, int pid, double now)
 {
@@ -123,7 +125,9 @@ look(watch *w, int pid, double now)
 	    pgconn_exec(w->other, SRC, "reading what a statement waits for", blockers_sql, 1, params,
 	                &r) == TM_OK) {
 		describe(r, &sb);
-		if (strcmp(strbuf_str(&sb), strbuf_str(&w->said)) != 0 || now >= w->next_repeat) {
+		if (PQntuples(r) == 0) /* not a wait for a transaction (or no longer) */
+			strbuf_reset(&w->said);
+		else if (strcmp(strbuf_str(&sb), strbuf_str(&w->said)) != 0 || now >= w->next_repeat) {
 			log_warn("source: %s has waited %.0f s for: %s", w->what, now - w->start,
 			         strbuf_str(&sb));
 			strbuf_reset(&w->said);
