@@ -1,22 +1,18 @@
 #include "lock_holders.h"
 
+#include "target_ddl.h"
+
 static bool
 given(const char *s)
 {
 	return s != NULL && s[0] != '\0';
 }
 
-/* 'text' with its quotes doubled: a gid as a literal of the fix. */
+/* A prepared transaction's name as a literal of the fix. */
 static void
-append_literal(strbuf *out, const char *s)
+append_gid(strbuf *out, const lock_holder *h)
 {
-	strbuf_appendc(out, '\'');
-	for (; *s != '\0'; s++) {
-		if (*s == '\'')
-			strbuf_appendc(out, '\'');
-		strbuf_appendc(out, *s);
-	}
-	strbuf_appendc(out, '\'');
+	target_ddl_append_literal(out, given(h->gid) ? h->gid : "");
 }
 
 static void
@@ -24,7 +20,7 @@ describe_one(const lock_holder *h, strbuf *out)
 {
 	if (h->pid == 0) {
 		strbuf_append(out, "prepared transaction ");
-		append_literal(out, given(h->gid) ? h->gid : "");
+		append_gid(out, h);
 		strbuf_append(out, " (prepared");
 		if (given(h->since))
 			strbuf_appendf(out, " at %s", h->since);
@@ -56,9 +52,9 @@ append_fix(const lock_holder *h, int n, strbuf *out)
 	for (int i = 0; i < n; i++)
 		if (h[i].pid == 0) {
 			strbuf_append(out, "; COMMIT PREPARED ");
-			append_literal(out, given(h[i].gid) ? h[i].gid : "");
+			append_gid(out, &h[i]);
 			strbuf_append(out, " or ROLLBACK PREPARED ");
-			append_literal(out, given(h[i].gid) ? h[i].gid : "");
+			append_gid(out, &h[i]);
 		} else
 			session = true;
 	if (session)
