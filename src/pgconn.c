@@ -500,7 +500,13 @@ int
 pgconn_exec(PGconn *conn, pgconn_side side, const char *what, const char *sql, int nparams,
             const char *const *params, PGresult **res)
 {
-	PGresult *r = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	return pgconn_result(conn, side, what,
+	                     PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0), res);
+}
+
+int
+pgconn_result(PGconn *conn, pgconn_side side, const char *what, PGresult *r, PGresult **res)
+{
 	ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
 	int rc;
 

@@ -73,6 +73,11 @@ const char *pgconn_describe(const char *conninfo, char *buf, size_t size);
 int pgconn_exec(PGconn *conn, pgconn_side side, const char *what, const char *sql,
                 int nparams, const char *const *params, PGresult **res);
 
+/* pgconn_exec's outcome for a result the caller obtained (r: owned, NULL
+ * for a lost connection): TM_OK with *res, or logged and classified. */
+int pgconn_result(PGconn *conn, pgconn_side side, const char *what, PGresult *r,
+                  PGresult **res);
+
 /* Like pgconn_exec but for statements returning no rows. */
 int pgconn_command(PGconn *conn, pgconn_side side, const char *what, const char *sql,
                    int nparams, const char *const *params);

@@ -186,14 +186,6 @@ int
 source_wait_exec(PGconn *conn, const char *conninfo, const char *what, const char *sql,
                  int nparams, const char *const *params, PGresult **res)
 {
-	PGresult *r = source_wait_run(conn, conninfo, what, sql, nparams, params);
-	ExecStatusType st = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-	int rc = st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK ? TM_OK
-	                                                          : pgconn_fail(conn, SRC, what, r);
-
-	if (rc == TM_OK && res != NULL)
-		*res = r;
-	else
-		PQclear(r);
-	return rc;
+	return pgconn_result(conn, SRC, what,
+	                     source_wait_run(conn, conninfo, what, sql, nparams, params), res);
 }
