@@ -8,8 +8,12 @@
 #    root with apt-get, otherwise it says what to install).
 # 2. Builds build/ (gcc) and build-asan/ (clang, AddressSanitizer and
 #    UndefinedBehaviorSanitizer).
-# 3. Runs the unit and integration tests (ctest) in both.
-# 4. Runs the unit tests under valgrind (memory errors, definite leaks).
+# 3. Runs the unit tests (ctest) in build/, and the unit and integration
+#    tests in build-asan/: each integration test runs once, under the
+#    sanitizers (the servers' work, most of a test's time, is the same in
+#    both builds).
+# 4. Runs the unit tests of build/ under valgrind (memory errors, definite
+#    leaks).
 # 5. Builds build-fuzz/ (clang, libFuzzer) and fuzzes each harness of
 #    tests/fuzz/ for FUZZ_SECONDS (default 6) on its seeds: any crash, leak,
 #    timeout or sanitizer report fails the step (skipped, not failed, when
@@ -20,8 +24,9 @@
 #    of build/ with source and target servers of that version (skipped,
 #    not failed, when no such source is there).
 #
-# --quick: build/ and its tests only. CTEST-ARGS go to every ctest run,
-# e.g. -- -R harness. JOBS sets the parallelism (default: the core count).
+# --quick: build/ and its unit and integration tests only. CTEST-ARGS go
+# to every ctest run, e.g. -- -R harness. JOBS sets the parallelism
+# (default: the core count).
 # Exits non-zero if any step fails; works from any directory.
 
 set -uo pipefail
@@ -42,7 +47,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
 	--) shift; CTEST_ARGS=("$@"); break ;;
-	-h | --help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-all: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -86,20 +91,31 @@ build() {
 		cmake --build "$ROOT/$dir" --parallel "$JOBS"
 }
 
+# run_ctest DIR [LABELS]: the tests of DIR whose label matches LABELS
+# (default: unit and integration tests).
 run_ctest() {
-	ctest --test-dir "$ROOT/$1" --output-on-failure --parallel "$JOBS" -L "$LABELS" \
-		"${@:2}" "${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"}"
+	ctest --test-dir "$ROOT/$1" --output-on-failure --parallel "$JOBS" -L "${2:-$LABELS}" \
+		"${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"}"
 }
 
-# The sanitizer build runs every test but the slow fault-injection loops
-# (label "slow": test_faults, test_modes and test_net with their kill -9
-# proofs, the migration-history replay, the rewrites and the streamed
-# transactions), which the normal build runs: the suite stays under 20
-# minutes on two cores.
+# The normal build's unit tests; with --quick, its integration tests too.
+run_ctest_normal() {
+	if [ $QUICK -eq 1 ]; then
+		run_ctest "$1"
+	else
+		run_ctest "$1" '^unit$'
+	fi
+}
+
+# The sanitizer build runs every test. The integration tests run here only
+# (not in build/ too): their time is mostly the servers', the same in both
+# builds, and the suite stays near 20 minutes on two cores. The normal
+# build meets real servers in the newer PostgreSQL's tests (newer_step),
+# the demo, and the benchmarks.
 run_ctest_sanitized() {
 	ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		run_ctest "$1" -LE slow
+		run_ctest "$1"
 }
 
 # Runs each unit test binary of build/ under valgrind, JOBS at a time.
@@ -228,7 +244,7 @@ main() {
 	step dependencies install_dependencies || { summary; exit 1; }
 	section "versions"
 	versions
-	build_and_test build "" run_ctest
+	build_and_test build "" run_ctest_normal
 	if [ $QUICK -eq 0 ]; then
 		build_and_test build-asan -asan run_ctest_sanitized \
 			-DTIDEMARK_SANITIZE=ON -DCMAKE_C_COMPILER=clang
