@@ -109,6 +109,8 @@ typedef struct run_state {
 	double last_metrics;        /* when the positions were last set */
 	tm_lsn metrics_applied;     /* the applied position they were set to */
 	bool marker_reached;        /* the marker's transaction is applied */
+	bool key_order_later;       /* a key's order differed while the stream was
+	                             * behind the source: compared once caught up */
 	bool restart_now;           /* the session ended to start again at once */
 	bool unstreamed;            /* sessions without streaming, until: */
 	uint32_t unstreamed_xid;    /* this transaction is applied (or rolled back) */
@@ -185,9 +187,9 @@ source_publish_joining(void *ctx, const tabledef *def, bool by_schema, bool *add
 /* ---- tidemark's messages in the stream ---- */
 
 /* Compares the key's order on both servers again (key_order.h) for the
- * tables with these ids. */
+ * tables with these ids; behind: the stream may be behind the source. */
 static int
-key_order_for(run_state *st, const int *ids, int nids)
+key_order_for(run_state *st, const int *ids, int nids, bool behind)
 {
 	catalog_table *tables = NULL;
 	int n = 0;
@@ -195,8 +197,23 @@ key_order_for(run_state *st, const int *ids, int nids)
 	                  : TM_OK;
 
 	for (int i = 0; rc == TM_OK && i < n; i++)
-		rc = key_order_record(st->control, st->sink, &tables[i]);
+		rc = key_order_record(st->control, st->sink, &tables[i], behind, &st->key_order_later);
 	catalog_tables_free(tables, n);
+	return rc;
+}
+
+/* The keys whose order is not known, compared now that the stream has
+ * caught up with the source (nothing in flight): a difference is judged. */
+static int
+key_order_caught_up(run_state *st)
+{
+	int *ids = NULL, nids = 0;
+	int rc = catalog_key_order_unknown(st->sink, st->opts->slot, &ids, &nids);
+
+	st->key_order_later = false;
+	if (rc == TM_OK)
+		rc = key_order_for(st, ids, nids, false);
+	free(ids);
 	return rc;
 }
 
@@ -240,7 +257,7 @@ after_sync(run_state *st, int rc_in, schema_sync_result *res)
 		                        : apply_reload_tables_ids(st->apply, res->changed, res->nchanged);
 	/* in the transaction that changed them: names, keys and types as now */
 	if (rc == TM_OK)
-		rc = key_order_for(st, res->changed, res->nchanged);
+		rc = key_order_for(st, res->changed, res->nchanged, true);
 	for (int i = 0; i < res->nchanged; i++) {
 		apply_forget_statements(st->apply, res->changed[i]);
 		snapshot_restart(st->snap, res->changed[i]);
@@ -439,6 +456,9 @@ handle_keepalive(run_state *st, const pgoutput_copydata *cd)
 		rc = apply_advance(st->apply, cd->wal_end);
 		st->last_advance = now;
 	}
+	if (rc == TM_OK && st->key_order_later && !apply_in_transaction(st->apply) &&
+	    !source_has_pending(st->stream))
+		rc = key_order_caught_up(st);
 	if (rc == TM_OK)
 		rc = send_feedback(st, cd->reply_requested);
 	return rc;
@@ -547,7 +567,11 @@ session_done(run_state *st, int *rc)
 	 * commit; it looks again, now that everything is committed */
 	snapshot_poll_soon(st->snap);
 	*rc = snapshot_poll(st->snap);
-	return *rc != TM_OK || !snapshot_busy(st->snap);
+	if (*rc != TM_OK || snapshot_busy(st->snap))
+		return *rc != TM_OK;
+	if (st->key_order_later) /* caught up: what was left for now is judged */
+		*rc = key_order_caught_up(st);
+	return true;
 }
 
 static int
@@ -712,7 +736,7 @@ catalog_at_start(run_state *st)
 	if (rc == TM_OK)
 		rc = catalog_key_order_unknown(st->sink, st->opts->slot, &ids, &nids);
 	if (rc == TM_OK)
-		rc = key_order_for(st, ids, nids);
+		rc = key_order_for(st, ids, nids, true);
 	free(ids);
 	if (rc == TM_OK)
 		rc = check_unlogged(st);

@@ -490,7 +490,7 @@ record_key_order(PGconn *src, sink *s, const char *slot, const tabledef *def)
 	int rc = catalog_load_table(s, slot, def->schema, def->name, &t);
 
 	if (rc == TM_OK && t != NULL)
-		rc = key_order_record(src, s, t);
+		rc = key_order_record(src, s, t, false, NULL);
 	catalog_table_free(t);
 	return rc;
 }

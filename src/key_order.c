@@ -87,12 +87,12 @@ all_known(char *const *d, int n)
 }
 
 int
-key_order_record(PGconn *source, sink *s, const catalog_table *t)
+key_order_record(PGconn *source, sink *s, const catalog_table *t, bool behind, bool *deferred)
 {
 	char **src = NULL, **tgt = NULL;
 	char reason[CODEC_ORDER_REASON_MAX];
 	strbuf name = STRBUF_INIT;
-	bool same = false;
+	bool same = false, alike;
 	int rc = source_names_table(source, t, &same);
 
 	if (rc == TM_OK && same)
@@ -106,13 +106,15 @@ key_order_record(PGconn *source, sink *s, const catalog_table *t)
 		rc = key_order_target(s, t->target_schema, t->target_table, t->nkeys, t->key_columns,
 		                      &tgt);
 	strbuf_append_qualified(&name, t->source_schema, t->source_table);
-	if (rc == TM_OK)
-		rc = catalog_set_key_order(s, t->table_id, strbuf_str(&name),
-		                           codec_order_compare(t->nkeys, (const char *const *) t->key_columns,
-		                                               (const char *const *) src,
-		                                               (const char *const *) tgt, reason,
-		                                               sizeof reason)
-		                               ? NULL : reason);
+	alike = rc == TM_OK &&
+	        codec_order_compare(t->nkeys, (const char *const *) t->key_columns,
+	                            (const char *const *) src, (const char *const *) tgt, reason,
+	                            sizeof reason);
+	if (rc == TM_OK && !alike && behind) {
+		*deferred = true; /* perhaps the source's later changes: judged when caught up */
+		rc = catalog_key_order_unknown_again(s, t->table_id);
+	} else if (rc == TM_OK)
+		rc = catalog_set_key_order(s, t->table_id, strbuf_str(&name), alike ? NULL : reason);
 	strbuf_free(&name);
 	descriptors_free(src, t->nkeys);
 	descriptors_free(tgt, t->nkeys);

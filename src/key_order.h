@@ -32,7 +32,12 @@ int key_order_target(sink *s, const char *schema, const char *name, int nkeys,
  * longer names the table or one of its key columns there (the stream is
  * behind a rename or a drop), nothing is judged, and the order is recorded
  * as not known (compared again at run's next start and at the table's
- * next schema change; a copy compares for itself). */
-int key_order_record(PGconn *source, sink *s, const catalog_table *t);
+ * next schema change; a copy compares for itself). behind: the stream may
+ * be behind the source's later changes (an enum's label added or renamed,
+ * a collation changed after the position applied), so a difference is not
+ * judged either: it is recorded as not known and *deferred set, for the
+ * caller to compare again once caught up. */
+int key_order_record(PGconn *source, sink *s, const catalog_table *t, bool behind,
+                     bool *deferred);
 
 #endif
