@@ -119,11 +119,15 @@ typedef struct run_state {
 
 /* ---- new tables in replicated schemas ---- */
 
+static void keepalive_tick(void *ctx);
+
 static int
 resolve_table(void *ctx, const char *schema, const char *name, tabledef **out, tm_lsn *at)
 {
 	run_state *st = ctx;
-	int rc = source_query_table_def_at(st->control, st->opts->source, schema, name, out, at);
+	/* its lock may wait behind a migration's: the stream is kept meanwhile */
+	source_wait_watch watch = {st->opts->source, keepalive_tick, st};
+	int rc = source_query_table_def_at(st->control, &watch, schema, name, out, at);
 
 	if (rc == TM_EXIT_CONFIG) {
 		/* no key, or gone already: logged; the table is skipped */

@@ -169,13 +169,14 @@ tables_has(const setup_tables *t, const char *schema, const char *name)
 static int
 tables_read(PGconn *src, setup_tables *t, const char *schema, const char *name, int *bad)
 {
+	source_wait_watch watch = {t->conninfo, NULL, NULL};
 	tabledef *def = NULL;
 	tm_lsn at = LSN_INVALID;
 	int rc;
 
 	if (tables_has(t, schema, name))
 		return TM_OK;
-	rc = source_query_table_def_at(src, t->conninfo, schema, name, &def, &at);
+	rc = source_query_table_def_at(src, &watch, schema, name, &def, &at);
 	if (rc == TM_EXIT_CONFIG) {
 		(*bad)++;
 		return TM_OK;

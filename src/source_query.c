@@ -199,8 +199,8 @@ source_query_table_def(PGconn *conn, const char *schema, const char *name, table
 /* Runs the read of a definition and of the WAL position inside the open
  * transaction, after the lock. */
 static int
-def_and_position(PGconn *conn, const char *conninfo, const char *schema, const char *name,
-                 tabledef **out, tm_lsn *at)
+def_and_position(PGconn *conn, const source_wait_watch *watch, const char *schema,
+                 const char *name, tabledef **out, tm_lsn *at)
 {
 	const char *params[] = {schema, name};
 	strbuf lock = STRBUF_INIT;
@@ -216,7 +216,7 @@ def_and_position(PGconn *conn, const char *conninfo, const char *schema, const c
 		strbuf_append_qualified(&lock, schema, name);
 		strbuf_append(&lock, " IN ACCESS SHARE MODE");
 		snprintf(what, sizeof what, "locking %s.%s to read its definition", schema, name);
-		l = source_wait_run(conn, conninfo, what, lock.data, 0, NULL);
+		l = source_wait_run(conn, watch, what, lock.data, 0, NULL);
 		if (PQresultStatus(l) == PGRES_FATAL_ERROR &&
 		    strcmp(PQresultErrorField(l, PG_DIAG_SQLSTATE) ?: "", "42P01") == 0) {
 			log_info("source: table %s.%s was dropped while its definition was read",
@@ -239,14 +239,14 @@ def_and_position(PGconn *conn, const char *conninfo, const char *schema, const c
 }
 
 int
-source_query_table_def_at(PGconn *conn, const char *conninfo, const char *schema,
+source_query_table_def_at(PGconn *conn, const source_wait_watch *watch, const char *schema,
                           const char *name, tabledef **out, tm_lsn *at)
 {
 	int rc = pgconn_command(conn, SRC, "starting a read of a definition", "BEGIN", 0, NULL);
 
 	*out = NULL;
 	if (rc == TM_OK)
-		rc = def_and_position(conn, conninfo, schema, name, out, at);
+		rc = def_and_position(conn, watch, schema, name, out, at);
 	if (rc == TM_OK)
 		rc = pgconn_command(conn, SRC, "ending a read of a definition", "COMMIT", 0, NULL);
 	if (rc != TM_OK) {
@@ -612,12 +612,13 @@ create_slot(PGconn *conn, const char *conninfo, const char *slot, bool *created,
 {
 	const char *params[] = {slot};
 	bool failover = PQserverVersion(conn) >= 170000;
+	source_wait_watch watch = {conninfo, NULL, NULL};
 	PGresult *r;
 	int rc;
 
 	log_info("source: creating replication slot \"%s\"%s (waits for running transactions to "
 	         "finish)", slot, failover ? " as a failover slot" : "");
-	rc = source_wait_exec(conn, conninfo, "creating the replication slot",
+	rc = source_wait_exec(conn, &watch, "creating the replication slot",
 	                      failover ? "SELECT lsn FROM pg_create_logical_replication_slot($1,"
 	                                 " 'pgoutput', failover => true)"
 	                               : "SELECT lsn FROM pg_create_logical_replication_slot($1,"

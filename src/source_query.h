@@ -12,6 +12,7 @@
 #include "ddl_partition.h"
 #include "lsn.h"
 #include "slot_wal.h"
+#include "source_wait.h"
 #include "pub_state.h"
 #include "tabledef.h"
 
@@ -32,11 +33,10 @@ int source_query_table_def(PGconn *conn, const char *schema, const char *name, t
  * under a lock that DDL on the table waits for (ACCESS SHARE, the lock any
  * SELECT takes: writers never wait for it). A DDL transaction that took
  * its lock first committed before *at and is in the definition; one that
- * waited commits after *at, and is not. A wait for the lock is reported
- * through conninfo (source_wait_exec; NULL: not reported). */
-int source_query_table_def_at(PGconn *conn, const char *conninfo, const char *schema,
-                              const char *name, tabledef **out,
-                              tm_lsn *at);
+ * waited commits after *at, and is not. A wait for the lock is watched
+ * as watch says (source_wait.h). */
+int source_query_table_def_at(PGconn *conn, const source_wait_watch *watch, const char *schema,
+                              const char *name, tabledef **out, tm_lsn *at);
 /* The same by oid; *out NULL (and TM_OK, nothing logged) when no such
  * table exists any more or it is a partition (a partitioned table is
  * replicated as one table, its root). */

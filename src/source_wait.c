@@ -15,6 +15,7 @@
 #define SRC PGCONN_SOURCE
 #define LOOK_EVERY_S 5.0
 #define REPEAT_S 60.0
+#define TICK_EVERY_S 1.0
 
 /* Every row: waiting, pid (0: a prepared transaction), gid, role,
  * application_name, state, since. Times print in UTC (SESSION_OPTIONS). */
@@ -140,23 +141,39 @@ look(watch *w, int pid, double now)
 	w->next_look = now + LOOK_EVERY_S;
 }
 
-/* Waits for the statement's result, looking at what it waits for from
- * LOOK_EVERY_S on; false when the connection failed. */
-static bool
-await(PGconn *conn, const char *conninfo, const char *what)
+/* The first moment something is due while the statement waits (a look,
+ * a tick), as clock_now_s(); 0: nothing. */
+static double
+due_at(const watch *w, const source_wait_watch *how, double next_tick)
 {
-	watch w = {conninfo, what, clock_now_s(), 0, 0, NULL, STRBUF_INIT};
+	double due = how->conninfo != NULL ? w->next_look : 0;
+
+	if (how->tick != NULL && (due == 0 || next_tick < due))
+		due = next_tick;
+	return due;
+}
+
+/* Waits for the statement's result, looking at what it waits for from
+ * LOOK_EVERY_S on and ticking every TICK_EVERY_S; false when the
+ * connection failed. */
+static bool
+await(PGconn *conn, const source_wait_watch *how, const char *what)
+{
+	double now = clock_now_s(), next_tick = now + TICK_EVERY_S;
+	watch w = {how->conninfo, what, now, now + LOOK_EVERY_S, 0, NULL, STRBUF_INIT};
 	bool ok = true;
 
-	w.next_look = w.start + LOOK_EVERY_S;
 	while (ok && PQisBusy(conn)) {
 		struct pollfd p = {PQsocket(conn), POLLIN, 0};
-		double now = clock_now_s();
-		int ms = conninfo != NULL ? (int) ((w.next_look - now) * 1000) + 1 : -1;
+		double due = due_at(&w, how, next_tick);
 
-		if (conninfo != NULL && now >= w.next_look)
+		now = clock_now_s();
+		if (how->conninfo != NULL && now >= w.next_look)
 			look(&w, PQbackendPID(conn), now);
-		else if (poll(&p, 1, ms) < 0)
+		else if (how->tick != NULL && now >= next_tick) {
+			how->tick(how->tick_ctx);
+			next_tick = now + TICK_EVERY_S;
+		} else if (poll(&p, 1, due == 0 ? -1 : (int) ((due - now) * 1000) + 1) < 0)
 			ok = errno == EINTR; /* a signal: run's stop waits for the statement */
 		else if (p.revents != 0 && !PQconsumeInput(conn))
 			ok = false;
@@ -167,13 +184,13 @@ await(PGconn *conn, const char *conninfo, const char *what)
 }
 
 PGresult *
-source_wait_run(PGconn *conn, const char *conninfo, const char *what, const char *sql,
-                int nparams, const char *const *params)
+source_wait_run(PGconn *conn, const source_wait_watch *how, const char *what,
+                const char *sql, int nparams, const char *const *params)
 {
 	PGresult *r = NULL, *next;
 
 	if (!PQsendQueryParams(conn, sql, nparams, NULL, params, NULL, NULL, 0) ||
-	    !await(conn, conninfo, what))
+	    !await(conn, how, what))
 		return NULL;
 	while ((next = PQgetResult(conn)) != NULL) {
 		PQclear(r);
@@ -183,9 +200,9 @@ source_wait_run(PGconn *conn, const char *conninfo, const char *what, const char
 }
 
 int
-source_wait_exec(PGconn *conn, const char *conninfo, const char *what, const char *sql,
-                 int nparams, const char *const *params, PGresult **res)
+source_wait_exec(PGconn *conn, const source_wait_watch *how, const char *what,
+                 const char *sql, int nparams, const char *const *params, PGresult **res)
 {
-	return pgconn_result(conn, SRC, what,
-	                     source_wait_run(conn, conninfo, what, sql, nparams, params), res);
+	return pgconn_result(conn, SRC, what, source_wait_run(conn, how, what, sql, nparams, params),
+	                     res);
 }

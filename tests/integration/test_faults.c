@@ -717,6 +717,55 @@ test_source_waits_named(void **state)
 	tm_env_free(e);
 }
 
+/* A table of a replicated schema whose creation was not captured (its
+ * DDL ran while the capture's trigger was disabled) joins when its changes
+ * arrive: run reads its definition under its lock, which a migration's
+ * open transaction holds longer than wal_sender_timeout. The stream waits
+ * for it, named, and answers the source's keepalives meanwhile: the
+ * session goes on. */
+static void
+test_joining_table_lock_keeps_stream(void **state)
+{
+	tm_env *e = tm_env_new("joinlock");
+	PGconn *mig = pgtest_connect_str(e->src);
+	char *out = NULL;
+	pgtest_proc *p;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA app; CREATE TABLE app.a (id int PRIMARY KEY, v int);"
+	                  "INSERT INTO app.a VALUES (1, 1)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 0);
+	free(out);
+	tm_catch_up(e, 60);
+	pgtest_exec(e->s, "ALTER SYSTEM SET wal_sender_timeout = '3s'");
+	pgtest_exec(e->s, "SELECT pg_reload_conf()");
+	pgtest_exec(e->s, "ALTER EVENT TRIGGER tidemark_ddl_end DISABLE;"
+	                  "CREATE TABLE app.b (id int PRIMARY KEY, w int);"
+	                  "ALTER EVENT TRIGGER tidemark_ddl_end ENABLE");
+	pgtest_exec(e->s, "INSERT INTO app.b SELECT g, g FROM generate_series(1, 100) g");
+	/* held by a migration before run reads it */
+	pgtest_exec(mig, "BEGIN; ALTER TABLE app.b ADD COLUMN x int DEFAULT 5");
+	p = tm_start_run(e, NULL);
+	wait_output(p, "locking app.b to read its definition has waited 5 s for: pid ");
+	tm_sleep_ms(4000); /* past wal_sender_timeout once more */
+	if (strstr(pgtest_proc_output(p), "resuming from the target's position") != NULL)
+		fail_msg("the session started again:\n%s", pgtest_proc_output(p));
+	pgtest_exec(mig, "COMMIT");
+	pgtest_exec(e->s, "INSERT INTO app.a VALUES (2, 2); INSERT INTO app.b VALUES (101, 101)");
+	if (!pgtest_wait_value(e->t, "SELECT count(*) FROM app.a", "2", 60))
+		fail_msg("the stream does not go on:\n%s", pgtest_proc_output(p));
+	if (strstr(pgtest_proc_output(p), "resuming from the target's position") != NULL)
+		fail_msg("the session started again:\n%s", pgtest_proc_output(p));
+	pgtest_exec(e->s, "ALTER SYSTEM RESET wal_sender_timeout");
+	pgtest_exec(e->s, "SELECT pg_reload_conf()");
+	tm_stop_and_catch_up(e, p, 120);
+	tm_assert_equal(e, "app.a", "id");
+	tm_assert_equal(e, "app.b", "id");
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.b WHERE x = 5"), 101);
+	PQfinish(mig);
+	tm_env_free(e);
+}
+
 int
 main(void)
 {
@@ -736,6 +785,7 @@ main(void)
 		cmocka_unit_test(test_truncate_of_referenced_tables),
 		cmocka_unit_test(test_lock_table_too_small),
 		cmocka_unit_test(test_source_waits_named),
+		cmocka_unit_test(test_joining_table_lock_keeps_stream),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
