@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lock_watch.h"
 #include "log.h"
 #include "pgconn.h"
 #include "strbuf.h"
@@ -27,6 +28,11 @@
  * one holds them, forgotten), and prepared again when next used. */
 #define SINK_STMT_BUDGET ((size_t) 4 * 1024 * 1024)
 #define SINK_BUCKETS_MIN 256
+/* a wait this long says who it waits for: after the apply's stall guard
+ * (APPLY_STREAM_STALL_MS, 5 s) has ended any wait on a session of its own,
+ * before a DDL gives up (SINK_DDL_LOCK_WAIT_MS) */
+#define SINK_NAME_AFTER_MS 5500
+_Static_assert(SINK_NAME_AFTER_MS < SINK_DDL_LOCK_WAIT_MS, "named before a DDL gives up");
 
 /* Statements of one label that matched no row (sink_stmt_expect_row). */
 typedef struct sink_misses {
@@ -117,6 +123,7 @@ struct sink {
 	void *guard_ctx;
 	int guarding;                     /* in the guard: not called again */
 	char ddl_wait_sql[96];            /* sink_lock_wait's for DDL (sink_set_ddl_lock_wait) */
+	char *conninfo;                   /* owned: for naming who a wait waits for */
 };
 
 int
@@ -151,6 +158,7 @@ sink_open(const char *conninfo, const char *role, sink **out)
 	if (s->buckets == NULL)
 		abort();
 	s->budget = SINK_STMT_BUDGET;
+	s->conninfo = xstrdup(conninfo);
 	sink_set_ddl_lock_wait(s, SINK_DDL_LOCK_WAIT_MS);
 	*out = s;
 	return TM_OK;
@@ -182,6 +190,7 @@ sink_close(sink *s)
 		free(s->rounds[r].sent);
 	}
 	free(s->rounds);
+	free(s->conninfo);
 	while (s->misses != NULL) {
 		sink_misses *next = s->misses->next;
 
@@ -261,6 +270,37 @@ now_ms(void)
 	return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
 }
 
+/* Once a wait has lasted SINK_NAME_AFTER_MS: who it waits for, when it
+ * waits for others' transactions (a lock on a target table: a long query,
+ * a session idle in a transaction, a prepared transaction), read through a
+ * connection of its own. Only logged: a failure to read says nothing. */
+static void
+name_blockers(sink *s)
+{
+	PGconn *other = NULL;
+	strbuf sb = STRBUF_INIT;
+	int n = 0;
+
+	if (pgconn_open(s->conninfo, TGT, "wait report", false, &other) == TM_OK &&
+	    lock_watch_blockers(other, TGT, PQbackendPID(s->conn), &sb, &n) == TM_OK && n > 0)
+		log_warn("target: tidemark's transaction has waited %.1f s for a lock, held by: %s",
+		         SINK_NAME_AFTER_MS / 1000.0, strbuf_str(&sb));
+	PQfinish(other);
+	strbuf_free(&sb);
+}
+
+/* How long wait_result's next poll may last, elapsed ms into the wait:
+ * until the tick is due, or the stall, or the naming of who it waits for. */
+static int
+poll_ms(const sink *s, double elapsed, bool named)
+{
+	int ms = s->tick != NULL ? s->tick_ms : s->stall_ms;
+
+	if (s->tick != NULL && !named && SINK_NAME_AFTER_MS - elapsed < ms)
+		ms = (int) (SINK_NAME_AFTER_MS - elapsed) + 1;
+	return ms > 0 ? ms : 1;
+}
+
 /* Waits until the next result can be read without blocking, calling the
  * tick every tick_ms meanwhile. A failure of the connection is left for
  * PQgetResult to report. */
@@ -268,11 +308,11 @@ static void
 wait_result(sink *s)
 {
 	double start = now_ms(), last = start;
-	bool stalled = false;
+	bool stalled = false, named = false;
 
 	while ((s->tick != NULL || s->stall != NULL) && PQisBusy(s->conn)) {
 		struct pollfd p = {PQsocket(s->conn), POLLIN, 0};
-		int n = poll(&p, 1, s->tick != NULL ? s->tick_ms : s->stall_ms);
+		int n = poll(&p, 1, poll_ms(s, now_ms() - start, named));
 
 		if ((n < 0 && errno != EINTR) || (n > 0 && PQconsumeInput(s->conn) == 0))
 			return;
@@ -283,6 +323,10 @@ wait_result(sink *s)
 		if (s->stall != NULL && !stalled && now_ms() - start >= s->stall_ms) {
 			stalled = true;
 			s->stall(s->stall_ctx);
+		}
+		if (s->tick != NULL && !named && now_ms() - start >= SINK_NAME_AFTER_MS) {
+			named = true;
+			name_blockers(s);
 		}
 	}
 }

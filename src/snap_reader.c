@@ -15,10 +15,10 @@
 #include "key_order.h"
 #include "keyless_sql.h"
 #include "keyless_stage.h"
+#include "lock_watch.h"
 #include "log.h"
 #include "pgconn.h"
 #include "source_query.h"
-#include "source_wait.h"
 #include "strbuf.h"
 
 #define SRC PGCONN_SOURCE
@@ -1086,7 +1086,7 @@ leave_locked(snap_reader *r, job_slot *s, PGconn *conn, const table_cursor *c)
 	if (!name)
 		return TM_OK;
 	pthread_mutex_unlock(&r->mu); /* s may move: submit grows the array */
-	rc = source_wait_lock_holders(conn, c->job.schema, c->job.name, &sb);
+	rc = lock_watch_table_holders(conn, SRC, c->job.schema, c->job.name, &sb);
 	if (rc == TM_OK)
 		log_warn("snapshot of %s.%s waits for a lock on the table (%.0f s so far), held by: "
 		         "%s. The other tables are copied and the stream applied meanwhile; the table "
@@ -1245,7 +1245,7 @@ reread_locked(PGconn *conn, const table_cursor *c)
 {
 	strbuf sb = STRBUF_INIT;
 
-	if (source_wait_lock_holders(conn, c->job.schema, c->job.name, &sb) == TM_OK)
+	if (lock_watch_table_holders(conn, SRC, c->job.schema, c->job.name, &sb) == TM_OK)
 		log_warn("snapshot of %s.%s: rows to read again wait for a lock on the table, held "
 		         "by: %s; the session starts again", c->job.schema, c->job.name,
 		         strbuf_str(&sb));

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "lock_holders.h"
+#include "lock_watch.h"
 #include "log.h"
 #include "pgconn.h"
 #include "xalloc.h"
@@ -16,87 +16,6 @@
 #define LOOK_EVERY_S 5.0
 #define REPEAT_S 60.0
 #define TICK_EVERY_S 1.0
-
-/* Every row: waiting, pid (0: a prepared transaction), gid, role,
- * application_name, state, since. Times print in UTC (SESSION_OPTIONS). */
-static const char blockers_sql[] =
-	"SELECT false, a.pid, NULL, a.usename, a.application_name, a.state,"
-	" date_trunc('second', a.xact_start)::text"
-	" FROM pg_stat_activity a WHERE a.pid = ANY (pg_blocking_pids($1::int))"
-	" UNION ALL"
-	" SELECT false, 0, p.gid, p.owner::text, NULL, NULL, date_trunc('second', p.prepared)::text"
-	" FROM pg_prepared_xacts p WHERE p.transaction IN ("
-	"  SELECT x.transactionid FROM pg_locks w"
-	"  JOIN pg_locks h ON h.locktype = w.locktype AND h.granted AND h.pid IS NULL"
-	"   AND h.database IS NOT DISTINCT FROM w.database"
-	"   AND h.relation IS NOT DISTINCT FROM w.relation"
-	"   AND h.transactionid IS NOT DISTINCT FROM w.transactionid"
-	"  JOIN pg_locks x ON x.locktype = 'transactionid'"
-	"   AND x.virtualtransaction = h.virtualtransaction"
-	"  WHERE w.pid = $1::int AND NOT w.granted)"
-	" ORDER BY 2, 3";
-
-/* The ACCESS EXCLUSIVE locks on a table and its partitions, held or
- * asked for: what a read of it waits behind. */
-static const char holders_sql[] =
-	"WITH t AS (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-	"  WHERE n.nspname = $1 AND c.relname = $2),"
-	" rel AS (SELECT oid AS relid FROM t"
-	"  UNION SELECT p.relid FROM t, pg_partition_tree(t.oid) p),"
-	" l AS (SELECT l.granted, l.pid, l.virtualtransaction FROM pg_locks l"
-	"  WHERE l.locktype = 'relation' AND l.mode = 'AccessExclusiveLock'"
-	"   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-	"   AND l.relation IN (SELECT relid FROM rel)"
-	"   AND l.pid IS DISTINCT FROM pg_backend_pid())"
-	" SELECT DISTINCT NOT l.granted, coalesce(l.pid, 0), p.gid,"
-	"  coalesce(a.usename::text, p.owner::text), a.application_name, a.state,"
-	"  date_trunc('second', coalesce(p.prepared, a.xact_start))::text"
-	" FROM l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
-	" LEFT JOIN pg_locks x ON l.pid IS NULL AND x.locktype = 'transactionid'"
-	"  AND x.virtualtransaction = l.virtualtransaction"
-	" LEFT JOIN pg_prepared_xacts p ON p.transaction = x.transactionid"
-	" WHERE l.pid IS NOT NULL OR p.gid IS NOT NULL"
-	" ORDER BY 1, 2, 3";
-
-static const char *
-field(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
-}
-
-/* The rows of blockers_sql or holders_sql, described. */
-static void
-describe(const PGresult *r, strbuf *out)
-{
-	int n = PQntuples(r);
-	lock_holder *h = xcalloc((size_t) n + 1, sizeof *h);
-
-	for (int i = 0; i < n; i++) {
-		h[i].waiting = strcmp(PQgetvalue(r, i, 0), "t") == 0;
-		h[i].pid = atoi(PQgetvalue(r, i, 1));
-		h[i].gid = field(r, i, 2);
-		h[i].role = field(r, i, 3);
-		h[i].application = field(r, i, 4);
-		h[i].state = field(r, i, 5);
-		h[i].since = field(r, i, 6);
-	}
-	lock_holders_describe(h, n, out);
-	free(h);
-}
-
-int
-source_wait_lock_holders(PGconn *conn, const char *schema, const char *name, strbuf *out)
-{
-	const char *params[] = {schema, name};
-	PGresult *r = NULL;
-	int rc = pgconn_exec(conn, SRC, "reading who holds a table's lock", holders_sql, 2, params,
-	                     &r);
-
-	if (rc == TM_OK)
-		describe(r, out);
-	PQclear(r);
-	return rc;
-}
 
 /* A statement's wait, watched through a connection of its own (the
  * waiting one is busy), opened at the first look. */
@@ -115,18 +34,13 @@ typedef struct watch {
 static void
 look(watch *w, int pid, double now)
 {
-	char pidtext[16];
-	const char *params[] = {pidtext};
-	PGresult *r = NULL;
 	strbuf sb = STRBUF_INIT;
+	int n = 0;
 
-	snprintf(pidtext, sizeof pidtext, "%d", pid);
 	if ((w->other != NULL ||
 	     pgconn_open(w->conninfo, SRC, "wait report", false, &w->other) == TM_OK) &&
-	    pgconn_exec(w->other, SRC, "reading what a statement waits for", blockers_sql, 1, params,
-	                &r) == TM_OK) {
-		describe(r, &sb);
-		if (PQntuples(r) == 0) /* not a wait for a transaction (or no longer) */
+	    lock_watch_blockers(w->other, SRC, pid, &sb, &n) == TM_OK) {
+		if (n == 0) /* not a wait for a transaction (or no longer) */
 			strbuf_reset(&w->said);
 		else if (strcmp(strbuf_str(&sb), strbuf_str(&w->said)) != 0 || now >= w->next_repeat) {
 			log_warn("source: %s has waited %.0f s for: %s", w->what, now - w->start,
@@ -136,7 +50,6 @@ look(watch *w, int pid, double now)
 			w->next_repeat = now + REPEAT_S;
 		}
 	}
-	PQclear(r);
 	strbuf_free(&sb);
 	w->next_look = now + LOOK_EVERY_S;
 }

@@ -43,8 +43,4 @@ int source_wait_exec(PGconn *conn, const source_wait_watch *watch, const char *w
 PGresult *source_wait_run(PGconn *conn, const source_wait_watch *watch, const char *what,
                           const char *sql, int nparams, const char *const *params);
 
-/* Appends to out who holds, or waits ahead for, an ACCESS EXCLUSIVE lock
- * on schema.name or one of its partitions (lock_holders_describe). */
-int source_wait_lock_holders(PGconn *conn, const char *schema, const char *name, strbuf *out);
-
 #endif

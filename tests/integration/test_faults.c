@@ -194,6 +194,7 @@ test_target_reader_holds_table(void **state)
 	tm_env *e = tm_env_new("reader_holds");
 	pgtest_proc *run;
 	PGconn *reader;
+	char named[256];
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE events (id bigserial PRIMARY KEY, kind int, payload text);"
@@ -203,9 +204,15 @@ test_target_reader_holds_table(void **state)
 	reader = pgtest_connect_str(e->dst);
 	run = tm_start_run(e, NULL);
 
-	pgtest_exec(reader, "BEGIN; SELECT count(*) FROM events");
+	pgtest_exec(reader, "SET application_name = 'dashboard'; BEGIN; SELECT count(*) FROM events");
 	pgtest_exec(e->s, "ALTER TABLE events ADD COLUMN added int DEFAULT 7;"
 	                  "INSERT INTO events (kind, added) VALUES (1000, 8)");
+	/* the wait names the reader's session, before it gives up */
+	snprintf(named, sizeof named, "target: tidemark's transaction has waited 5.5 s for a lock,"
+	                              " held by: pid %d (role postgres, application \"dashboard\", idle in"
+	                              " transaction", PQbackendPID(reader));
+	if (!pgtest_proc_wait_output(run, named, 30))
+		fail_msg("the wait does not name the reader:\n%s", pgtest_proc_output(run));
 	wait_gives_up(e, run, reader, "the ALTER TABLE");
 	/* the next try waits longer, so that a reader that never leaves the
 	 * table free for the first wait does not hold it back for ever */
