@@ -109,7 +109,7 @@ run_ctest_normal() {
 
 # The sanitizer build runs every test. The integration tests run here only
 # (not in build/ too): their time is mostly the servers', the same in both
-# builds, and the suite stays near 20 minutes on two cores. The normal
+# builds, and running them twice took a quarter of the suite. The normal
 # build meets real servers in the newer PostgreSQL's tests (newer_step),
 # the demo, and the benchmarks.
 run_ctest_sanitized() {
