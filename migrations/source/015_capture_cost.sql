@@ -293,10 +293,11 @@ $$;
 
 
 -- The columns of every table in p_relids (each once), as 014's
--- capture_columns describes them; with whether any column's type is
--- user-defined. A relid with no columns, or that is no relation, gives '[]'.
+-- capture_columns describes them; with the types of those columns that are
+-- user-defined (type_ref not null), in no particular order. A relid with no
+-- columns, or that is no relation, gives '[]' and '{}'.
 CREATE OR REPLACE FUNCTION tidemark.capture_columns_of(p_relids oid[])
-RETURNS TABLE (relid oid, columns json, has_type_refs boolean)
+RETURNS TABLE (relid oid, columns json, user_types oid[])
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
@@ -352,7 +353,7 @@ BEGIN
                'has_missing', a.atthasmissing, 'missing', a.missing,
                'default', a.has_default, 'generated', a.generated)
              ORDER BY a.attnum) FILTER (WHERE a.attnum IS NOT NULL), '[]'::json),
-           coalesce(bool_or(t.type_ref IS NOT NULL), false)
+           coalesce(array_agg(DISTINCT a.atttypid) FILTER (WHERE t.type_ref IS NOT NULL), '{}')
       FROM rel
       LEFT JOIN col a ON a.attrelid = rel.relid
       LEFT JOIN typ t ON t.atttypid = a.atttypid AND t.atttypmod = a.atttypmod
@@ -378,30 +379,33 @@ SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
-    RETURN (SELECT json_agg(json_build_object(
-               'relid', c.oid::bigint, 'schema', n.nspname, 'name', c.relname,
-               'relkind', c.relkind, 'replident', c.relreplident,
+    -- the capturable tables first: a temporary table's DDL describes none
+    RETURN (WITH t AS MATERIALIZED (
+                SELECT r.ord, c.oid, c.relname, c.relkind, c.relreplident, c.relpersistence,
+                       c.relispartition, n.nspname
+                  FROM unnest(p_relids) WITH ORDINALITY AS r (relid, ord)
+                  JOIN pg_class c ON c.oid = r.relid
+                  JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't'
+                   AND NOT tidemark.capture_schema_skipped(n.nspname))
+            SELECT json_agg(json_build_object(
+               'relid', t.oid::bigint, 'schema', t.nspname, 'name', t.relname,
+               'relkind', t.relkind, 'replident', t.relreplident,
                -- 'p' permanent, 'u' unlogged (whose changes are not in the WAL)
-               'persistence', c.relpersistence,
+               'persistence', t.relpersistence,
                'partition_of', (SELECT h.inhparent::bigint FROM pg_inherits h
-                                 WHERE h.inhrelid = c.oid AND c.relispartition),
-               'partition_root', CASE WHEN c.relispartition
-                                      THEN pg_partition_root(c.oid)::bigint END,
+                                 WHERE h.inhrelid = t.oid AND t.relispartition),
+               'partition_root', CASE WHEN t.relispartition
+                                      THEN pg_partition_root(t.oid)::bigint END,
                'columns', cc.columns,
-               -- empty unless a column's type is user-defined
-               'types', CASE WHEN cc.has_type_refs
-                             THEN coalesce(tidemark.type_definitions(ARRAY(
-                                      SELECT a.atttypid FROM pg_attribute a
-                                       WHERE a.attrelid = c.oid AND a.attnum > 0
-                                         AND NOT a.attisdropped)), '[]'::json)
+               -- empty unless a column's type is user-defined: the closure of
+               -- those types is that of all the table's column types
+               'types', CASE WHEN cardinality(cc.user_types) > 0
+                             THEN coalesce(tidemark.type_definitions(cc.user_types), '[]'::json)
                              ELSE '[]'::json END)
-             ORDER BY r.ord)
-      FROM unnest(p_relids) WITH ORDINALITY AS r (relid, ord)
-      JOIN pg_class c ON c.oid = r.relid
-      JOIN pg_namespace n ON n.oid = c.relnamespace
-      JOIN tidemark.capture_columns_of(p_relids) cc ON cc.relid = c.oid
-     WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't'
-       AND NOT tidemark.capture_schema_skipped(n.nspname));
+             ORDER BY t.ord)
+              FROM t JOIN tidemark.capture_columns_of(ARRAY(SELECT oid FROM t)) cc
+                ON cc.relid = t.oid);
 END
 $$;
 
