@@ -206,17 +206,18 @@ key_order_for(run_state *st, const int *ids, int nids, bool behind)
 	return rc;
 }
 
-/* The keys whose order is not known, compared now that the stream has
- * caught up with the source (nothing in flight): a difference is judged. */
+/* The keys whose order is not known, compared again: at run's start
+ * (behind), and once the stream has caught up with the source (nothing in
+ * flight), where a difference is judged. */
 static int
-key_order_caught_up(run_state *st)
+key_order_unknown_ones(run_state *st, bool behind)
 {
 	int *ids = NULL, nids = 0;
 	int rc = catalog_key_order_unknown(st->sink, st->opts->slot, &ids, &nids);
 
-	st->key_order_later = false;
+	st->key_order_later = false; /* set again by those left for later */
 	if (rc == TM_OK)
-		rc = key_order_for(st, ids, nids, false);
+		rc = key_order_for(st, ids, nids, behind);
 	free(ids);
 	return rc;
 }
@@ -451,18 +452,17 @@ static int
 handle_keepalive(run_state *st, const pgoutput_copydata *cd)
 {
 	double now = clock_now_s();
+	bool idle = !apply_in_transaction(st->apply) && !source_has_pending(st->stream);
 	int rc = TM_OK;
 
 	if (cd->wal_end > st->wal_end)
 		st->wal_end = cd->wal_end;
-	if (!apply_in_transaction(st->apply) && !source_has_pending(st->stream) &&
-	    (now - st->last_advance) * 1000 >= ADVANCE_INTERVAL_MS) {
+	if (idle && (now - st->last_advance) * 1000 >= ADVANCE_INTERVAL_MS) {
 		rc = apply_advance(st->apply, cd->wal_end);
 		st->last_advance = now;
 	}
-	if (rc == TM_OK && st->key_order_later && !apply_in_transaction(st->apply) &&
-	    !source_has_pending(st->stream))
-		rc = key_order_caught_up(st);
+	if (rc == TM_OK && idle && st->key_order_later)
+		rc = key_order_unknown_ones(st, false);
 	if (rc == TM_OK)
 		rc = send_feedback(st, cd->reply_requested);
 	return rc;
@@ -574,7 +574,7 @@ session_done(run_state *st, int *rc)
 	if (*rc != TM_OK || snapshot_busy(st->snap))
 		return *rc != TM_OK;
 	if (st->key_order_later) /* caught up: what was left for now is judged */
-		*rc = key_order_caught_up(st);
+		*rc = key_order_unknown_ones(st, false);
 	return true;
 }
 
@@ -731,17 +731,14 @@ check_unlogged(run_state *st)
 static int
 catalog_at_start(run_state *st)
 {
-	int *ids = NULL, nids = 0, version = 0;
+	int version = 0;
 	int rc = catalog_version(st->sink, &version);
 
 	if (rc != TM_OK || version < 5)
 		return rc; /* no catalog yet: the session says to run setup */
 	rc = mode_refind_histories(st->sink, st->opts->slot);
 	if (rc == TM_OK)
-		rc = catalog_key_order_unknown(st->sink, st->opts->slot, &ids, &nids);
-	if (rc == TM_OK)
-		rc = key_order_for(st, ids, nids, true);
-	free(ids);
+		rc = key_order_unknown_ones(st, true);
 	if (rc == TM_OK)
 		rc = check_unlogged(st);
 	if (rc == TM_OK && !st->warned)
