@@ -165,6 +165,14 @@ tm_assert_has(const char *out, const char *needle)
 		fail_msg("the output lacks \"%s\":\n%s", needle, out ? out : "(none)");
 }
 
+void
+tm_assert_no_restart(pgtest_proc *run, const char *while_what)
+{
+	if (strstr(pgtest_proc_output(run), "resuming from the target's position") != NULL)
+		fail_msg("run's session started again while %s:\n%s", while_what,
+		         pgtest_proc_output(run));
+}
+
 char *
 tm_expect_at(const char *file, int line, tm_env *e, int rc, const char *const *a)
 {

@@ -47,6 +47,9 @@ pgtest_proc *tm_start_run(tm_env *e, ...);
 
 /* Fails the test unless out holds needle (showing out). */
 void tm_assert_has(const char *out, const char *needle);
+/* Fails the test if a background run's session started again (its stream
+ * lost, a failure), saying while what. */
+void tm_assert_no_restart(pgtest_proc *run, const char *while_what);
 /* tidemark with the arguments given (at most 9), expecting exit code rc;
  * its output (the caller frees it). */
 #define tm_expect(e, rc, ...)                                                                  \
