@@ -26,6 +26,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
 # what the integration tests create or decode with (CREATE EXTENSION, slots)
 CONTRIB="citext hstore test_decoding"
+# programs of src/bin no test or tool here runs
+UNUSED_PROGRAMS="pg_amcheck pg_archivecleanup pg_checksums pg_combinebackup pg_rewind
+	pg_test_fsync pg_test_timing pg_verifybackup pg_waldump pg_walsummary pgbench"
 
 find_source() {
 	local f
@@ -47,6 +50,19 @@ built_version() {
 	"$1/bin/postgres" --version 2>/dev/null | awk '{print $3}'
 }
 
+# Leaves out of the tree's build what no test runs: ecpg, the regression
+# and isolation drivers, and the programs other than those pgcluster and
+# pg_upgrade call (pg_upgrade wants initdb, pg_ctl, pg_controldata,
+# pg_resetwal, pg_dump, pg_dumpall, pg_restore, psql and vacuumdb).
+trim_build() {
+	local d
+	sed -i 's/^SUBDIRS = libpq ecpg$/SUBDIRS = libpq/' src/interfaces/Makefile
+	sed -i '/^\ttest\/regress \\$/d; /^\ttest\/isolation \\$/d' src/Makefile
+	for d in $UNUSED_PROGRAMS; do
+		sed -i "/^\t$d \\\\$/d" src/bin/Makefile
+	done
+}
+
 build() {
 	local tarball=$1 prefix=$2 version work
 	version=$(version_of "$tarball")
@@ -60,6 +76,7 @@ build() {
 		tar -xJf "$tarball" -C "$work"
 		cd "$work"/postgresql-*
 		./configure --prefix="$prefix" --without-readline CFLAGS=-O1
+		trim_build
 		make -j"$(nproc 2>/dev/null || echo 2)" -s
 		make -s install
 		for m in $CONTRIB; do
