@@ -13,9 +13,10 @@
 # libicu-dev and zlib1g-dev: tests/tools/deps.sh installs them) and
 # installed with the contrib modules the tests use (CONTRIB below) into
 # PREFIX, kept for the next run: a PREFIX whose postgres reports the
-# tarball's version is not built again. It is compiled with -O1: on two
-# cores that builds in about 2.5 minutes instead of 4 (-O2 and every
-# contrib module), and a test server does not need the rest of the speed.
+# tarball's version is not built again. It is compiled with -O1 and
+# without what no test runs (trim_build): on two cores that builds in
+# about 1.5 minutes instead of 4 (-O2, the whole tree and every contrib
+# module), and a test server does not need the rest of the speed.
 #
 # Run as root, servers run as the postgres user (tests/tools/pgcluster),
 # who may not reach PREFIX (a clone under /root): the installed tree is then
