@@ -168,7 +168,8 @@ fuzz_step() {
 # that is refused): it takes only the CPU the other steps leave, which the
 # integration tests do while they wait on their servers, and newer_step
 # waits for what is left of it. A session of its own, so that it is
-# stopped as a whole (stop_newer_build) if run-all ends first.
+# stopped as a whole (stop_newer_build) if run-all ends first (setsid -w:
+# its status is the build's, should setsid have to fork).
 NEWER_TARBALL=
 NEWER_PID=
 
@@ -177,7 +178,7 @@ start_newer_build() {
 	NEWER_TARBALL=$("$ROOT/tests/tools/newer_pg.sh" --find)
 	[ -n "$NEWER_TARBALL" ] || return 0
 	chrt --idle 0 true 2>/dev/null || low=(nice -n 19)
-	setsid "${low[@]}" "$ROOT/tests/tools/newer_pg.sh" "$NEWER_TARBALL" "$ROOT/build/pg-newer" \
+	setsid -w "${low[@]}" "$ROOT/tests/tools/newer_pg.sh" "$NEWER_TARBALL" "$ROOT/build/pg-newer" \
 		>"$STEP_LOGS/newer.bin" 2>"$STEP_LOGS/newer.err" </dev/null &
 	NEWER_PID=$!
 }
