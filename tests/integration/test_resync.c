@@ -417,14 +417,29 @@ test_failover_slot_lost(void **state)
 	pgtest_cluster_stop(standby);
 }
 
+/* The primary and its standby, for slot_synced. */
+typedef struct sync_pair {
+	PGconn *primary, *standby;
+} sync_pair;
+
+/* Is the standby's copy of the slot a synced one? It becomes one once the
+ * primary's slot has moved past where the copy began, which a slot's
+ * restart point does at the running transactions the WAL logs (every 15 s
+ * by itself): one is logged at each look, and the standby's configuration
+ * reloaded, which wakes its slot sync worker (its naps grow to 30 s). The
+ * test waited 30 to 60 s for this before. */
 static bool
 slot_synced(void *arg)
 {
-	PGconn *sb = arg;
-	char *v = pgtest_query_value(sb, "SELECT count(*) FROM pg_replication_slots WHERE synced"
-	                                 " AND NOT temporary AND slot_name = 'tm_failslot'");
-	bool yes = v != NULL && strcmp(v, "1") == 0;
+	sync_pair *p = arg;
+	char *v;
+	bool yes;
 
+	pgtest_exec(p->primary, "SELECT pg_log_standby_snapshot()");
+	pgtest_exec(p->standby, "SELECT pg_reload_conf()");
+	v = pgtest_query_value(p->standby, "SELECT count(*) FROM pg_replication_slots WHERE synced"
+	                                   " AND NOT temporary AND slot_name = 'tm_failslot'");
+	yes = v != NULL && strcmp(v, "1") == 0;
 	free(v);
 	return yes;
 }
@@ -441,6 +456,7 @@ test_failover_slot_synced(void **state)
 	tm_env *e;
 	char *out = NULL;
 	long version;
+	sync_pair pair;
 
 	(void) state;
 	primary = pgtest_cluster_start_with("fs_primary", "max_wal_senders=20",
@@ -467,7 +483,9 @@ test_failover_slot_synced(void **state)
 	run = tm_start_run(e, NULL);
 	wl = pgtest_workload_start(e->src, workload_step, NULL);
 	sb = pgtest_connect(standby);
-	if (!pgtest_wait_for(slot_synced, sb, 90)) {
+	pair.primary = e->s;
+	pair.standby = sb;
+	if (!pgtest_wait_for(slot_synced, &pair, 90)) {
 		char cmd[512];
 
 		snprintf(cmd, sizeof cmd, "tail -n 40 '%s' >&2", standby->log_path);
