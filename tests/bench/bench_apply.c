@@ -20,10 +20,14 @@
  *             value stored out of line: 60% change neither text, 20% the
  *             in-line text, 20% the out-of-line one.
  * Each round the floor goes first, then tidemark and the subscription in
- * turn first. Then the same again into target tables that carry six
+ * turn first. Before each backlog is written, every slot is made to
+ * restart at its end (a checkpoint, then each consumer caught up, not
+ * timed), so that no consumer decodes the rounds before again. Then the same again into target tables that carry six
  * secondary indexes each (on both targets; the updated columns are
  * indexed, so no update is HOT there). Printed per backlog: the medians
- * over ROUNDS (default 3), tidemark / floor and native / tidemark.
+ * over ROUNDS (default 3), tidemark / floor and native / tidemark, and
+ * the source transactions per target commit of tidemark's runs (the
+ * target's xact_commit, so its own bookkeeping transactions count too).
  * PERCENT (default 100) scales the backlogs, not the tables. Last, every
  * table on both targets is compared with the source row for row.
  *
@@ -49,6 +53,7 @@ typedef struct backlog {
 	const char *script;  /* pgbench script; NULL: pgbench's TPC-B */
 	const char *indexes; /* six secondary indexes per table it writes */
 	double secs[2][3][MAX_ROUNDS]; /* [indexed][FLOOR..NATIVE][round] */
+	double commits[2][MAX_ROUNDS]; /* target commits of tidemark's run */
 	long peak_kb;        /* tidemark's largest peak RSS */
 } backlog;
 
@@ -60,7 +65,7 @@ static backlog backlogs[] = {
 	 "CREATE INDEX ON accounts (balance); CREATE INDEX ON accounts (balance, id);"
 	 "CREATE INDEX ON accounts (id, balance); CREATE INDEX ON accounts ((balance % 100));"
 	 "CREATE INDEX ON accounts ((balance::text)); CREATE INDEX ON accounts (balance DESC);",
-	 {{{0}}}, 0},
+	 {{{0}}}, {{0}}, 0},
 	{"tpcb", 20000, NULL,
 	 "CREATE INDEX ON pgbench_accounts (abalance); CREATE INDEX ON pgbench_accounts (bid, abalance);"
 	 "CREATE INDEX ON pgbench_accounts (abalance, aid); CREATE INDEX ON pgbench_accounts (aid, abalance);"
@@ -74,13 +79,13 @@ static backlog backlogs[] = {
 	 "CREATE INDEX ON pgbench_history (tid); CREATE INDEX ON pgbench_history (bid);"
 	 "CREATE INDEX ON pgbench_history (aid); CREATE INDEX ON pgbench_history (mtime);"
 	 "CREATE INDEX ON pgbench_history (delta); CREATE INDEX ON pgbench_history (aid, mtime);",
-	 {{{0}}}, 0},
+	 {{{0}}}, {{0}}, 0},
 	{"hotkey", 40000,
 	 "\\set r random(1, 100)\n\\if :r <= 90\n\\set id random(1, 300)\n\\else\n"
 	 "\\set id random(301, 100000)\n\\endif\nUPDATE hot SET v = v + 1 WHERE id = :id;\n",
 	 "CREATE INDEX ON hot (v); CREATE INDEX ON hot (v, id); CREATE INDEX ON hot (id, v);"
 	 "CREATE INDEX ON hot (note); CREATE INDEX ON hot ((v % 1000)); CREATE INDEX ON hot (note, v);",
-	 {{{0}}}, 0},
+	 {{{0}}}, {{0}}, 0},
 	{"wide", 20000,
 	 "\\set id random(1, 20000)\n\\set r random(1, 100)\n\\if :r <= 60\n"
 	 "UPDATE wide SET n = n + 1 WHERE id = :id;\n\\elif :r <= 80\n"
@@ -91,7 +96,7 @@ static backlog backlogs[] = {
 	 "CREATE INDEX ON wide (n); CREATE INDEX ON wide (n, id); CREATE INDEX ON wide (id, n);"
 	 "CREATE INDEX ON wide (left(body, 16)); CREATE INDEX ON wide (md5(body));"
 	 "CREATE INDEX ON wide ((blob IS NULL));",
-	 {{{0}}}, 0},
+	 {{{0}}}, {{0}}, 0},
 };
 #define NBACKLOGS ((int) (sizeof backlogs / sizeof backlogs[0]))
 
@@ -172,14 +177,33 @@ floor_catch_up(void)
 	return bench_floor(pair.src->conninfo, "floor", opts);
 }
 
+/* Transactions committed in the tidemark target's database so far (its
+ * own statistics: a run's counts are in once its sessions have ended). */
 static double
-tidemark_catch_up(backlog *b)
+target_commits(void)
 {
+	PGconn *t = pgtest_connect(pair.tm);
+	char *v = pgtest_query_value(t, "SELECT xact_commit FROM pg_stat_database"
+	                                " WHERE datname = current_database()");
+	double n = atof(v);
+
+	free(v);
+	PQfinish(t);
+	return n;
+}
+
+/* The run's seconds; *commits: the target transactions it committed
+ * (groups and its own bookkeeping; less one for the count's session). */
+static double
+tidemark_catch_up(backlog *b, double *commits)
+{
+	double before = target_commits();
 	double secs;
 	long kb;
 
 	if (bench_pair_tidemark_catch_up(&pair, &secs, &kb) != 0)
 		exit(1);
+	*commits = target_commits() - before - 1;
 	if (kb > b->peak_kb)
 		b->peak_kb = kb;
 	return secs;
@@ -204,23 +228,90 @@ native_catch_up(const char *end)
 	return waited;
 }
 
+/* Whether slot restarts at restart or later, waiting up to timeout_s. */
+static bool
+restarts_past(PGconn *s, const char *slot, const char *restart, double timeout_s)
+{
+	return bench_wait_passed(s, bench_slot_restart_sql, slot, restart, timeout_s) >= 0;
+}
+
+/* Runs a consumer that catches up and exits until its slot restarts at
+ * restart or later: a slot takes up one candidate restart point at a
+ * time, so a candidate from before may be taken first. */
+static void
+settle_slot(PGconn *s, const char *slot, const char *restart, void (*catch_up)(void))
+{
+	for (int tries = 0; tries < 4; tries++) {
+		catch_up();
+		if (restarts_past(s, slot, restart, 2))
+			return;
+	}
+	fprintf(stderr, "warning: slot %s still restarts before %s\n", slot, restart);
+}
+
+static void
+floor_settle(void)
+{
+	floor_catch_up();
+}
+
+static void
+tidemark_settle(void)
+{
+	double secs;
+	long kb;
+
+	if (bench_pair_tidemark_catch_up(&pair, &secs, &kb) != 0)
+		exit(1);
+}
+
+/* Every consumer caught up past a running-transactions record, so that
+ * its slot restarts there and the next round decodes its own backlog
+ * only (benchlib.h: bench_source_restart_point). Not measured. */
+static void
+settle_slots(void)
+{
+	PGconn *s = pgtest_connect(pair.src);
+	PGconn *p = pgtest_connect(pair.pg);
+	char *restart = bench_source_restart_point(s);
+	char *end = bench_mark(s, "UPDATE marker SET v = v + 1");
+
+	settle_slot(s, "floor", restart, floor_settle);
+	settle_slot(s, "bench", restart, tidemark_settle);
+	/* the subscription's worker stays while it is enabled: one wait */
+	bench_subscription_enable(p, "pgsub", true);
+	if (bench_wait_passed(p, bench_subscription_lsn_sql, "pgsub", end, 600) < 0 ||
+	    !restarts_past(s, "pgsub", restart, 15))
+		fprintf(stderr, "warning: slot pgsub still restarts before %s\n", restart);
+	bench_subscription_enable(p, "pgsub", false);
+	free(end);
+	free(restart);
+	PQfinish(p);
+	PQfinish(s);
+}
+
 static void
 round_of(backlog *b, int indexed, int round, int percent)
 {
 	double *s[3] = {&b->secs[indexed][FLOOR][round], &b->secs[indexed][TIDEMARK][round],
 	                &b->secs[indexed][NATIVE][round]};
-	char *end = write_backlog(b, percent);
+	double *commits = &b->commits[indexed][round];
+	char *end;
+
+	settle_slots();
+	end = write_backlog(b, percent);
 
 	*s[FLOOR] = floor_catch_up();
 	if (round % 2 == 0) {
-		*s[TIDEMARK] = tidemark_catch_up(b);
+		*s[TIDEMARK] = tidemark_catch_up(b, commits);
 		*s[NATIVE] = native_catch_up(end);
 	} else {
 		*s[NATIVE] = native_catch_up(end);
-		*s[TIDEMARK] = tidemark_catch_up(b);
+		*s[TIDEMARK] = tidemark_catch_up(b, commits);
 	}
-	printf("round %d, %-8s%s: floor %6.2f s, tidemark %6.2f s, native %6.2f s\n", round + 1,
-	       b->name, indexed ? " (6 indexes)" : "", *s[FLOOR], *s[TIDEMARK], *s[NATIVE]);
+	printf("round %d, %-8s%s: floor %6.2f s, tidemark %6.2f s (%.0f target commits),"
+	       " native %6.2f s\n", round + 1, b->name, indexed ? " (6 indexes)" : "", *s[FLOOR],
+	       *s[TIDEMARK], *commits, *s[NATIVE]);
 	fflush(stdout);
 	free(end);
 }
@@ -282,18 +373,20 @@ summary(int indexed, int rounds, int percent)
 {
 	printf("median of %d rounds%s (2 clients wrote each backlog):\n", rounds,
 	       indexed ? ", targets with 6 secondary indexes per table" : "");
-	printf("  %-8s %7s %9s %9s %9s %15s %16s\n", "backlog", "tx", "floor s", "tidemark",
-	       "native", "tidemark/floor", "native/tidemark");
+	printf("  %-8s %7s %9s %9s %9s %15s %16s %9s\n", "backlog", "tx", "floor s", "tidemark",
+	       "native", "tidemark/floor", "native/tidemark", "tx/commit");
 	for (int i = 0; i < NBACKLOGS; i++) {
 		backlog *b = &backlogs[i];
 		double f = bench_median(b->secs[indexed][FLOOR], rounds);
 		double t = bench_median(b->secs[indexed][TIDEMARK], rounds);
 		double n = bench_median(b->secs[indexed][NATIVE], rounds);
+		double c = bench_median(b->commits[indexed], rounds);
+		long tx = (long) b->transactions * percent / 100;
 
 		if (!chosen(b))
 			continue;
-		printf("  %-8s %7ld %9.2f %9.2f %9.2f %15.2f %16.2f\n", b->name,
-		       (long) b->transactions * percent / 100, f, t, n, t / f, n / t);
+		printf("  %-8s %7ld %9.2f %9.2f %9.2f %15.2f %16.2f %9.1f\n", b->name, tx, f, t, n,
+		       t / f, n / t, c > 0 ? tx / c : 0.0);
 	}
 	fflush(stdout);
 }

@@ -308,6 +308,16 @@ bench_mark(PGconn *source, const char *stmt)
 	return lsn;
 }
 
+char *
+bench_source_restart_point(PGconn *source)
+{
+	pgtest_exec(source, "CHECKPOINT");
+	return pgtest_query_value(source, "SELECT redo_lsn FROM pg_control_checkpoint()");
+}
+
+const char *const bench_slot_restart_sql =
+	"SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = $1";
+
 /* The subscription's applied position: its origin's remote_lsn (NULL
  * until it has applied a transaction). $1: the subscription's name. */
 const char *const bench_subscription_lsn_sql =
