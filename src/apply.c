@@ -710,7 +710,7 @@ elapsed_ms(const struct timespec *since)
 {
 	struct timespec now;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
 	return (int) ((now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000);
 }
 
@@ -800,7 +800,7 @@ apply_begin(apply *a, const pgoutput_msg *m)
 		return rc;
 	a->group_open = true;
 	a->group_begun = a->nworkers == 0;
-	clock_gettime(CLOCK_MONOTONIC, &a->group_started);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &a->group_started);
 	return TM_OK;
 }
 
@@ -908,7 +908,7 @@ apply_type_boundary(apply *a)
 	if (rc == TM_OK) {
 		a->group_open = true;
 		a->group_begun = true;
-		clock_gettime(CLOCK_MONOTONIC, &a->group_started);
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &a->group_started);
 	}
 	return rc;
 }

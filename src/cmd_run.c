@@ -394,7 +394,7 @@ update_metrics(run_state *st, double now)
 static void
 log_progress(run_state *st, bool force)
 {
-	double now = clock_now_s();
+	double now = clock_coarse_s();
 	double dt = now - st->last_progress;
 	const apply_stats *s = apply_get_stats(st->apply);
 	char applied[LSN_TEXT_MAX];
@@ -419,7 +419,7 @@ log_progress(run_state *st, bool force)
 static int
 send_feedback(run_state *st, bool force)
 {
-	double now = clock_now_s();
+	double now = clock_coarse_s();
 
 	int rc;
 
@@ -443,7 +443,7 @@ keepalive_tick(void *ctx)
 
 	if (st->stream != NULL && st->apply != NULL)
 		(void) source_feedback(st->stream, apply_position(st->apply), false);
-	st->last_feedback = clock_now_s();
+	st->last_feedback = clock_coarse_s();
 }
 
 /* A keepalive while nothing is in flight: every transaction before its
@@ -451,7 +451,7 @@ keepalive_tick(void *ctx)
 static int
 handle_keepalive(run_state *st, const pgoutput_copydata *cd)
 {
-	double now = clock_now_s();
+	double now = clock_coarse_s();
 	bool idle = !apply_in_transaction(st->apply) && !source_has_pending(st->stream);
 	int rc = TM_OK;
 
@@ -518,7 +518,7 @@ static bool
 streaming_turns(run_state *st, int *rc)
 {
 	char status[16] = "";
-	double now = clock_now_s();
+	double now = clock_coarse_s();
 
 	if (!st->unstreamed)
 		return apply_stream_restart(st->apply, &st->unstreamed_xid);

@@ -133,9 +133,9 @@ pub_watch_poll(pub_watch *w, PGconn *control, sink *s, snapshot *snap)
 	int n = 0, m = 0;
 	int rc;
 
-	if (w->read && clock_now_s() - w->read_at < PUB_WATCH_INTERVAL_S)
+	if (w->read && clock_coarse_s() - w->read_at < PUB_WATCH_INTERVAL_S)
 		return TM_OK;
-	w->read_at = clock_now_s();
+	w->read_at = clock_coarse_s();
 	memset(&now, 0, sizeof now); /* pub_state_free frees nothing of it */
 	rc = catalog_load_tables(s, w->slot, &tables, &n);
 	if (rc == TM_OK) {

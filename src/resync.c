@@ -172,7 +172,7 @@ finish_if_done(sink *s, const char *slot, bool *finished)
 int
 resync_watch_poll(resync_watch *w, sink *s, const char *slot, bool force)
 {
-	double now = clock_now_s();
+	double now = clock_coarse_s();
 	bool active = false, finished = false;
 	char *started = NULL, *reason = NULL;
 	int rc;

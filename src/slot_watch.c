@@ -55,9 +55,9 @@ slot_watch_poll(slot_watch *w, PGconn *control, metrics *m)
 	bool risk;
 	int rc;
 
-	if (w->read && clock_now_s() - w->read_at < SLOT_WATCH_INTERVAL_S)
+	if (w->read && clock_coarse_s() - w->read_at < SLOT_WATCH_INTERVAL_S)
 		return TM_OK;
-	w->read_at = clock_now_s();
+	w->read_at = clock_coarse_s();
 	w->read = true;
 	rc = source_query_slot_wal(control, w->slot, &s);
 	if (rc != TM_OK)

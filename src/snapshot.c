@@ -448,7 +448,7 @@ report_bars(const snapshot *s, double now)
 static void
 report(snapshot *s, bool force)
 {
-	double now = clock_now_s();
+	double now = clock_coarse_s();
 	bool tty = log_is_tty();
 
 	if (!force && now - s->last_progress < (tty ? 1.0 : s->cfg.progress_interval))
@@ -558,10 +558,10 @@ snapshot_poll(snapshot *s)
 
 	if (rc != TM_OK)
 		return rc;
-	if (clock_now_s() - s->last_poll >= POLL_INTERVAL_S) {
+	if (clock_coarse_s() - s->last_poll >= POLL_INTERVAL_S) {
 		s->reread_asked = false; /* the scan sees the requests, committed or not */
 		rc = scan_catalog(s);
-		s->last_poll = clock_now_s();
+		s->last_poll = clock_coarse_s();
 		s->polled = rc == TM_OK;
 		metrics_set(s->cfg.metrics, METRICS_TABLES_PENDING, pending_tables(s));
 	}

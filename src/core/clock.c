@@ -10,3 +10,12 @@ clock_now_s(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+double
+clock_coarse_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}

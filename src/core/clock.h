@@ -6,5 +6,8 @@
 #define TIDEMARK_CLOCK_H
 
 double clock_now_s(void);
+/* The same clock read cheaply, to a few milliseconds (the kernel's tick):
+ * for the interval checks made at every message of the stream. */
+double clock_coarse_s(void);
 
 #endif
