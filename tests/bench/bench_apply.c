@@ -26,8 +26,9 @@
  * secondary indexes each (on both targets; the updated columns are
  * indexed, so no update is HOT there). Printed per backlog: the medians
  * over ROUNDS (default 3), tidemark / floor and native / tidemark, and
- * the source transactions per target commit of tidemark's runs (the
- * target's xact_commit, so its own bookkeeping transactions count too).
+ * the source transactions per group (target transaction) of tidemark's
+ * runs: the target's xact_commit over a run, less that of a run with
+ * nothing to apply (its reads and writes of its catalog at the start).
  * PERCENT (default 100) scales the backlogs, not the tables. Last, every
  * table on both targets is compared with the source row for row.
  *
@@ -53,7 +54,7 @@ typedef struct backlog {
 	const char *script;  /* pgbench script; NULL: pgbench's TPC-B */
 	const char *indexes; /* six secondary indexes per table it writes */
 	double secs[2][3][MAX_ROUNDS]; /* [indexed][FLOOR..NATIVE][round] */
-	double commits[2][MAX_ROUNDS]; /* target commits of tidemark's run */
+	double groups[2][MAX_ROUNDS]; /* target transactions of tidemark's run */
 	long peak_kb;        /* tidemark's largest peak RSS */
 } backlog;
 
@@ -192,10 +193,14 @@ target_commits(void)
 	return n;
 }
 
-/* The run's seconds; *commits: the target transactions it committed
- * (groups and its own bookkeeping; less one for the count's session). */
+/* The target transactions of a run with nothing to apply: its own reads
+ * and writes of the catalog, each committed alone (main). */
+static double run_own_commits;
+
+/* The run's seconds; *groups: the target transactions it committed, less
+ * a run's own (and the count's session's). */
 static double
-tidemark_catch_up(backlog *b, double *commits)
+tidemark_catch_up(backlog *b, double *groups)
 {
 	double before = target_commits();
 	double secs;
@@ -203,7 +208,7 @@ tidemark_catch_up(backlog *b, double *commits)
 
 	if (bench_pair_tidemark_catch_up(&pair, &secs, &kb) != 0)
 		exit(1);
-	*commits = target_commits() - before - 1;
+	*groups = target_commits() - before - 1 - run_own_commits;
 	if (kb > b->peak_kb)
 		b->peak_kb = kb;
 	return secs;
@@ -228,39 +233,20 @@ native_catch_up(const char *end)
 	return waited;
 }
 
-/* Whether slot restarts at restart or later, waiting up to timeout_s. */
-static bool
-restarts_past(PGconn *s, const char *slot, const char *restart, double timeout_s)
-{
-	return bench_wait_passed(s, bench_slot_restart_sql, slot, restart, timeout_s) >= 0;
-}
-
-/* Runs a consumer that catches up and exits until its slot restarts at
- * restart or later: a slot takes up one candidate restart point at a
- * time, so a candidate from before may be taken first. */
 static void
-settle_slot(PGconn *s, const char *slot, const char *restart, void (*catch_up)(void))
+floor_settle(void *ctx)
 {
-	for (int tries = 0; tries < 4; tries++) {
-		catch_up();
-		if (restarts_past(s, slot, restart, 2))
-			return;
-	}
-	fprintf(stderr, "warning: slot %s still restarts before %s\n", slot, restart);
-}
-
-static void
-floor_settle(void)
-{
+	(void) ctx;
 	floor_catch_up();
 }
 
 static void
-tidemark_settle(void)
+tidemark_settle(void *ctx)
 {
 	double secs;
 	long kb;
 
+	(void) ctx;
 	if (bench_pair_tidemark_catch_up(&pair, &secs, &kb) != 0)
 		exit(1);
 }
@@ -276,12 +262,12 @@ settle_slots(void)
 	char *restart = bench_source_restart_point(s);
 	char *end = bench_mark(s, "UPDATE marker SET v = v + 1");
 
-	settle_slot(s, "floor", restart, floor_settle);
-	settle_slot(s, "bench", restart, tidemark_settle);
+	bench_settle_slot(s, "floor", restart, floor_settle, NULL);
+	bench_settle_slot(s, "bench", restart, tidemark_settle, NULL);
 	/* the subscription's worker stays while it is enabled: one wait */
 	bench_subscription_enable(p, "pgsub", true);
 	if (bench_wait_passed(p, bench_subscription_lsn_sql, "pgsub", end, 600) < 0 ||
-	    !restarts_past(s, "pgsub", restart, 15))
+	    bench_wait_passed(s, bench_slot_restart_sql, "pgsub", restart, 15) < 0)
 		fprintf(stderr, "warning: slot pgsub still restarts before %s\n", restart);
 	bench_subscription_enable(p, "pgsub", false);
 	free(end);
@@ -295,7 +281,7 @@ round_of(backlog *b, int indexed, int round, int percent)
 {
 	double *s[3] = {&b->secs[indexed][FLOOR][round], &b->secs[indexed][TIDEMARK][round],
 	                &b->secs[indexed][NATIVE][round]};
-	double *commits = &b->commits[indexed][round];
+	double *groups = &b->groups[indexed][round];
 	char *end;
 
 	settle_slots();
@@ -303,15 +289,15 @@ round_of(backlog *b, int indexed, int round, int percent)
 
 	*s[FLOOR] = floor_catch_up();
 	if (round % 2 == 0) {
-		*s[TIDEMARK] = tidemark_catch_up(b, commits);
+		*s[TIDEMARK] = tidemark_catch_up(b, groups);
 		*s[NATIVE] = native_catch_up(end);
 	} else {
 		*s[NATIVE] = native_catch_up(end);
-		*s[TIDEMARK] = tidemark_catch_up(b, commits);
+		*s[TIDEMARK] = tidemark_catch_up(b, groups);
 	}
-	printf("round %d, %-8s%s: floor %6.2f s, tidemark %6.2f s (%.0f target commits),"
+	printf("round %d, %-8s%s: floor %6.2f s, tidemark %6.2f s (%.0f groups),"
 	       " native %6.2f s\n", round + 1, b->name, indexed ? " (6 indexes)" : "", *s[FLOOR],
-	       *s[TIDEMARK], *commits, *s[NATIVE]);
+	       *s[TIDEMARK], *groups, *s[NATIVE]);
 	fflush(stdout);
 	free(end);
 }
@@ -374,13 +360,13 @@ summary(int indexed, int rounds, int percent)
 	printf("median of %d rounds%s (2 clients wrote each backlog):\n", rounds,
 	       indexed ? ", targets with 6 secondary indexes per table" : "");
 	printf("  %-8s %7s %9s %9s %9s %15s %16s %9s\n", "backlog", "tx", "floor s", "tidemark",
-	       "native", "tidemark/floor", "native/tidemark", "tx/commit");
+	       "native", "tidemark/floor", "native/tidemark", "tx/group");
 	for (int i = 0; i < NBACKLOGS; i++) {
 		backlog *b = &backlogs[i];
 		double f = bench_median(b->secs[indexed][FLOOR], rounds);
 		double t = bench_median(b->secs[indexed][TIDEMARK], rounds);
 		double n = bench_median(b->secs[indexed][NATIVE], rounds);
-		double c = bench_median(b->commits[indexed], rounds);
+		double c = bench_median(b->groups[indexed], rounds);
 		long tx = (long) b->transactions * percent / 100;
 
 		if (!chosen(b))
@@ -406,6 +392,11 @@ main(int argc, char **argv)
 	bench_pair_tidemark_setup(&pair, tables);
 	bench_pair_subscribe(&pair, (const char *const[]) {ddl, bench_tpcb_ddl, NULL});
 	floor_catch_up(); /* the copies' and setups' changes */
+	tidemark_settle(NULL); /* then a run with nothing to apply: its own commits */
+	run_own_commits = target_commits();
+	tidemark_settle(NULL);
+	run_own_commits = target_commits() - run_own_commits - 1;
+	printf("a run's own target transactions (nothing to apply): %.0f\n", run_own_commits);
 	for (int indexed = 0; indexed < 2; indexed++) {
 		const char *want = getenv("BENCH_INDEXED");
 

@@ -318,6 +318,18 @@ bench_source_restart_point(PGconn *source)
 const char *const bench_slot_restart_sql =
 	"SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = $1";
 
+void
+bench_settle_slot(PGconn *source, const char *slot, const char *restart,
+                  void (*catch_up)(void *ctx), void *ctx)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		catch_up(ctx);
+		if (bench_wait_passed(source, bench_slot_restart_sql, slot, restart, 2) >= 0)
+			return;
+	}
+	fprintf(stderr, "warning: slot %s still restarts before %s\n", slot, restart);
+}
+
 /* The subscription's applied position: its origin's remote_lsn (NULL
  * until it has applied a transaction). $1: the subscription's name. */
 const char *const bench_subscription_lsn_sql =

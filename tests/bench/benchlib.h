@@ -56,6 +56,12 @@ char *bench_mark(PGconn *source, const char *stmt);
 char *bench_source_restart_point(PGconn *source);
 /* A query of a slot's restart point ($1: the slot), on the source. */
 extern const char *const bench_slot_restart_sql;
+/* Runs catch_up(ctx), a consumer of slot that catches up and exits, until
+ * the slot restarts at restart (bench_source_restart_point) or later, at
+ * most 4 times: a slot takes up one candidate restart point at a time, so
+ * one from before may come first. Warns when it still does not. */
+void bench_settle_slot(PGconn *source, const char *slot, const char *restart,
+                       void (*catch_up)(void *ctx), void *ctx);
 /* A query of the applied position of a subscription named $1, on its
  * target: its replication origin's remote_lsn. */
 extern const char *const bench_subscription_lsn_sql;
