@@ -92,7 +92,8 @@ name_of(void *ctx, uint32_t relid, char **out)
 static int
 tables_of(void *ctx, const char *schema, char ***names)
 {
-	return source_query_schema_tables(((resync_ctx *) ctx)->control, schema, names, NULL);
+	return source_query_schema_tables(((resync_ctx *) ctx)->control, schema, names, NULL,
+	                                  NULL);
 }
 
 /* A table moved out of the publication's schemas in the gap stays

@@ -277,9 +277,9 @@ collect_tables(PGconn *src, const cli_options *o, setup_tables *t)
 		free(name);
 	}
 	for (int i = 0; rc == TM_OK && i < o->nschemas; i++) {
-		char **names = NULL, **unlogged = NULL;
+		char **names = NULL, **unlogged = NULL, **empty = NULL;
 
-		rc = source_query_schema_tables(src, o->schemas[i], &names, &unlogged);
+		rc = source_query_schema_tables(src, o->schemas[i], &names, &unlogged, &empty);
 		for (int j = 0; rc == TM_OK && names[j] != NULL; j++)
 			rc = is_excluded(t, o->schemas[i], names[j])
 				? check_excluded(src, o->schemas[i], names[j], &bad)
@@ -289,8 +289,14 @@ collect_tables(PGconn *src, const cli_options *o, setup_tables *t)
 			log_warn("source: table %s.%s is UNLOGGED: its changes are not written to the WAL, "
 			         "so it is not replicated; it joins (and is copied) when it is made LOGGED",
 			         o->schemas[i], unlogged[j]);
+		/* left out until it has a column (schema_sync_add_table) */
+		for (int j = 0; rc == TM_OK && empty[j] != NULL; j++)
+			log_warn("source: table %s.%s has no columns (or only generated ones): it is not "
+			         "replicated; it joins (and is copied) when it is given one",
+			         o->schemas[i], empty[j]);
 		xstrings_free(names);
 		xstrings_free(unlogged);
+		xstrings_free(empty);
 	}
 	if (rc == TM_OK && bad > 0) {
 		log_error("setup stopped: %d table(s) cannot be replicated as they are (see above)",
@@ -358,7 +364,7 @@ setup_names(PGconn *src, const cli_options *o, const setup_tables *t, char ***na
 	for (int i = 0; rc == TM_OK && i < o->nschemas; i++) {
 		char **list = NULL;
 
-		rc = source_query_schema_tables(src, o->schemas[i], &list, NULL);
+		rc = source_query_schema_tables(src, o->schemas[i], &list, NULL, NULL);
 		for (int j = 0; rc == TM_OK && list[j] != NULL; j++)
 			if (!is_excluded(t, o->schemas[i], list[j]))
 				names_push(names, n, o->schemas[i], list[j]);

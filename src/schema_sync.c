@@ -962,6 +962,14 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 		schema_sync_note_list(&note->actions, "new unlogged table: not replicated until logged");
 		return TM_OK;
 	}
+	if (tabledef_nstored(def) == 0) {
+		log_warn("new table %s.%s in a replicated schema has no columns (or only generated "
+		         "ones): its rows would carry nothing but their number, so it is not "
+		         "replicated; it joins (and is copied) when it is given one", def->schema,
+		         def->name);
+		schema_sync_note_list(&note->actions, "new table without columns: not replicated");
+		return TM_OK;
+	}
 	if (tabledef_nkeys(def) == 0 && def->replident != 'f') {
 		log_warn("new table %s.%s in a replicated schema has no primary key (a DEFERRABLE one "
 		         "does not count), no replica identity index and no REPLICA IDENTITY FULL: it is "

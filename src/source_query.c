@@ -79,8 +79,15 @@ source_query_is_superuser(PGconn *conn, bool *out)
  * replicated by whole rows: keyless.h), for a partition, its root (a
  * partitioned table is replicated as its root), and UNLOGGED (its changes
  * are not in the WAL); column 5, a DEFERRABLE primary key (no replica identity,
- * and not a key: migrations/source/013_deferrable_key.sql).
+ * and not a key: migrations/source/013_deferrable_key.sql); column 6, no
+ * column the stream carries (NO_STORED_COLUMNS).
  */
+/* True when the table has no column the stream carries (none but
+ * generated ones, or none at all: CREATE TABLE t (), or every column
+ * dropped; tabledef_nstored). */
+#define NO_STORED_COLUMNS(rel)                                                                \
+	"NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = " rel ".oid AND a.attnum > 0" \
+	"   AND NOT a.attisdropped AND a.attgenerated = '')"
 #define TABLE_DEF_SQL(where)                                                                  \
 	"SELECT tidemark.capture_tables(ARRAY[c.oid])::text, c.relreplident,"                     \
 	" tidemark.table_keycols(c.oid) IS NOT NULL,"                                             \
@@ -89,7 +96,7 @@ source_query_is_superuser(PGconn *conn, bool *out)
 	"   WHERE rc.oid = pg_partition_root(c.oid)) END"                                         \
 	", c.relpersistence = 'u'"                                                               \
 	", EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary"            \
-	"   AND NOT i.indimmediate)"                                                              \
+	"   AND NOT i.indimmediate), " NO_STORED_COLUMNS("c")                                       \
 	" FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"                          \
 	" WHERE " where " AND c.relkind IN ('r', 'p')"
 
@@ -118,6 +125,13 @@ table_def_errors(PGresult *r, const char *schema, const char *name)
 		          "source cannot publish them. Fix: ALTER TABLE %s SET LOGGED; (a table of a "
 		          "replicated schema then joins on its own), or leave the table out (setup "
 		          "--exclude-table %s)", q.data, q.data, q.data);
+		rc = TM_EXIT_CONFIG;
+	} else if (strcmp(PQgetvalue(r, 0, 6), "t") == 0) {
+		log_error("source: table %s has no columns (or only generated ones): its rows carry "
+		          "nothing to replicate but their number. Fix: give it a column (ALTER TABLE "
+		          "%s ADD COLUMN ...; a table of a replicated schema then joins on its own, "
+		          "with all its rows), or leave the table out (setup --exclude-table %s)",
+		          q.data, q.data, q.data);
 		rc = TM_EXIT_CONFIG;
 	} else if (strcmp(PQgetvalue(r, 0, 1), "n") == 0) {
 		log_error("source: table %s has REPLICA IDENTITY NOTHING, so the source cannot publish "
@@ -305,15 +319,16 @@ source_query_table_def_oid(PGconn *conn, uint32_t relid, tabledef **out)
 }
 
 int
-source_query_schema_tables(PGconn *conn, const char *schema, char ***names, char ***unlogged)
+source_query_schema_tables(PGconn *conn, const char *schema, char ***names, char ***unlogged,
+                           char ***no_columns)
 {
 	const char *params[] = {schema};
 	PGresult *r;
-	char **arr, **left = NULL;
-	int n = 0, nleft = 0;
+	char **arr, **left = NULL, **empty = NULL;
+	int n = 0, nleft = 0, nempty = 0;
 	int rc = query(conn, "listing the tables of a schema",
-	               "SELECT c.relname, c.relpersistence = 'u' FROM pg_class c"
-	               " JOIN pg_namespace n ON n.oid = c.relnamespace"
+	               "SELECT c.relname, c.relpersistence = 'u', " NO_STORED_COLUMNS("c")
+	               " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
 	               " WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition"
 	               " ORDER BY 1",
 	               1, params, &r);
@@ -323,16 +338,24 @@ source_query_schema_tables(PGconn *conn, const char *schema, char ***names, char
 	arr = xcalloc((size_t) PQntuples(r) + 1, sizeof(char *));
 	if (unlogged != NULL)
 		left = xcalloc((size_t) PQntuples(r) + 1, sizeof(char *));
+	if (no_columns != NULL)
+		empty = xcalloc((size_t) PQntuples(r) + 1, sizeof(char *));
 	for (int i = 0; i < PQntuples(r); i++) {
-		if (strcmp(PQgetvalue(r, i, 1), "t") != 0)
+		if (strcmp(PQgetvalue(r, i, 1), "t") == 0) {
+			if (left != NULL)
+				left[nleft++] = xstrdup(PQgetvalue(r, i, 0));
+		} else if (strcmp(PQgetvalue(r, i, 2), "t") == 0) {
+			if (empty != NULL)
+				empty[nempty++] = xstrdup(PQgetvalue(r, i, 0));
+		} else
 			arr[n++] = xstrdup(PQgetvalue(r, i, 0));
-		else if (left != NULL)
-			left[nleft++] = xstrdup(PQgetvalue(r, i, 0));
 	}
 	PQclear(r);
 	*names = arr;
 	if (unlogged != NULL)
 		*unlogged = left;
+	if (no_columns != NULL)
+		*no_columns = empty;
 	return TM_OK;
 }
 

@@ -114,11 +114,11 @@ int source_query_replica_identity(PGconn *conn, const char *schema, const char *
                                   char *replident, bool *has_key);
 
 /* Names of the ordinary and partitioned tables of a schema but the
- * UNLOGGED ones (whose changes are not in the WAL), and, when unlogged is
- * not NULL, those (new NULL-terminated arrays of new strings, all freed by
- * the caller). */
+ * UNLOGGED ones (whose changes are not in the WAL) and those without a
+ * column the stream carries; when unlogged (no_columns) is not NULL, those
+ * (new NULL-terminated arrays of new strings, all freed by the caller). */
 int source_query_schema_tables(PGconn *conn, const char *schema, char ***names,
-                               char ***unlogged);
+                               char ***unlogged, char ***no_columns);
 
 /* Creates the publication if missing and adds the tables and schemas it
  * lacks. tables: "schema"/"name" pairs as tabledefs. */

@@ -120,6 +120,16 @@ tabledef_nkeys(const tabledef *t)
 }
 
 int
+tabledef_nstored(const tabledef *t)
+{
+	int n = 0;
+
+	for (int i = 0; i < t->ncols; i++)
+		n += tabledef_column_streamed(&t->cols[i]);
+	return n;
+}
+
+int
 tabledef_key_columns(const tabledef *t, const tabledef_column **out)
 {
 	int n = 0;

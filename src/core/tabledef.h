@@ -65,6 +65,10 @@ void tabledef_free(tabledef *t);
 tabledef *tabledef_copy(const tabledef *t);
 
 int tabledef_nkeys(const tabledef *t);
+/* How many columns the stream carries (tabledef_column_streamed). A table
+ * without any is not replicated: its rows would be nothing but their
+ * number. */
+int tabledef_nstored(const tabledef *t);
 /* The key columns in key order (by key_pos where every key column has
  * one, else by attnum): fills out (room for t->ncols) and returns their
  * count. */

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "tabledef.h"
+#include "xalloc.h"
 
 static const char *const capture_columns =
 	"[{\"attnum\": 1, \"name\": \"id\", \"type\": \"integer\", \"target_type\": \"integer\","
@@ -66,8 +67,25 @@ test_capture_columns(void **state)
 	assert_string_equal(t->cols[4].generated, "(id * 2)");
 	assert_false(tabledef_column_streamed(&t->cols[4]));
 	assert_true(tabledef_column_streamed(&t->cols[0]));
+	assert_int_equal(tabledef_nstored(t), 4);
 	assert_int_equal(t->types.n, 1);
 	assert_string_equal(t->types.types[0].labels[0].label, "a");
+	tabledef_free(t);
+}
+
+/* A table of no columns, or of generated ones only, carries none. */
+static void
+test_no_stored_columns(void **state)
+{
+	tabledef *t = tabledef_new("public", "e", 16500);
+
+	(void) state;
+	assert_int_equal(tabledef_nstored(t), 0);
+	tabledef_add_column(t, 1, "g", "integer", 23, -1, false, false)->generated = xstrdup("1");
+	assert_int_equal(t->ncols, 1);
+	assert_int_equal(tabledef_nstored(t), 0);
+	tabledef_add_column(t, 2, "v", "text", 25, -1, false, false);
+	assert_int_equal(tabledef_nstored(t), 1);
 	tabledef_free(t);
 }
 
@@ -180,6 +198,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capture_columns),
+		cmocka_unit_test(test_no_stored_columns),
 		cmocka_unit_test(test_version_round_trip),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_table_object),
