@@ -183,6 +183,16 @@ tables_read(PGconn *src, setup_tables *t, const char *schema, const char *name, 
 	}
 	if (rc != TM_OK)
 		return rc;
+	if (tabledef_nstored(def) == 0) {
+		log_error("source: table %s.%s has no columns (or only generated ones): its rows carry "
+		          "nothing to replicate but their number. Fix: give it a column (ALTER TABLE "
+		          "\"%s\".\"%s\" ADD COLUMN ...; a table of a replicated schema then joins on "
+		          "its own, with all its rows), or leave the table out", schema, name, schema,
+		          name);
+		tabledef_free(def);
+		(*bad)++;
+		return TM_OK;
+	}
 	t->defs = xrealloc(t->defs, sizeof(tabledef *) * (size_t) (t->n + 1));
 	t->at = xrealloc(t->at, sizeof(tm_lsn) * (size_t) (t->n + 1));
 	t->trees = xrealloc(t->trees, sizeof(ddl_part_root) * (size_t) (t->n + 1));

@@ -79,8 +79,7 @@ source_query_is_superuser(PGconn *conn, bool *out)
  * replicated by whole rows: keyless.h), for a partition, its root (a
  * partitioned table is replicated as its root), and UNLOGGED (its changes
  * are not in the WAL); column 5, a DEFERRABLE primary key (no replica identity,
- * and not a key: migrations/source/013_deferrable_key.sql); column 6, no
- * column the stream carries (NO_STORED_COLUMNS).
+ * and not a key: migrations/source/013_deferrable_key.sql).
  */
 /* True when the table has no column the stream carries (none but
  * generated ones, or none at all: CREATE TABLE t (), or every column
@@ -96,7 +95,7 @@ source_query_is_superuser(PGconn *conn, bool *out)
 	"   WHERE rc.oid = pg_partition_root(c.oid)) END"                                         \
 	", c.relpersistence = 'u'"                                                               \
 	", EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary"            \
-	"   AND NOT i.indimmediate), " NO_STORED_COLUMNS("c")                                       \
+	"   AND NOT i.indimmediate)"                                                              \
 	" FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"                          \
 	" WHERE " where " AND c.relkind IN ('r', 'p')"
 
@@ -125,13 +124,6 @@ table_def_errors(PGresult *r, const char *schema, const char *name)
 		          "source cannot publish them. Fix: ALTER TABLE %s SET LOGGED; (a table of a "
 		          "replicated schema then joins on its own), or leave the table out (setup "
 		          "--exclude-table %s)", q.data, q.data, q.data);
-		rc = TM_EXIT_CONFIG;
-	} else if (strcmp(PQgetvalue(r, 0, 6), "t") == 0) {
-		log_error("source: table %s has no columns (or only generated ones): its rows carry "
-		          "nothing to replicate but their number. Fix: give it a column (ALTER TABLE "
-		          "%s ADD COLUMN ...; a table of a replicated schema then joins on its own, "
-		          "with all its rows), or leave the table out (setup --exclude-table %s)",
-		          q.data, q.data, q.data);
 		rc = TM_EXIT_CONFIG;
 	} else if (strcmp(PQgetvalue(r, 0, 1), "n") == 0) {
 		log_error("source: table %s has REPLICA IDENTITY NOTHING, so the source cannot publish "
