@@ -2,6 +2,12 @@
  * net_change.c: the net effect of a group's row changes (net_change.h).
  * A chained hash table of entries by (table, encoded key), and a doubly
  * linked list of them in the order of their last change.
+ *
+ * Memory: an entry and its encoded key are one allocation; its values are
+ * another, one block (values, lens, present, then the values' bytes, each
+ * NUL-terminated), replaced whole at each change put onto the entry. A
+ * group of many small changes then costs two allocations per key and one
+ * per change, not one per column.
  */
 #include "net_change.h"
 
@@ -20,6 +26,7 @@ struct net_set {
 	long puts;
 	size_t bytes;
 	net_entry *head, *tail;
+	strbuf key;           /* the key being looked up (memory kept) */
 };
 
 net_set *
@@ -32,14 +39,11 @@ net_new(void)
 	return ns;
 }
 
+/* (values is the start of the values' block) */
 static void
 entry_free_values(net_entry *e)
 {
-	for (int i = 0; e->values != NULL && i < e->ncols; i++)
-		free(e->values[i]);
 	free(e->values);
-	free(e->lens);
-	free(e->present);
 	e->values = NULL;
 	e->lens = NULL;
 	e->present = NULL;
@@ -54,7 +58,6 @@ net_clear(net_set *ns)
 		net_entry *next = e->next;
 
 		entry_free_values(e);
-		free(e->key);
 		free(e);
 		e = next;
 	}
@@ -72,6 +75,7 @@ net_free(net_set *ns)
 		return;
 	net_clear(ns);
 	free(ns->buckets);
+	strbuf_free(&ns->key);
 	free(ns);
 }
 
@@ -133,19 +137,6 @@ append_entry(net_set *ns, net_entry *e)
 	ns->tail = e;
 }
 
-static char *
-copy_value(const char *v, size_t len)
-{
-	char *c;
-
-	if (v == NULL)
-		return NULL;
-	c = xmalloc(len + 1);
-	memcpy(c, v, len);
-	c[len] = '\0';
-	return c;
-}
-
 static bool
 is_key_col(int nkeys, const int *key_idx, int col)
 {
@@ -155,67 +146,123 @@ is_key_col(int nkeys, const int *key_idx, int col)
 	return false;
 }
 
-/* The entry's values become the change's (a row, a delete's keys, a
- * partial's columns sent). */
+/* A new block for ncols values whose bytes take data_bytes (each value's
+ * NUL included): the arrays zeroed, *data where the bytes go. */
+static void
+block_new(net_entry *e, size_t data_bytes, char **data)
+{
+	size_t n = (size_t) e->ncols + 1;
+	size_t arrays = n * (sizeof(char *) + sizeof(size_t)) + n * sizeof(bool);
+	char *b = xmalloc(arrays + data_bytes);
+
+	memset(b, 0, arrays);
+	e->values = (char **) (void *) b;
+	e->lens = (size_t *) (void *) (b + n * sizeof(char *));
+	e->present = (bool *) (b + n * (sizeof(char *) + sizeof(size_t)));
+	*data = b + arrays;
+}
+
+/* Column i becomes v (len bytes; NULL: SQL NULL), copied to *data. */
+static void
+block_put(net_entry *e, int i, const char *v, size_t len, char **data)
+{
+	e->present[i] = true;
+	if (v == NULL)
+		return;
+	memcpy(*data, v, len);
+	(*data)[len] = '\0';
+	e->values[i] = *data;
+	e->lens[i] = len;
+	*data += len + 1;
+}
+
+/* What the entry's block costs, as net_bytes counts it. */
+static size_t
+entry_bytes(const net_entry *e)
+{
+	size_t b = sizeof *e + e->key_len + (size_t) e->ncols * (sizeof(char *) + sizeof(size_t) + 1);
+
+	for (int i = 0; i < e->ncols; i++)
+		if (e->values[i] != NULL)
+			b += e->lens[i] + 1;
+	return b;
+}
+
+/* Column i of a change: whether the entry takes it (a row's every column,
+ * a delete's keys, a partial's columns sent). */
+static bool
+taken(net_kind kind, int nkeys, const int *key_idx, const bool *present, int i)
+{
+	return kind == NET_DELETE ? is_key_col(nkeys, key_idx, i) : present == NULL || present[i];
+}
+
+/* The entry's values become the change's. */
 static void
 set_values(net_set *ns, net_entry *e, net_kind kind, int nkeys, const int *key_idx,
            const char *const *values, const size_t *lens, const bool *present)
 {
+	size_t data_bytes = 0;
+	char *data;
+
+	for (int i = 0; i < e->ncols; i++)
+		if (taken(kind, nkeys, key_idx, present, i) && values[i] != NULL)
+			data_bytes += lens[i] + 1;
 	ns->bytes -= e->bytes;
 	entry_free_values(e);
 	e->kind = kind;
-	e->values = xcalloc((size_t) e->ncols + 1, sizeof(char *));
-	e->lens = xcalloc((size_t) e->ncols + 1, sizeof(size_t));
-	e->present = xcalloc((size_t) e->ncols + 1, sizeof(bool));
-	e->bytes = sizeof *e + e->key_len + (size_t) e->ncols * (sizeof(char *) + sizeof(size_t) + 1);
-	for (int i = 0; i < e->ncols; i++) {
-		bool keep = kind == NET_DELETE ? is_key_col(nkeys, key_idx, i)
-		                               : present == NULL || present[i];
-
-		e->present[i] = keep;
-		if (keep && values[i] != NULL) {
-			e->values[i] = copy_value(values[i], lens[i]);
-			e->lens[i] = lens[i];
-			e->bytes += lens[i] + 1;
-		}
-	}
+	block_new(e, data_bytes, &data);
+	for (int i = 0; i < e->ncols; i++)
+		if (taken(kind, nkeys, key_idx, present, i))
+			block_put(e, i, values[i], lens[i], &data);
+	e->bytes = entry_bytes(e);
 	ns->bytes += e->bytes;
 }
 
 /* Sets the columns sent onto the entry's (a partial onto a row or a
- * partial). */
+ * partial): a new block of the entry's values with those replaced. */
 static void
 merge_values(net_set *ns, net_entry *e, const char *const *values, const size_t *lens,
              const bool *present)
 {
+	char **old = e->values;
+	size_t *old_lens = e->lens;
+	bool *old_present = e->present;
+	size_t data_bytes = 0;
+	char *data;
+
 	for (int i = 0; i < e->ncols; i++) {
-		if (present != NULL && !present[i])
-			continue;
-		if (e->values[i] != NULL) {
-			e->bytes -= e->lens[i] + 1;
-			ns->bytes -= e->lens[i] + 1;
-		}
-		free(e->values[i]);
-		e->values[i] = copy_value(values[i], lens[i]);
-		e->lens[i] = values[i] != NULL ? lens[i] : 0;
-		e->present[i] = true;
-		if (values[i] != NULL) {
-			e->bytes += lens[i] + 1;
-			ns->bytes += lens[i] + 1;
-		}
+		bool sent = present == NULL || present[i];
+		const char *v = sent ? values[i] : old[i];
+
+		if (v != NULL)
+			data_bytes += (sent ? lens[i] : old_lens[i]) + 1;
 	}
+	block_new(e, data_bytes, &data);
+	for (int i = 0; i < e->ncols; i++) {
+		if (present == NULL || present[i])
+			block_put(e, i, values[i], lens[i], &data);
+		else if (old_present[i])
+			block_put(e, i, old[i], old_lens[i], &data);
+	}
+	free(old);
+	ns->bytes -= e->bytes;
+	e->bytes = entry_bytes(e);
+	ns->bytes += e->bytes;
 }
 
+/* A new entry holding a copy of the key being looked up. */
 static net_entry *
-new_entry(net_set *ns, int table, int ncols, strbuf *key)
+new_entry(net_set *ns, int table, int ncols)
 {
-	net_entry *e = xcalloc(1, sizeof *e);
+	net_entry *e = xcalloc(1, sizeof *e + ns->key.len + 1);
 	size_t b;
 
 	e->table = table;
 	e->ncols = ncols;
-	e->key_len = key->len;
-	e->key = strbuf_steal(key);
+	e->key_len = ns->key.len;
+	e->key = (char *) (e + 1);
+	if (ns->key.len > 0)
+		memcpy(e->key, ns->key.data, ns->key.len);
 	if (ns->count + 1 > (long) ns->nbuckets)
 		grow(ns);
 	b = bucket_of(ns, table, e->key, e->key_len);
@@ -225,33 +272,44 @@ new_entry(net_set *ns, int table, int ncols, strbuf *key)
 	return e;
 }
 
-net_put_result
-net_put(net_set *ns, int table, net_kind kind, int ncols, int nkeys, const int *key_idx,
-        const char *const *values, const size_t *lens, const bool *present)
+/* The change's key encoded into ns->key. */
+#define KEYS_ON_STACK 16
+static void
+encode_key(net_set *ns, int nkeys, const int *key_idx, const char *const *values,
+           const size_t *lens)
 {
-	const char **kv = xcalloc((size_t) nkeys + 1, sizeof(char *));
-	size_t *kl = xcalloc((size_t) nkeys + 1, sizeof(size_t));
-	strbuf key = STRBUF_INIT;
-	net_entry *e;
+	const char *kv_stack[KEYS_ON_STACK];
+	size_t kl_stack[KEYS_ON_STACK];
+	const char **kv = nkeys <= KEYS_ON_STACK ? kv_stack : xcalloc((size_t) nkeys, sizeof(char *));
+	size_t *kl = nkeys <= KEYS_ON_STACK ? kl_stack : xcalloc((size_t) nkeys, sizeof(size_t));
 
 	for (int k = 0; k < nkeys; k++) {
 		kv[k] = values[key_idx[k]];
 		kl[k] = lens[key_idx[k]];
 	}
-	codec_key_encode(&key, nkeys, kv, kl);
-	free(kv);
-	free(kl);
-	e = find(ns, table, key.data, key.len);
-	if (e != NULL && kind == NET_PARTIAL && e->kind == NET_DELETE) {
-		strbuf_free(&key);
-		return NET_CONFLICT;
+	strbuf_reset(&ns->key);
+	codec_key_encode(&ns->key, nkeys, kv, kl);
+	if (kv != kv_stack) {
+		free(kv);
+		free(kl);
 	}
+}
+
+net_put_result
+net_put(net_set *ns, int table, net_kind kind, int ncols, int nkeys, const int *key_idx,
+        const char *const *values, const size_t *lens, const bool *present)
+{
+	net_entry *e;
+
+	encode_key(ns, nkeys, key_idx, values, lens);
+	e = find(ns, table, ns->key.data, ns->key.len);
+	if (e != NULL && kind == NET_PARTIAL && e->kind == NET_DELETE)
+		return NET_CONFLICT;
 	ns->puts++;
 	if (e == NULL)
-		e = new_entry(ns, table, ncols, &key);
+		e = new_entry(ns, table, ncols);
 	else
 		unlink_entry(ns, e);
-	strbuf_free(&key);
 	append_entry(ns, e);
 	if (kind == NET_PARTIAL && e->values != NULL)
 		merge_values(ns, e, values, lens, present); /* stays a row, or a partial */

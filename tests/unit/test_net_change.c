@@ -1,7 +1,8 @@
 /*
  * test_net_change.c: a group's net changes per key: every order of row,
  * partial and delete, the order entries come out in, and generated
- * sequences checked against a model that applies each change in turn.
+ * sequences checked against a model that applies each change in turn
+ * (and the bytes the set says it holds against its entries).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -133,6 +134,31 @@ apply_entry(void *ctx, const net_entry *e)
 	return 0;
 }
 
+/* What net_bytes says the entries hold: each entry, its key, its
+ * columns' slots, and its values with their NULs. */
+static int
+add_bytes(void *ctx, const net_entry *e)
+{
+	size_t *sum = ctx;
+
+	*sum += sizeof *e + e->key_len + (size_t) e->ncols * (sizeof(char *) + sizeof(size_t) + 1);
+	for (int i = 0; i < e->ncols; i++)
+		if (e->present[i] && e->values[i] != NULL) {
+			assert_int_equal(strlen(e->values[i]), e->lens[i]);
+			*sum += e->lens[i] + 1;
+		}
+	return 0;
+}
+
+static void
+assert_bytes(const net_set *ns)
+{
+	size_t sum = 0;
+
+	net_each(ns, add_bytes, &sum);
+	assert_int_equal(net_bytes(ns), sum);
+}
+
 static void
 test_generated_sequences(void **state)
 {
@@ -174,6 +200,7 @@ test_generated_sequences(void **state)
 			if (net_put(ns, 1, kind, 3, 1, key_idx, v, l, kind == NET_PARTIAL ? present : NULL) ==
 			    NET_CONFLICT)
 				fail_msg("a partial of a present row cannot meet a delete");
+			assert_bytes(ns);
 			if (kind == NET_DELETE)
 				direct[k].exists = false;
 			else {
