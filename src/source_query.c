@@ -70,6 +70,13 @@ source_query_is_superuser(PGconn *conn, bool *out)
 	return rc;
 }
 
+/* True when the table has no column the stream carries (none but
+ * generated ones, or none at all: CREATE TABLE t (), or every column
+ * dropped; tabledef_nstored). */
+#define NO_STORED_COLUMNS(rel)                                                                \
+	"NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = " rel ".oid AND a.attnum > 0" \
+	"   AND NOT a.attisdropped AND a.attgenerated = '')"
+
 /*
  * The table's definition as the capture describes it
  * (migrations/source/003_table_definition.sql): one description of a table
@@ -81,12 +88,6 @@ source_query_is_superuser(PGconn *conn, bool *out)
  * are not in the WAL); column 5, a DEFERRABLE primary key (no replica identity,
  * and not a key: migrations/source/013_deferrable_key.sql).
  */
-/* True when the table has no column the stream carries (none but
- * generated ones, or none at all: CREATE TABLE t (), or every column
- * dropped; tabledef_nstored). */
-#define NO_STORED_COLUMNS(rel)                                                                \
-	"NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = " rel ".oid AND a.attnum > 0" \
-	"   AND NOT a.attisdropped AND a.attgenerated = '')"
 #define TABLE_DEF_SQL(where)                                                                  \
 	"SELECT tidemark.capture_tables(ARRAY[c.oid])::text, c.relreplident,"                     \
 	" tidemark.table_keycols(c.oid) IS NOT NULL,"                                             \
