@@ -22,9 +22,10 @@
  * Each round the floor goes first, then tidemark and the subscription in
  * turn first. Before each backlog is written, every slot is made to
  * restart at its end (a checkpoint, then each consumer caught up, not
- * timed), so that no consumer decodes the rounds before again. Then the same again into target tables that carry six
- * secondary indexes each (on both targets; the updated columns are
- * indexed, so no update is HOT there). Printed per backlog: the medians
+ * timed), so that no consumer decodes the rounds before again. Then the
+ * same again into target tables that carry six secondary indexes each (on
+ * both targets; the updated columns are indexed, so no update is HOT
+ * there). Printed per backlog: the medians
  * over ROUNDS (default 3), tidemark / floor and native / tidemark, and
  * the source transactions per group (target transaction) of tidemark's
  * runs: the target's xact_commit over a run, less that of a run with

@@ -13,8 +13,8 @@
  * Each round makes every slot restart at its end (benchlib.h:
  * bench_source_restart_point), writes a fresh backlog (default 40,000
  * transactions), then the floor, the mirror and the history catch up on
- * it, the mirror and the history in turn first; the medians over the rounds (default 5) and the
- * ratio history / mirror (goal: at most 1.5).
+ * it, the mirror and the history in turn first; the medians over the
+ * rounds (default 5) and the ratio history / mirror (goal: at most 1.5).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -45,14 +45,14 @@ double bench_floor(const char *conninfo, const char *slot, const char *const opt
  * applied position passes it has applied that transaction and all before.
  * The caller frees it. */
 char *bench_mark(PGconn *source, const char *stmt);
-/* A checkpoint on the source, which logs a running-transactions record:
- * the position returned (its redo point, at or before the record; the
- * caller frees it) is where a slot restarts once its consumer has
+/* A checkpoint on the source, which logs a running-transactions record;
+ * returned, the checkpoint's redo point (at or before the record; the
+ * caller frees it): a slot restarts at or after it once its consumer has
  * confirmed a position past the record. Until a slot's restart point
  * moves, each start of its consumer decodes everything after it again:
- * a benchmark that stops its consumers between rounds calls this and lets
- * each consumer catch up (bench_wait_passed with bench_slot_restart_sql)
- * before it writes the next backlog, so that a round decodes its own. */
+ * a benchmark that stops its consumers between rounds calls this and
+ * bench_settle_slot for each before it writes the next backlog, so that a
+ * round decodes its own. */
 char *bench_source_restart_point(PGconn *source);
 /* A query of a slot's restart point ($1: the slot), on the source. */
 extern const char *const bench_slot_restart_sql;

@@ -787,8 +787,8 @@ test_unlogged_for_a_while(void **state)
 	tm_env_free(e);
 }
 
-/* A table without columns (CREATE TABLE t (), every column dropped, or
- * only generated ones): its rows carry nothing but their number. It is not
+/* A table without columns (CREATE TABLE t (), or only generated ones):
+ * its rows carry nothing but their number. It is not
  * replicated until it has a column, then it joins with all its rows; setup
  * leaves one of a schema out with a warning and refuses one it is given by
  * name. (It had been taken for a table gone from the source: copied as
