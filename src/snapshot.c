@@ -453,6 +453,7 @@ report(snapshot *s, bool force)
 
 	if (!force && now - s->last_progress < (tty ? 1.0 : s->cfg.progress_interval))
 		return;
+	now = clock_now_s(); /* (the rates and times shown: to the microsecond) */
 	s->last_progress = now;
 	if (tty) {
 		report_bars(s, now);
@@ -805,6 +806,12 @@ apply_chunk(snapshot *s, snap_table *t, snap_range *g, snap_result *res)
 	}
 	if (rc == TM_OK)
 		chunk_done(s, t, g, res, n, fast);
+	/* the target transaction ends with this chunk: each chunk is committed
+	 * as it is loaded, so the copy's progress shows chunk by chunk and a
+	 * crash loses at most the chunks not yet loaded (a group of the stream's
+	 * would otherwise hold every chunk loaded in its second) */
+	if (rc == TM_OK)
+		apply_commit_after(s->apply);
 	return rc;
 }
 
