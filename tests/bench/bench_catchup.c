@@ -6,6 +6,10 @@
  *
  *   cmake --build build --target bench_catchup && build/tests/bench_catchup [TRANSACTIONS]
  *
+ * Before each backlog every slot is made to restart at its end (not
+ * timed: benchlib.h, bench_source_restart_point), so that a catch-up
+ * decodes its own backlog only.
+ *
  * The cost of the metrics: rounds of the same backlog caught up alternately
  * without and with `--metrics-listen` (scraped each second meanwhile), and
  * the median time of each:
@@ -30,7 +34,11 @@ prepare(void)
 
 	src = pgtest_cluster_start_with("src", "max_wal_senders=20", "max_replication_slots=20",
 	                                "max_wal_size=4GB", "shared_buffers=256MB");
-	dst = pgtest_cluster_start_with("dst", "max_wal_size=4GB", "shared_buffers=256MB");
+	/* the launcher starts an apply worker at most once per
+	 * wal_retrieve_retry_interval (5 s by default): an ENABLE soon after
+	 * the last start (settle_slots) would wait for it */
+	dst = pgtest_cluster_start_with("dst", "max_wal_size=4GB", "shared_buffers=256MB",
+	                                "wal_retrieve_retry_interval=50ms");
 	a = pgtest_connect(dst);
 	pgtest_exec(a, "CREATE DATABASE tm");
 	pgtest_exec(a, "CREATE DATABASE pg");
@@ -104,6 +112,42 @@ subscription_catch_up(int round)
 }
 
 static void
+tidemark_settle(void *ctx)
+{
+	(void) ctx;
+	if (tidemark("run", NULL, NULL, NULL) != 0)
+		exit(1);
+}
+
+/* Every slot made to restart at its end before a round's backlog, so
+ * that each catch-up decodes that backlog only (benchlib.h:
+ * bench_source_restart_point); the subscription's too when it takes part.
+ * Not measured. */
+static void
+settle_slots(bool subscription, int round)
+{
+	PGconn *s = pgtest_connect(src);
+	char *restart = bench_source_restart_point(s);
+
+	pgtest_exec(s, "UPDATE marker SET v = %d", -round);
+	bench_settle_slot(s, "tidemark", restart, tidemark_settle, NULL);
+	if (subscription) {
+		PGconn *p = pgtest_connect_str(pg_db);
+		char expected[16];
+
+		snprintf(expected, sizeof expected, "%d", -round);
+		bench_subscription_enable(p, "pgsub", true);
+		if (bench_wait_value(p, "SELECT v FROM marker", expected, 600) < 0 ||
+		    bench_wait_passed(s, bench_slot_restart_sql, "pgsub", restart, 15) < 0)
+			fprintf(stderr, "warning: slot pgsub still restarts before %s\n", restart);
+		bench_subscription_enable(p, "pgsub", false);
+		PQfinish(p);
+	}
+	free(restart);
+	PQfinish(s);
+}
+
+static void
 big_transaction(int rows)
 {
 	PGconn *s = pgtest_connect(src);
@@ -153,6 +197,7 @@ metrics_overhead(int n, int rounds)
 		pthread_t t;
 		double secs;
 
+		settle_slots(false, round);
 		backlog(n, round);
 		scraping = with;
 		if (with)
@@ -193,6 +238,7 @@ main(int argc, char **argv)
 	prepare_subscription();
 	/* two rounds, alternating who goes first, each on a fresh backlog */
 	for (int round = 1; round <= 2; round++) {
+		settle_slots(true, round);
 		backlog(n, round);
 		if (round == 1) {
 			pg_s[0] = subscription_catch_up(round);
