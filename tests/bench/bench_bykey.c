@@ -22,6 +22,8 @@
  * -DAPPLY_NET_MIN_BY_KEY=1000000000 (every delete and partial alone),
  * run beside it on the same backlog into its own target database;
  * medians of ROUNDS and the ratio, both targets compared with the source.
+ * Before each backlog both slots are made to restart at its start, so
+ * that a catch-up decodes that backlog only (benchlib.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +203,27 @@ catch_up(pipeline *p, double *secs)
 }
 
 static void
+pipeline_settle(void *ctx)
+{
+	catch_up(ctx, NULL);
+}
+
+/* Both pipelines' slots made to restart at their end before a backlog,
+ * so that each measured catch-up decodes that backlog only (benchlib.h:
+ * bench_source_restart_point). Not measured. */
+static void
+settle_slots(PGconn *s)
+{
+	char *restart = bench_source_restart_point(s);
+
+	pgtest_exec(s, "SELECT pg_logical_emit_message(true, 'bench.settle', '')");
+	bench_settle_slot(s, many.name, restart, pipeline_settle, &many);
+	if (peer.program != NULL)
+		bench_settle_slot(s, peer.name, restart, pipeline_settle, &peer);
+	free(restart);
+}
+
+static void
 end_to_end(int n, int rounds)
 {
 	PGconn *s = pgtest_connect(src);
@@ -226,9 +249,11 @@ end_to_end(int n, int rounds)
 		pipeline *first = r % 2 == 0 || peer.program == NULL ? &many : &peer;
 		pipeline *second = first == &many ? &peer : &many;
 
+		settle_slots(s);
 		pgtest_exec(s, "CALL dels(%d)", n);
 		catch_up(first, &first->del[r]);
 		catch_up(second, &second->del[r]);
+		settle_slots(s);
 		pgtest_exec(s, "CALL parts(%d)", n);
 		catch_up(first, &first->part[r]);
 		catch_up(second, &second->part[r]);
