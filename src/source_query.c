@@ -70,13 +70,6 @@ source_query_is_superuser(PGconn *conn, bool *out)
 	return rc;
 }
 
-/* True when the table has no column the stream carries (none but
- * generated ones, or none at all: CREATE TABLE t (), or every column
- * dropped; tabledef_nstored). */
-#define NO_STORED_COLUMNS(rel)                                                                \
-	"NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = " rel ".oid AND a.attnum > 0" \
-	"   AND NOT a.attisdropped AND a.attgenerated = '')"
-
 /*
  * The table's definition as the capture describes it
  * (migrations/source/003_table_definition.sql): one description of a table
@@ -319,8 +312,13 @@ source_query_schema_tables(PGconn *conn, const char *schema, char ***names, char
 	PGresult *r;
 	char **arr, **left = NULL, **empty = NULL;
 	int n = 0, nleft = 0, nempty = 0;
+	/* column 3: no column the stream carries (none but generated ones, or
+	 * none at all: CREATE TABLE t (), or every column dropped;
+	 * tabledef_nstored) */
 	int rc = query(conn, "listing the tables of a schema",
-	               "SELECT c.relname, c.relpersistence = 'u', " NO_STORED_COLUMNS("c")
+	               "SELECT c.relname, c.relpersistence = 'u',"
+	               " NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid"
+	               "   AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '')"
 	               " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
 	               " WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition"
 	               " ORDER BY 1",

@@ -176,16 +176,18 @@ block_put(net_entry *e, int i, const char *v, size_t len, char **data)
 	*data += len + 1;
 }
 
-/* What the entry's block costs, as net_bytes counts it. */
-static size_t
-entry_bytes(const net_entry *e)
+/* The entry's cost counted again from its new block, as net_bytes counts
+ * it: the entry, its key, its columns' slots and its values' bytes. */
+static void
+recount(net_set *ns, net_entry *e)
 {
 	size_t b = sizeof *e + e->key_len + (size_t) e->ncols * (sizeof(char *) + sizeof(size_t) + 1);
 
 	for (int i = 0; i < e->ncols; i++)
 		if (e->values[i] != NULL)
 			b += e->lens[i] + 1;
-	return b;
+	ns->bytes = ns->bytes - e->bytes + b;
+	e->bytes = b;
 }
 
 /* Column i of a change: whether the entry takes it (a row's every column,
@@ -207,15 +209,13 @@ set_values(net_set *ns, net_entry *e, net_kind kind, int nkeys, const int *key_i
 	for (int i = 0; i < e->ncols; i++)
 		if (taken(kind, nkeys, key_idx, present, i) && values[i] != NULL)
 			data_bytes += lens[i] + 1;
-	ns->bytes -= e->bytes;
 	entry_free_values(e);
 	e->kind = kind;
 	block_new(e, data_bytes, &data);
 	for (int i = 0; i < e->ncols; i++)
 		if (taken(kind, nkeys, key_idx, present, i))
 			block_put(e, i, values[i], lens[i], &data);
-	e->bytes = entry_bytes(e);
-	ns->bytes += e->bytes;
+	recount(ns, e);
 }
 
 /* Sets the columns sent onto the entry's (a partial onto a row or a
@@ -245,9 +245,7 @@ merge_values(net_set *ns, net_entry *e, const char *const *values, const size_t 
 			block_put(e, i, old[i], old_lens[i], &data);
 	}
 	free(old);
-	ns->bytes -= e->bytes;
-	e->bytes = entry_bytes(e);
-	ns->bytes += e->bytes;
+	recount(ns, e);
 }
 
 /* A new entry holding a copy of the key being looked up. */

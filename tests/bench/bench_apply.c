@@ -25,11 +25,11 @@
  * timed), so that no consumer decodes the rounds before again. Then the
  * same again into target tables that carry six secondary indexes each (on
  * both targets; the updated columns are indexed, so no update is HOT
- * there). Printed per backlog: the medians
- * over ROUNDS (default 3), tidemark / floor and native / tidemark, and
- * the source transactions per group (target transaction) of tidemark's
- * runs: the target's xact_commit over a run, less that of a run with
- * nothing to apply (its reads and writes of its catalog at the start).
+ * there). Printed per backlog: the medians over ROUNDS (default 3),
+ * tidemark / floor and native / tidemark, and the source transactions per
+ * group (target transaction) of tidemark's runs: the target's xact_commit
+ * over a run, less that of a run with nothing to apply (its reads and
+ * writes of its catalog at the start).
  * PERCENT (default 100) scales the backlogs, not the tables. Last, every
  * table on both targets is compared with the source row for row.
  *
@@ -261,17 +261,11 @@ settle_slots(void)
 	PGconn *s = pgtest_connect(pair.src);
 	PGconn *p = pgtest_connect(pair.pg);
 	char *restart = bench_source_restart_point(s);
-	char *end = bench_mark(s, "UPDATE marker SET v = v + 1");
 
+	pgtest_exec(s, "UPDATE marker SET v = v + 1"); /* a transaction past the record */
 	bench_settle_slot(s, "floor", restart, floor_settle, NULL);
 	bench_settle_slot(s, "bench", restart, tidemark_settle, NULL);
-	/* the subscription's worker stays while it is enabled: one wait */
-	bench_subscription_enable(p, "pgsub", true);
-	if (bench_wait_passed(p, bench_subscription_lsn_sql, "pgsub", end, 600) < 0 ||
-	    bench_wait_passed(s, bench_slot_restart_sql, "pgsub", restart, 15) < 0)
-		fprintf(stderr, "warning: slot pgsub still restarts before %s\n", restart);
-	bench_subscription_enable(p, "pgsub", false);
-	free(end);
+	bench_settle_subscription(s, p, "pgsub", restart);
 	free(restart);
 	PQfinish(p);
 	PQfinish(s);

@@ -133,14 +133,8 @@ settle_slots(bool subscription, int round)
 	bench_settle_slot(s, "tidemark", restart, tidemark_settle, NULL);
 	if (subscription) {
 		PGconn *p = pgtest_connect_str(pg_db);
-		char expected[16];
 
-		snprintf(expected, sizeof expected, "%d", -round);
-		bench_subscription_enable(p, "pgsub", true);
-		if (bench_wait_value(p, "SELECT v FROM marker", expected, 600) < 0 ||
-		    bench_wait_passed(s, bench_slot_restart_sql, "pgsub", restart, 15) < 0)
-			fprintf(stderr, "warning: slot pgsub still restarts before %s\n", restart);
-		bench_subscription_enable(p, "pgsub", false);
+		bench_settle_subscription(s, p, "pgsub", restart);
 		PQfinish(p);
 	}
 	free(restart);

@@ -330,6 +330,18 @@ bench_settle_slot(PGconn *source, const char *slot, const char *restart,
 	fprintf(stderr, "warning: slot %s still restarts before %s\n", slot, restart);
 }
 
+void
+bench_settle_subscription(PGconn *source, PGconn *target, const char *name,
+                          const char *restart)
+{
+	/* (its worker stays while it is enabled: one wait, through its catch-up
+	 * and its confirmation past the record) */
+	bench_subscription_enable(target, name, true);
+	if (bench_wait_passed(source, bench_slot_restart_sql, name, restart, 600) < 0)
+		fprintf(stderr, "warning: slot %s still restarts before %s\n", name, restart);
+	bench_subscription_enable(target, name, false);
+}
+
 /* The subscription's applied position: its origin's remote_lsn (NULL
  * until it has applied a transaction). $1: the subscription's name. */
 const char *const bench_subscription_lsn_sql =

@@ -62,6 +62,11 @@ extern const char *const bench_slot_restart_sql;
  * one from before may come first. Warns when it still does not. */
 void bench_settle_slot(PGconn *source, const char *slot, const char *restart,
                        void (*catch_up)(void *ctx), void *ctx);
+/* The same for a subscription (on target): enabled until its slot (of its
+ * name) restarts at restart or later, then disabled. Warns when it does
+ * not within 600 s. */
+void bench_settle_subscription(PGconn *source, PGconn *target, const char *name,
+                               const char *restart);
 /* A query of the applied position of a subscription named $1, on its
  * target: its replication origin's remote_lsn. */
 extern const char *const bench_subscription_lsn_sql;
