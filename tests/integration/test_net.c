@@ -52,13 +52,15 @@ create_hot(tm_env *e)
 	                  "INSERT INTO h SELECT g, 0, repeat('b', 9000) FROM generate_series(0, 4) g");
 }
 
-/* A trigger on the target counting the rows the apply writes into h. */
+/* A trigger on the target counting the rows the apply writes into h, and
+ * the most source updates one write of a row took in (its n counts them). */
 static void
 count_target_writes(tm_env *e)
 {
-	pgtest_exec(e->t, "CREATE TABLE writes (n bigint); INSERT INTO writes VALUES (0);"
+	pgtest_exec(e->t, "CREATE TABLE writes (n bigint, most int); INSERT INTO writes VALUES (0, 0);"
 	                  "CREATE FUNCTION count_write() RETURNS trigger LANGUAGE plpgsql AS"
-	                  " $$ BEGIN UPDATE writes SET n = n + 1; RETURN NULL; END $$;"
+	                  " $$ BEGIN UPDATE writes SET n = n + 1, most = greatest(most,"
+	                  "  CASE WHEN TG_OP = 'UPDATE' THEN NEW.n - OLD.n END); RETURN NULL; END $$;"
 	                  "CREATE TRIGGER count_write AFTER INSERT OR UPDATE OR DELETE ON h"
 	                  " FOR EACH ROW EXECUTE FUNCTION count_write();"
 	                  "ALTER TABLE h ENABLE ALWAYS TRIGGER count_write");
@@ -74,7 +76,7 @@ static void
 test_hot_keys_netted(void **state)
 {
 	tm_env *e = tm_env_new("net_hot");
-	long writes;
+	long writes, most;
 
 	(void) state;
 	create_hot(e);
@@ -88,11 +90,18 @@ test_hot_keys_netted(void **state)
 	tm_catch_up(e, 300);
 	assert_h_equal(e);
 	writes = pgtest_query_long(e->t, "SELECT n FROM writes");
-	/* the source wrote more than a row in each of its 2 x HOT_TXS
-	 * transactions; a group of whole transactions writes each hot key once */
-	if (writes * 4 > 2 * HOT_TXS)
-		fail_msg("the apply wrote %ld rows for %d source transactions: not netted", writes,
-		         2 * HOT_TXS);
+	most = pgtest_query_long(e->t, "SELECT most FROM writes");
+	print_message("%ld rows written for %d source transactions, up to %ld updates in one\n",
+	              writes, 2 * HOT_TXS, most);
+	/* the source wrote a row or more in each of its 2 x HOT_TXS
+	 * transactions; a group of whole transactions writes each hot key once.
+	 * How many a group holds depends on how fast the source decodes (while
+	 * it falls behind, groups end at each pause of the stream): under load
+	 * they can be a few each, so the bound is a row per source transaction,
+	 * and some row written once for several of its updates. */
+	if (writes >= 2 * HOT_TXS || most < 2)
+		fail_msg("the apply wrote %ld rows for %d source transactions, at most %ld updates of a"
+		         " row in one: not netted", writes, 2 * HOT_TXS, most);
 	tm_env_free(e);
 }
 
