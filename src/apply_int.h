@@ -112,6 +112,7 @@ typedef struct apply_rel {
 	sink_stmt *history_rows; /* many history entries at once (apply_net.c) */
 	sink_stmt *delete_rows;  /* many deletes by key at once (apply_net.c) */
 	bool types_loaded;
+	bool key_exact;          /* with types: apply_net_key_exact */
 	char **types;            /* owned, per column: its target type rendered (NULL: not
 	                          * known, and no statement of many rows) */
 	sink_stmt *delete;
@@ -186,7 +187,7 @@ struct apply {
 	int next_worker;
 	key_set group_keys;         /* the keys of the group being sent */
 	long par_groups;            /* groups the workers committed */
-	long par_waits;             /* of them, after waiting for an earlier one's keys */
+	long par_waits;             /* of them, with rows held until an earlier one committed */
 	/* a group the apply's own connection committed without waiting: the
 	 * connection (borrowed) and what the group counts for once confirmed
 	 * (apply_workers.c: apply_own_sent) */
@@ -365,6 +366,18 @@ int apply_net_put(apply *a, apply_rel *r, net_kind kind, const pgoutput_tuple *t
                   const bool *present, bool *conflict);
 /* Sends every net change held (a barrier: the target must hold them). */
 int apply_net_flush(apply *a);
+/* Does a net change of r touch a key of a group still in flight? */
+typedef bool (*apply_net_held)(void *ctx, apply_rel *r, const net_entry *e);
+/* Are two of r's keys equal on the target only when their texts are (its
+ * key columns' types and collations: tidemark.column_match 'image')?
+ * False when that is not known. Reads the target's types once (a->sink). */
+bool apply_net_key_exact(apply *a, apply_rel *r);
+/* As apply_net_flush, in two parts: the net changes that held does not
+ * claim, then held_until(ctx) (which returns once the groups holding the
+ * others' keys are committed), then the rest. Counts a->par_waits when
+ * anything was held back. */
+int apply_net_flush_split(apply *a, apply_net_held held, int (*held_until)(void *ctx),
+                          void *ctx);
 
 /* ---- apply_join.c ---- */
 

@@ -64,12 +64,14 @@ load_types(apply *a, apply_rel *r)
 	if (r->types_loaded)
 		goto out;
 	r->types_loaded = true;
+	r->key_exact = false;
 	r->types = xcalloc((size_t) r->ncols + 1, sizeof(char *));
 	/* the type by its catalog name, without modifiers: the column applies
 	 * them as it does to a parameter (a cast to varchar(n) would cut a value
 	 * silently, and "character" without a length is char(1)) */
 	if (sink_query(a->sink, "reading a target table's column types",
-	               "SELECT a.attname, n.nspname, t.typname FROM pg_attribute a"
+	               "SELECT a.attname, n.nspname, t.typname,"
+	               " tidemark.column_match(a.atttypid, a.attcollation) FROM pg_attribute a"
 	               " JOIN pg_type t ON t.oid = a.atttypid"
 	               " JOIN pg_namespace n ON n.oid = t.typnamespace"
 	               " WHERE a.attrelid = format('%I.%I', $1::text, $2::text)::regclass"
@@ -85,11 +87,27 @@ load_types(apply *a, apply_rel *r)
 				strbuf_append_qualified(&sb, PQgetvalue(res, j, 1), PQgetvalue(res, j, 2));
 				r->types[i] = strbuf_steal(&sb);
 			}
+	r->key_exact = r->nkeys > 0;
+	for (int k = 0; k < r->nkeys; k++) {
+		bool image = false;
+
+		for (int j = 0; j < PQntuples(res); j++)
+			if (strcmp(PQgetvalue(res, j, 0), r->colnames[r->key_idx[k]]) == 0)
+				image = strcmp(PQgetvalue(res, j, 3), "image") == 0;
+		r->key_exact &= image;
+	}
 	PQclear(res);
 out:
 	for (int i = 0; i < r->ncols; i++)
 		all &= r->types[i] != NULL;
 	return all;
+}
+
+bool
+apply_net_key_exact(apply *a, apply_rel *r)
+{
+	(void) load_types(a, r);
+	return r->key_exact;
 }
 
 void
@@ -318,6 +336,8 @@ typedef struct entry_group {
 	uint32_t relid;
 	net_kind kind;
 	const bool *present;        /* borrowed from the first entry (NET_PARTIAL) */
+	bool held;                  /* its keys are left until held_until (apply_net_flush_split) */
+	bool sent;
 	const net_entry **entries;  /* owned array; the entries borrowed from the
 	                             * net set until net_clear */
 	long n, cap;
@@ -328,12 +348,14 @@ typedef struct flush_ctx {
 	arena scratch;
 	entry_group *groups;    /* owned */
 	int ngroups;
+	apply_net_held held;    /* NULL: nothing held */
+	void *held_ctx;
 } flush_ctx;
 
 static bool
-same_group(const entry_group *g, const net_entry *e)
+same_group(const entry_group *g, const net_entry *e, bool held)
 {
-	return g->relid == (uint32_t) e->table && g->kind == e->kind &&
+	return g->relid == (uint32_t) e->table && g->kind == e->kind && g->held == held &&
 	       (e->kind != NET_PARTIAL ||
 	        memcmp(g->present, e->present, sizeof(bool) * (size_t) e->ncols) == 0);
 }
@@ -345,20 +367,22 @@ collect_entry(void *ctx, const net_entry *e)
 	flush_ctx *f = ctx;
 	apply_rel *r = apply_find_rel(f->a, (uint32_t) e->table);
 	entry_group *g = NULL;
+	bool held;
 
 	if (r == NULL || r->table == NULL || r->ncols != e->ncols) {
 		log_error("internal: a net change of relation %u lost its table", (unsigned) e->table);
 		return TM_EXIT_INTERNAL;
 	}
+	held = f->held != NULL && f->held(f->held_ctx, r, e);
 	for (int i = f->ngroups - 1; i >= 0 && g == NULL; i--)
-		if (same_group(&f->groups[i], e))
+		if (same_group(&f->groups[i], e, held))
 			g = &f->groups[i];
 	if (g == NULL) {
 		f->groups = realloc(f->groups, sizeof *f->groups * (size_t) (f->ngroups + 1));
 		if (f->groups == NULL)
 			abort();
 		g = &f->groups[f->ngroups++];
-		*g = (entry_group){(uint32_t) e->table, e->kind, e->present, NULL, 0, 0};
+		*g = (entry_group){(uint32_t) e->table, e->kind, e->present, held, false, NULL, 0, 0};
 	}
 	if (g->n == g->cap) {
 		g->cap = g->cap > 0 ? 2 * g->cap : 16;
@@ -476,39 +500,66 @@ send_group(flush_ctx *f, const entry_group *g)
 }
 
 /*
- * The groups of one kind, for every table. The keys of a flush's entries
- * all differ, so only other unique indexes of the target could tell an
- * order between them (tidemark makes none): the deletes go first (they
- * only free values), then the partials, then the whole rows.
+ * The groups of one kind not sent yet, for every table; only those not
+ * held when free_only. The keys of a flush's entries all differ, so only
+ * other unique indexes of the target could tell an order between them
+ * (tidemark makes none): the deletes go first (they only free values),
+ * then the partials, then the whole rows.
  */
 static int
-send_groups(flush_ctx *f, net_kind kind)
+send_groups(flush_ctx *f, net_kind kind, bool free_only)
 {
 	int rc = TM_OK;
 
-	for (int i = 0; rc == TM_OK && i < f->ngroups; i++)
-		if (f->groups[i].kind == kind)
-			rc = send_group(f, &f->groups[i]);
+	for (int i = 0; rc == TM_OK && i < f->ngroups; i++) {
+		entry_group *g = &f->groups[i];
+
+		if (g->kind == kind && !g->sent && !(free_only && g->held)) {
+			g->sent = true;
+			rc = send_group(f, g);
+		}
+	}
+	return rc;
+}
+
+/* Every kind's groups not sent yet, in their order; free_only: those not
+ * held, what may go before held_until. Those meet none of the held ones'
+ * keys (a table whose keys can be spelled apart is held as a whole:
+ * apply_workers.c), so no order between the two parts matters. */
+static int
+send_kinds(flush_ctx *f, bool free_only)
+{
+	int rc = send_groups(f, NET_DELETE, free_only);
+
+	if (rc == TM_OK)
+		rc = send_groups(f, NET_PARTIAL, free_only);
+	if (rc == TM_OK)
+		rc = send_groups(f, NET_ROW, free_only);
 	return rc;
 }
 
 int
-apply_net_flush(apply *a)
+apply_net_flush_split(apply *a, apply_net_held held, int (*held_until)(void *ctx), void *ctx)
 {
-	flush_ctx f = {a, {0}, NULL, 0};
+	flush_ctx f = {a, {0}, NULL, 0, held, ctx};
+	bool any_held = false;
 	int rc;
 
 	if (a->net == NULL || (net_count(a->net) == 0 && a->nhist_bufs == 0))
-		return TM_OK;
+		return held_until != NULL ? held_until(ctx) : TM_OK;
 	arena_init(&f.scratch, 16 * 1024);
 	log_debug("apply: %ld net changes for %ld changes", net_count(a->net), net_puts(a->net));
 	rc = net_each(a->net, collect_entry, &f);
 	if (rc == TM_OK)
-		rc = send_groups(&f, NET_DELETE);
+		rc = send_kinds(&f, true);
+	for (int i = 0; i < f.ngroups; i++)
+		any_held |= !f.groups[i].sent;
+	if (rc == TM_OK && held_until != NULL)
+		rc = held_until(ctx);
 	if (rc == TM_OK)
-		rc = send_groups(&f, NET_PARTIAL);
-	if (rc == TM_OK)
-		rc = send_groups(&f, NET_ROW);
+		rc = send_kinds(&f, false);
+	if (any_held)
+		a->par_waits++;
 	for (int i = 0; i < f.ngroups; i++)
 		free(f.groups[i].entries);
 	free(f.groups);
@@ -516,6 +567,12 @@ apply_net_flush(apply *a)
 	arena_free(&f.scratch);
 	/* the mirror's rows sent, their history's entries */
 	return rc == TM_OK ? flush_history(a) : rc;
+}
+
+int
+apply_net_flush(apply *a)
+{
+	return apply_net_flush_split(a, NULL, NULL, NULL);
 }
 
 int

@@ -13,9 +13,11 @@
  *     ones, whatever instant a crash comes at: the stored position, written
  *     by each group in its own transaction, stays exact); the UPDATE of the
  *     stored position, one row, orders them on the target too;
- *   - keys: a group that touches a key of a group not yet confirmed waits
- *     for that group first (core/key_set.h), since a statement does not see,
- *     nor wait for, a row an open transaction inserted;
+ *   - keys: the rows of a group whose keys a group not yet confirmed
+ *     touched (core/key_set.h) are sent only once every earlier group is
+ *     confirmed, since a statement does not see, nor wait for, a row an
+ *     open transaction inserted; its other rows go at once, and execute
+ *     beside the earlier groups' (no two of them touch one key);
  *   - everything else (the snapshot's loads, schema changes, catalog
  *     writes, tables without a key or in another mode, quarantine) goes to
  *     the apply's own connection, whose guard first waits until no worker
@@ -84,8 +86,8 @@ apply_workers_close(apply *a)
 	if (a->nworkers > 0 || a->workers != NULL) {
 		sink_set_guard(a->sink, NULL, NULL);
 		if (a->par_groups > 0)
-			log_info("apply: %ld groups applied by the workers, %ld of them after waiting for "
-			         "an earlier group's keys", a->par_groups, a->par_waits);
+			log_info("apply: %ld groups applied by the workers, %ld of them with rows held until "
+			         "an earlier group committed", a->par_groups, a->par_waits);
 	}
 	for (int i = 0; i < a->nworkers; i++) {
 		sink_close(a->workers[i].sink); /* a group not committed rolls back */
@@ -208,13 +210,6 @@ apply_workers_poll(apply *a)
 
 /* ---- dispatch ---- */
 
-static int
-add_key(void *ctx, const net_entry *e)
-{
-	key_set_add(ctx, key_set_hash(e->table, e->key, e->key_len));
-	return 0;
-}
-
 /* The relations' statements belong to the connection they were prepared
  * on: they are let go before the apply's statements go to another one
  * (and found again in that one's cache when next used). */
@@ -246,8 +241,44 @@ free_worker(apply *a)
 	return NULL;
 }
 
-/* The group's statements on w's connection, its COMMIT once every earlier
- * group is confirmed. */
+/*
+ * e's key, among the group's keys; is it one of a group still in flight?
+ * A table whose key has values that are equal on the target but spelled
+ * apart (numeric 1.0 and 1.00, a case-insensitive collation: the texts of
+ * one row before and after its key was respelled, or deleted and inserted
+ * again) counts as one key: its rows wait for every group in flight that
+ * touched the table, since a row upserted under the new spelling would
+ * otherwise meet the old one, still there or locked.
+ */
+static bool
+key_of_group(void *ctx, apply_rel *r, const net_entry *e)
+{
+	apply *a = ctx;
+	uint64_t h = apply_net_key_exact(a, r) ? key_set_hash(e->table, e->key, e->key_len)
+	                                       : key_set_hash(e->table, "", 0);
+
+	key_set_add(&a->group_keys, h);
+	for (int i = 0; i < a->nworkers; i++)
+		if (a->workers[i].busy && key_set_has(&a->workers[i].keys, h))
+			return true;
+	return false;
+}
+
+static int
+settle_between(void *ctx)
+{
+	return apply_workers_settle(ctx);
+}
+
+/*
+ * The group's statements on w's connection, its COMMIT once every earlier
+ * group is confirmed. The rows whose keys no group in flight touched go
+ * first and execute beside those groups; the others are sent once every
+ * earlier group is confirmed committed (a statement does not see, nor wait
+ * for, a row an open transaction inserted), and the stored position's row
+ * after them all (an earlier group's statements may still be on their way,
+ * and would wait for that row behind this group, itself waiting for them).
+ */
 static int
 send_group(apply *a, apply_worker *w)
 {
@@ -259,13 +290,8 @@ send_group(apply *a, apply_worker *w)
 	apply_use_sink(a, w->sink);
 	rc = sink_begin(w->sink);
 	if (rc == TM_OK)
-		rc = apply_net_flush(a);
+		rc = apply_net_flush_split(a, key_of_group, settle_between, a);
 	apply_use_sink(a, own);
-	/* every earlier group (w has none) before the stored position's row:
-	 * an earlier group's statements may still be on their way, and would
-	 * wait for that row behind this group, itself waiting for them */
-	if (rc == TM_OK)
-		rc = apply_workers_settle(a);
 	if (rc == TM_OK)
 		rc = catalog_save_progress(w->sink, a->cfg.slot, a->group_end, a->group_commit_time);
 	if (rc == TM_OK)
@@ -282,14 +308,8 @@ apply_workers_commit(apply *a)
 	/* a group the own connection has in flight: its keys are not kept */
 	if ((rc = confirm_own(a, true)) != TM_OK)
 		return rc;
-	key_set_clear(&a->group_keys);
-	net_each(a->net, add_key, &a->group_keys);
-	for (int i = 0; rc == TM_OK && i < a->nworkers; i++)
-		if (a->workers[i].busy && key_set_meets(&a->workers[i].keys, &a->group_keys)) {
-			a->par_waits++;
-			rc = confirm(a, &a->workers[i], true);
-		}
-	if (rc == TM_OK && (w = free_worker(a)) == NULL) {
+	key_set_clear(&a->group_keys); /* filled as the group is sent (key_of_group) */
+	if ((w = free_worker(a)) == NULL) {
 		rc = apply_workers_settle(a);
 		w = free_worker(a);
 	}

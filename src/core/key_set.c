@@ -71,21 +71,6 @@ key_set_has(const key_set *ks, uint64_t hash)
 	return false;
 }
 
-bool
-key_set_meets(const key_set *a, const key_set *b)
-{
-	if (a->n > b->n) {
-		const key_set *t = a;
-
-		a = b;
-		b = t;
-	}
-	for (size_t i = 0; i < a->cap && b->n > 0; i++)
-		if (a->slots[i] != 0 && key_set_has(b, a->slots[i]))
-			return true;
-	return false;
-}
-
 void
 key_set_clear(key_set *ks)
 {

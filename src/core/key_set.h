@@ -1,9 +1,9 @@
 /*
  * key_set.h: a set of row keys by 64-bit hash, for the parallel apply's
- * question "does this group touch a key that a group still in flight
- * touched?" (apply.h). Two keys that hash alike count as the same: the
- * answer may say yes for keys that differ (the group then waits, which
- * costs time, never correctness), never no for keys that are equal. Pure.
+ * question "did a group still in flight touch this key?" (apply.h). Two
+ * keys that hash alike count as the same: the answer may say yes for keys
+ * that differ (the row then waits for that group, which costs time, never
+ * correctness), never no for keys that are equal. Pure.
  *
  * Ownership: the set owns its table; free it with key_set_free.
  */
@@ -27,8 +27,6 @@ typedef struct key_set {
 uint64_t key_set_hash(int table, const char *key, size_t len);
 void key_set_add(key_set *ks, uint64_t hash);
 bool key_set_has(const key_set *ks, uint64_t hash);
-/* Does any key of a meet one of b? */
-bool key_set_meets(const key_set *a, const key_set *b);
 /* Empties the set, keeping its table (up to a bound) for reuse. */
 void key_set_clear(key_set *ks);
 void key_set_free(key_set *ks);
