@@ -113,7 +113,7 @@ const cli_option cli_option_table[] = {
 	 "parallel snapshot reader connections (default 1)"},
 	{"apply-workers", 0, "N", INT(apply_workers, 1, 16), RUNS, RUNS,
 	 "target connections applying groups in parallel,\n"
-	 "committing in source order (default 1: the apply's own)"},
+	 "committing in source order (default 2; 1: the apply's own only)"},
 	/* a run's own policies are for that run: a file's are setup's, stored */
 	{"policy", 0, "P", STRING(policy), RUNS, NONE,
 	 "for a column type change that cannot widen: widen,\n"
@@ -549,7 +549,7 @@ set_defaults(cli_options *o)
 	o->slot = "tidemark";
 	o->publication = "tidemark";
 	o->snapshot_readers = 1;
-	o->apply_workers = 1;
+	o->apply_workers = 2;
 	o->progress_interval = 5;
 }
 

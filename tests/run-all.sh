@@ -216,9 +216,14 @@ newer_step() {
 	step test-newer run_ctest_newer "$bin"
 }
 
-# run_ctest_newer BIN: the tests labelled newer, servers from BIN.
+# run_ctest_newer BIN: the tests labelled newer, servers from BIN, each
+# run with one apply connection (a config file: TIDEMARK_CONFIG), so that
+# this path meets real servers too where every other step's runs apply
+# through the default two workers.
 run_ctest_newer() {
-	PGBIN=$1 ctest --test-dir "$ROOT/build" --output-on-failure --parallel "$JOBS" \
+	printf 'apply-workers = 1;\n' >"$ROOT/build/one-apply-connection.conf"
+	TIDEMARK_CONFIG=$ROOT/build/one-apply-connection.conf PGBIN=$1 \
+		ctest --test-dir "$ROOT/build" --output-on-failure --parallel "$JOBS" \
 		-L '^newer$' "${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"}"
 }
 

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "benchlib.h"
 
@@ -180,16 +181,29 @@ floor_catch_up(void)
 }
 
 /* Transactions committed in the tidemark target's database so far (its
- * own statistics: a run's counts are in once its sessions have ended). */
+ * own statistics). A run's sessions report theirs as they end, after the
+ * run has exited: the count is read once no other session is left and
+ * two reads 50 ms apart agree (within 10 s). */
 static double
 target_commits(void)
 {
 	PGconn *t = pgtest_connect(pair.tm);
-	char *v = pgtest_query_value(t, "SELECT xact_commit FROM pg_stat_database"
-	                                " WHERE datname = current_database()");
-	double n = atof(v);
+	double n = -1, last = -2;
 
-	free(v);
+	for (int i = 0; i < 200 && n != last; i++) {
+		char *others = pgtest_query_value(t, "SELECT count(*) FROM pg_stat_activity"
+		                                     " WHERE backend_type = 'client backend'"
+		                                     " AND pid <> pg_backend_pid()");
+		char *v = pgtest_query_value(t, "SELECT xact_commit FROM pg_stat_database"
+		                                " WHERE datname = current_database()");
+
+		last = atoi(others) == 0 ? n : -2;
+		n = atof(v);
+		free(others);
+		free(v);
+		if (n != last)
+			usleep(50 * 1000);
+	}
 	PQfinish(t);
 	return n;
 }
