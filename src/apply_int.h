@@ -70,6 +70,20 @@ typedef struct apply_partial {
 } apply_partial;
 
 /* A source relation as the stream last described it. */
+/*
+ * How apart from the groups in flight a table's rows may be applied
+ * (parallel apply: apply_workers.c):
+ *   KEY    by key: its rows whose keys no group in flight touched go at
+ *          once (every key column's equality is one of identical values);
+ *   TABLE  as a whole: its rows wait while a group in flight touched the
+ *          table (a key whose values can be equal yet spelled apart);
+ *   GROUP  with the whole group: a group with its rows waits until every
+ *          earlier group is committed, then goes in its order (the
+ *          target's own constraints tie its rows to others: a unique
+ *          index on other columns, an exclusion constraint, a foreign key).
+ */
+typedef enum apply_apart { APPLY_APART_KEY, APPLY_APART_TABLE, APPLY_APART_GROUP } apply_apart;
+
 typedef struct apply_rel {
 	uint32_t relid;
 	char *nspname;          /* owned */
@@ -112,7 +126,7 @@ typedef struct apply_rel {
 	sink_stmt *history_rows; /* many history entries at once (apply_net.c) */
 	sink_stmt *delete_rows;  /* many deletes by key at once (apply_net.c) */
 	bool types_loaded;
-	bool key_exact;          /* with types: apply_net_key_exact */
+	apply_apart apart;       /* with types: apply_net_apart */
 	char **types;            /* owned, per column: its target type rendered (NULL: not
 	                          * known, and no statement of many rows) */
 	sink_stmt *delete;
@@ -366,12 +380,15 @@ int apply_net_put(apply *a, apply_rel *r, net_kind kind, const pgoutput_tuple *t
                   const bool *present, bool *conflict);
 /* Sends every net change held (a barrier: the target must hold them). */
 int apply_net_flush(apply *a);
-/* Does a net change of r touch a key of a group still in flight? */
-typedef bool (*apply_net_held)(void *ctx, apply_rel *r, const net_entry *e);
-/* Are two of r's keys equal on the target only when their texts are (its
- * key columns' types and collations: tidemark.column_match 'image')?
- * False when that is not known. Reads the target's types once (a->sink). */
-bool apply_net_key_exact(apply *a, apply_rel *r);
+/* Is a net change of r held until the groups in flight are committed:
+ * APPLY_HELD_NO, APPLY_HELD_YES, or APPLY_HELD_ALL (and every other
+ * change of the group with it)? */
+typedef enum apply_held { APPLY_HELD_NO, APPLY_HELD_YES, APPLY_HELD_ALL } apply_held;
+typedef apply_held (*apply_net_held)(void *ctx, apply_rel *r, const net_entry *e);
+/* How apart from the groups in flight r's rows may be applied, read from
+ * the target once per definition (a->sink; APPLY_APART_GROUP when that
+ * fails). */
+apply_apart apply_net_apart(apply *a, apply_rel *r);
 /* As apply_net_flush, in two parts: the net changes that held does not
  * claim, then held_until(ctx) (which returns once the groups holding the
  * others' keys are committed), then the rest. Counts a->par_waits when

@@ -52,8 +52,65 @@ apply_net_way_of(apply *a, apply_rel *r)
 
 /* ---- statements of many rows ---- */
 
-/* The target type of each of r's columns, rendered (target_ddl.h), once
- * per definition; false when one is not known. */
+/* Constraints of the target's own that tie r's rows to other rows than by
+ * the key (a unique index on other columns, an exclusion constraint, a
+ * foreign key from or to the table): its rows must then go in the group's
+ * order, after every earlier group (APPLY_APART_GROUP). */
+static int
+load_constraints(apply *a, apply_rel *r)
+{
+	const char *p[] = {r->table->target_schema, r->table->target_table};
+	PGresult *res = NULL;
+	int rc = sink_query(a->sink, "reading a target table's constraints",
+	                    "WITH t AS (SELECT format('%I.%I', $1::text, $2::text)::regclass AS oid)"
+	                    " SELECT i.indexrelid::int8, a.attname,"
+	                    " i.indexprs IS NOT NULL OR i.indpred IS NOT NULL"
+	                    " FROM t JOIN pg_index i ON i.indrelid = t.oid AND i.indisunique"
+	                    " LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid"
+	                    " AND a.attnum = ANY (i.indkey) AND a.attnum > 0"
+	                    " UNION ALL SELECT 0, NULL, true FROM t, pg_constraint c"
+	                    " WHERE c.contype IN ('f', 'x') AND t.oid IN (c.conrelid, c.confrelid)",
+	                    2, p, &res);
+
+	for (int j = 0; rc == TM_OK && j < PQntuples(res) && r->apart != APPLY_APART_GROUP; j++) {
+		const char *index = PQgetvalue(res, j, 0);
+		int ncols = 0;
+		bool key_col = false;
+
+		/* a unique index on exactly the key's columns is the key's */
+		for (int k = 0; k < PQntuples(res); k++)
+			if (strcmp(PQgetvalue(res, k, 0), index) == 0)
+				ncols++;
+		for (int k = 0; k < r->nkeys; k++)
+			key_col |= strcmp(PQgetvalue(res, j, 1), r->colnames[r->key_idx[k]]) == 0;
+		if (strcmp(PQgetvalue(res, j, 2), "t") == 0 || ncols != r->nkeys || !key_col)
+			r->apart = APPLY_APART_GROUP;
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* Is every key column's equality one of identical values (its type and
+ * collation: tidemark.column_match 'image')? */
+static bool
+key_is_exact(const apply_rel *r, PGresult *res)
+{
+	bool exact = r->nkeys > 0;
+
+	for (int k = 0; k < r->nkeys; k++) {
+		bool image = false;
+
+		for (int j = 0; j < PQntuples(res); j++)
+			if (strcmp(PQgetvalue(res, j, 0), r->colnames[r->key_idx[k]]) == 0)
+				image = strcmp(PQgetvalue(res, j, 3), "image") == 0;
+		exact &= image;
+	}
+	return exact;
+}
+
+/* The target types of r's columns (rendered, target_ddl.h) and how apart
+ * its rows can be applied (apply_net_apart), once per definition; false
+ * when a type is not known. */
 static bool
 load_types(apply *a, apply_rel *r)
 {
@@ -64,7 +121,7 @@ load_types(apply *a, apply_rel *r)
 	if (r->types_loaded)
 		goto out;
 	r->types_loaded = true;
-	r->key_exact = false;
+	r->apart = APPLY_APART_GROUP;
 	r->types = xcalloc((size_t) r->ncols + 1, sizeof(char *));
 	/* the type by its catalog name, without modifiers: the column applies
 	 * them as it does to a parameter (a cast to varchar(n) would cut a value
@@ -87,27 +144,24 @@ load_types(apply *a, apply_rel *r)
 				strbuf_append_qualified(&sb, PQgetvalue(res, j, 1), PQgetvalue(res, j, 2));
 				r->types[i] = strbuf_steal(&sb);
 			}
-	r->key_exact = r->nkeys > 0;
-	for (int k = 0; k < r->nkeys; k++) {
-		bool image = false;
-
-		for (int j = 0; j < PQntuples(res); j++)
-			if (strcmp(PQgetvalue(res, j, 0), r->colnames[r->key_idx[k]]) == 0)
-				image = strcmp(PQgetvalue(res, j, 3), "image") == 0;
-		r->key_exact &= image;
-	}
+	if (key_is_exact(r, res))
+		r->apart = APPLY_APART_KEY;
+	else if (r->nkeys > 0)
+		r->apart = APPLY_APART_TABLE;
 	PQclear(res);
+	if (r->apart != APPLY_APART_GROUP && load_constraints(a, r) != TM_OK)
+		r->apart = APPLY_APART_GROUP;
 out:
 	for (int i = 0; i < r->ncols; i++)
 		all &= r->types[i] != NULL;
 	return all;
 }
 
-bool
-apply_net_key_exact(apply *a, apply_rel *r)
+apply_apart
+apply_net_apart(apply *a, apply_rel *r)
 {
 	(void) load_types(a, r);
-	return r->key_exact;
+	return r->apart;
 }
 
 void
@@ -336,7 +390,7 @@ typedef struct entry_group {
 	uint32_t relid;
 	net_kind kind;
 	const bool *present;        /* borrowed from the first entry (NET_PARTIAL) */
-	bool held;                  /* its keys are left until held_until (apply_net_flush_split) */
+	bool held;                  /* left until held_until (apply_net_flush_split) */
 	bool sent;
 	const net_entry **entries;  /* owned array; the entries borrowed from the
 	                             * net set until net_clear */
@@ -350,6 +404,7 @@ typedef struct flush_ctx {
 	int ngroups;
 	apply_net_held held;    /* NULL: nothing held */
 	void *held_ctx;
+	bool hold_all;          /* nothing goes before held_until */
 } flush_ctx;
 
 static bool
@@ -367,13 +422,18 @@ collect_entry(void *ctx, const net_entry *e)
 	flush_ctx *f = ctx;
 	apply_rel *r = apply_find_rel(f->a, (uint32_t) e->table);
 	entry_group *g = NULL;
-	bool held;
+	bool held = false;
 
 	if (r == NULL || r->table == NULL || r->ncols != e->ncols) {
 		log_error("internal: a net change of relation %u lost its table", (unsigned) e->table);
 		return TM_EXIT_INTERNAL;
 	}
-	held = f->held != NULL && f->held(f->held_ctx, r, e);
+	if (f->held != NULL) {
+		apply_held h = f->held(f->held_ctx, r, e);
+
+		held = h != APPLY_HELD_NO;
+		f->hold_all |= h == APPLY_HELD_ALL;
+	}
 	for (int i = f->ngroups - 1; i >= 0 && g == NULL; i--)
 		if (same_group(&f->groups[i], e, held))
 			g = &f->groups[i];
@@ -523,13 +583,18 @@ send_groups(flush_ctx *f, net_kind kind, bool free_only)
 }
 
 /* Every kind's groups not sent yet, in their order; free_only: those not
- * held, what may go before held_until. Those meet none of the held ones'
- * keys (a table whose keys can be spelled apart is held as a whole:
- * apply_workers.c), so no order between the two parts matters. */
+ * held, what may go before held_until (nothing when a table of the group
+ * must go in the group's order). Those meet none of the held ones' keys,
+ * nor their rows by another constraint (apply_apart), so no order between
+ * the two parts matters. */
 static int
 send_kinds(flush_ctx *f, bool free_only)
 {
-	int rc = send_groups(f, NET_DELETE, free_only);
+	int rc;
+
+	if (free_only && f->hold_all)
+		return TM_OK;
+	rc = send_groups(f, NET_DELETE, free_only);
 
 	if (rc == TM_OK)
 		rc = send_groups(f, NET_PARTIAL, free_only);
@@ -541,7 +606,7 @@ send_kinds(flush_ctx *f, bool free_only)
 int
 apply_net_flush_split(apply *a, apply_net_held held, int (*held_until)(void *ctx), void *ctx)
 {
-	flush_ctx f = {a, {0}, NULL, 0, held, ctx};
+	flush_ctx f = {a, {0}, NULL, 0, held, ctx, false};
 	bool any_held = false;
 	int rc;
 

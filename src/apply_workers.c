@@ -243,25 +243,30 @@ free_worker(apply *a)
 
 /*
  * e's key, among the group's keys; is it one of a group still in flight?
- * A table whose key has values that are equal on the target but spelled
- * apart (numeric 1.0 and 1.00, a case-insensitive collation: the texts of
- * one row before and after its key was respelled, or deleted and inserted
- * again) counts as one key: its rows wait for every group in flight that
- * touched the table, since a row upserted under the new spelling would
- * otherwise meet the old one, still there or locked.
+ * How apart a table's rows may go is apply_apart's: a table whose key
+ * values can be equal yet spelled apart (numeric 1.0 and 1.00, a
+ * case-insensitive collation: the texts of one row before and after its
+ * key was respelled, or deleted and inserted again) counts as one key, so
+ * that a row upserted under the new spelling never meets the old one still
+ * there or locked; a table the target's own constraints tie to other rows
+ * holds the whole group, which then goes in its order once every earlier
+ * group is committed.
  */
-static bool
+static apply_held
 key_of_group(void *ctx, apply_rel *r, const net_entry *e)
 {
 	apply *a = ctx;
-	uint64_t h = apply_net_key_exact(a, r) ? key_set_hash(e->table, e->key, e->key_len)
-	                                       : key_set_hash(e->table, "", 0);
+	apply_apart apart = apply_net_apart(a, r);
+	uint64_t h = apart == APPLY_APART_KEY ? key_set_hash(e->table, e->key, e->key_len)
+	                                      : key_set_hash(e->table, "", 0);
 
 	key_set_add(&a->group_keys, h);
+	if (apart == APPLY_APART_GROUP)
+		return APPLY_HELD_ALL;
 	for (int i = 0; i < a->nworkers; i++)
 		if (a->workers[i].busy && key_set_has(&a->workers[i].keys, h))
-			return true;
-	return false;
+			return APPLY_HELD_YES;
+	return APPLY_HELD_NO;
 }
 
 static int

@@ -377,12 +377,14 @@ test_schema_change_between_groups(void **state)
 #define HOT_SLOTS 8
 
 /*
- * One transaction on row g of the three tables: an update of n (a partial
+ * One transaction on row g of the four tables: an update of n (a partial
  * in "spelled" and "plain": their TOASTed b unsent), the key changed (in
  * "cased" and "spelled" respelled: a delete and an insert of a key the
  * target's unique index takes for the same, 'Ab' and 'aB' in a
- * case-insensitive collation, 1.5 and 1.50; in "plain" a new one), a
- * delete, the row inserted again (in the other spelling, under a new key). The workload's steps do the four
+ * case-insensitive collation, 1.5 and 1.50; in "plain" and "tied" a new
+ * one), a delete, the row inserted again (in the other spelling, under a
+ * new key). "tied" only on odd rows: a group with one of them goes whole
+ * after the ones before it, the others apart. The workload's steps do the four
  * in a row on each of HOT_SLOTS rows in turn; the groups of a live run are
  * a transaction or a few, so that most meet one still in flight.
  */
@@ -392,27 +394,30 @@ spelled_op(PGconn *conn, unsigned g, unsigned op, unsigned i)
 	if (op == 0)
 		pgtest_exec(conn, "BEGIN; UPDATE cased SET n = n + 1 WHERE g = %u;"
 		                  " UPDATE spelled SET n = n + 1 WHERE g = %u;"
-		                  " UPDATE plain SET n = n + 1 WHERE g = %u; COMMIT",
-		            g, g, g);
+		                  " UPDATE plain SET n = n + 1 WHERE g = %u;"
+		                  " UPDATE tied SET n = n + 1 WHERE g = %u AND g %% 2 = 1; COMMIT",
+		            g, g, g, g);
 	else if (op == 1)
 		pgtest_exec(conn, "BEGIN; UPDATE cased SET k = CASE WHEN k = upper(k) COLLATE \"C\""
 		                  " THEN lower(k) ELSE upper(k) END, n = n + 1 WHERE g = %u;"
 		                  " UPDATE spelled SET k = CASE WHEN scale(k) = 1 THEN round(k, 2)"
 		                  " ELSE round(k, 1) END, b = repeat(md5(n::text), 100) WHERE g = %u;"
 		                  " UPDATE plain SET k = k + 1000000, b = repeat(md5(n::text), 100)"
-		                  " WHERE g = %u; COMMIT",
-		            g, g, g);
+		                  " WHERE g = %u; UPDATE tied SET k = k + 1000000 WHERE g = %u AND g %% 2 = 1;"
+		                  " COMMIT",
+		            g, g, g, g);
 	else if (op == 2)
 		pgtest_exec(conn, "BEGIN; DELETE FROM cased WHERE g = %u; DELETE FROM spelled WHERE g = %u;"
-		                  " DELETE FROM plain WHERE g = %u; COMMIT",
-		            g, g, g);
+		                  " DELETE FROM plain WHERE g = %u; DELETE FROM tied WHERE g = %u AND g %% 2 = 1;"
+		                  " COMMIT",
+		            g, g, g, g);
 	else
 		pgtest_exec(conn, "BEGIN; INSERT INTO cased VALUES (%s('key %u'), %u, %u);"
 		                  " INSERT INTO spelled VALUES (round(%u.5, %u), %u, %u,"
 		                  " repeat(md5('%u'), 100));"
 		                  " INSERT INTO plain VALUES (10000000000 + %u, %u, %u, repeat(md5('%u'), 100));"
-		                  " COMMIT",
-		            i % 2 ? "upper" : "lower", g, g, i, g, 1 + i % 2, g, i, i, i, g, i, i);
+		                  " INSERT INTO tied SELECT 10000000000 + %u, %u, %u WHERE %u %% 2 = 1; COMMIT",
+		            i % 2 ? "upper" : "lower", g, g, i, g, 1 + i % 2, g, i, i, i, g, i, i, i, g, i, g);
 }
 
 static void
@@ -431,6 +436,7 @@ test_keys_held_by_groups_in_flight(void **state)
 	pgtest_workload *w;
 	pgtest_proc *run;
 	long held, groups;
+	int rc;
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2',"
@@ -442,13 +448,19 @@ test_keys_held_by_groups_in_flight(void **state)
 	                  "ALTER TABLE plain ALTER b SET STORAGE EXTERNAL;"
 	                  "INSERT INTO plain SELECT g, g, 0, repeat(md5(g::text), 100)"
 	                  "  FROM generate_series(1, 500) g;"
+	                  "CREATE TABLE tied (k bigint PRIMARY KEY, g int NOT NULL, n int);"
+	                  "INSERT INTO tied SELECT g, g, 0 FROM generate_series(1, 500) g;"
 	                  "INSERT INTO cased SELECT 'Key ' || g, g, 0 FROM generate_series(1, 500) g;"
 	                  "INSERT INTO spelled SELECT g + 0.5, g, 0, repeat(md5(g::text), 100)"
 	                  "  FROM generate_series(1, 500) g");
 	tm_setup_table(e, "cased");
 	tm_setup_table(e, "spelled");
 	tm_setup_table(e, "plain");
+	tm_setup_table(e, "tied");
 	tm_catch_up(e, 120);
+	/* a unique index of the target's own: a key moved keeps its g, so the
+	 * row under the new key may only go after the old one's delete */
+	pgtest_exec(e->t, "CREATE UNIQUE INDEX ON tied (g)");
 	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
 	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
 	w = pgtest_workload_start(e->src, spelled_step, NULL);
@@ -457,12 +469,18 @@ test_keys_held_by_groups_in_flight(void **state)
 	pgtest_workload_stop(w, NULL);
 	/* last, rows updated, each then respelled: a row the respelling lost
 	 * on the target stays lost (a later insert or upsert would bring it
-	 * back) */
+	 * back); and rows moved, each then deleted: a delete that missed the
+	 * row under its new key leaves it on the target */
 	for (unsigned g = 1; g <= 200; g++)
 		for (unsigned op = 0; op < 2; op++)
 			spelled_op(e->s, g, op, 0);
+	for (unsigned g = 201; g <= 400; g++)
+		for (unsigned op = 1; op < 3; op++)
+			spelled_op(e->s, g, op, 0);
 	pgtest_proc_kill(run, SIGTERM);
-	assert_int_equal(pgtest_proc_wait(run, 60), 0);
+	rc = pgtest_proc_wait(run, 60);
+	if (rc != 0)
+		fail_msg("run exited %d:\n%s", rc, pgtest_proc_output(run));
 	/* the case was met: rows held back until an earlier group committed */
 	held = count_before(pgtest_proc_output(run), "of them with rows held");
 	groups = worker_groups(pgtest_proc_output(run));
@@ -476,6 +494,7 @@ test_keys_held_by_groups_in_flight(void **state)
 	tm_assert_rows_equal(e->s, "public.cased", e->t, "public.cased", "k, g, n");
 	tm_assert_rows_equal(e->s, "public.spelled", e->t, "public.spelled", "k, g, n, md5(b)");
 	tm_assert_rows_equal(e->s, "public.plain", e->t, "public.plain", "k, g, n, md5(b)");
+	tm_assert_rows_equal(e->s, "public.tied", e->t, "public.tied", "k, g, n");
 	assert_true(held > 0);
 	tm_env_free(e);
 }
