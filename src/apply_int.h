@@ -69,7 +69,6 @@ typedef struct apply_partial {
 	sink_stmt *rows;    /* the same for many rows (apply_net.c; never moved) */
 } apply_partial;
 
-/* A source relation as the stream last described it. */
 /*
  * How apart from the groups in flight a table's rows may be applied
  * (parallel apply: apply_workers.c):
@@ -84,6 +83,7 @@ typedef struct apply_partial {
  */
 typedef enum apply_apart { APPLY_APART_KEY, APPLY_APART_TABLE, APPLY_APART_GROUP } apply_apart;
 
+/* A source relation as the stream last described it. */
 typedef struct apply_rel {
 	uint32_t relid;
 	char *nspname;          /* owned */

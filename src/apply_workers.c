@@ -17,7 +17,8 @@
  *     touched (core/key_set.h) are sent only once every earlier group is
  *     confirmed, since a statement does not see, nor wait for, a row an
  *     open transaction inserted; its other rows go at once, and execute
- *     beside the earlier groups' (no two of them touch one key);
+ *     beside the earlier groups' (no two of them touch one key). Some
+ *     tables go by table or with their whole group (apply_apart);
  *   - everything else (the snapshot's loads, schema changes, catalog
  *     writes, tables without a key or in another mode, quarantine) goes to
  *     the apply's own connection, whose guard first waits until no worker
