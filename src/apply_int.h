@@ -193,6 +193,11 @@ struct apply {
 	struct row_batch *hist_bufs; /* owned: history entries held, per table (apply_net.c) */
 	int nhist_bufs;
 	size_t hist_bytes;
+	/* a change's values and lengths as net_put takes them (apply_net_put):
+	 * owned, put_cap columns, kept from change to change */
+	const char **put_vals;
+	size_t *put_lens;
+	int put_cap;
 	bool tx_messaged;           /* this source tx had a tidemark message (on_message) */
 	/* parallel apply (apply_workers.c) */
 	bool group_begun;           /* the group's BEGIN went to the apply's own connection */

@@ -380,6 +380,11 @@ apply_net_free(apply *a)
 	a->nhist_bufs = 0;
 	net_free(a->net);
 	a->net = NULL;
+	free(a->put_vals);
+	free(a->put_lens);
+	a->put_vals = NULL;
+	a->put_lens = NULL;
+	a->put_cap = 0;
 }
 
 /* ---- the flush ---- */
@@ -644,20 +649,23 @@ int
 apply_net_put(apply *a, apply_rel *r, net_kind kind, const pgoutput_tuple *t, const bool *present,
               bool *conflict)
 {
-	const char **v = calloc((size_t) t->ncols + 1, sizeof(char *));
-	size_t *l = calloc((size_t) t->ncols + 1, sizeof(size_t));
+	int n = (t->ncols > r->ncols ? t->ncols : r->ncols) + 1;
 	net_put_result res;
 
-	if (v == NULL || l == NULL)
-		abort();
-	for (int i = 0; i < t->ncols; i++)
-		if (t->values[i].kind == PGOUTPUT_VALUE_TEXT) {
-			v[i] = t->values[i].data;
-			l[i] = t->values[i].len;
-		}
-	res = net_put(a->net, (int) r->relid, kind, r->ncols, r->nkeys, r->key_idx, v, l, present);
-	free(v);
-	free(l);
+	if (n > a->put_cap) {
+		a->put_cap = n;
+		a->put_vals = xrealloc(a->put_vals, sizeof(char *) * (size_t) n);
+		a->put_lens = xrealloc(a->put_lens, sizeof(size_t) * (size_t) n);
+	}
+	/* a value not sent as text (NULL, unchanged TOAST) is NULL here */
+	for (int i = 0; i < n; i++) {
+		bool text = i < t->ncols && t->values[i].kind == PGOUTPUT_VALUE_TEXT;
+
+		a->put_vals[i] = text ? t->values[i].data : NULL;
+		a->put_lens[i] = text ? t->values[i].len : 0;
+	}
+	res = net_put(a->net, (int) r->relid, kind, r->ncols, r->nkeys, r->key_idx, a->put_vals,
+	              a->put_lens, present);
 	*conflict = res == NET_CONFLICT;
 	if (!*conflict && net_bytes(a->net) > APPLY_NET_BYTES)
 		return apply_net_flush(a);
