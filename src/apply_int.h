@@ -127,6 +127,7 @@ typedef struct apply_rel {
 	sink_stmt *delete_rows;  /* many deletes by key at once (apply_net.c) */
 	bool types_loaded;
 	apply_apart apart;       /* with types: apply_net_apart */
+	bool referenced;         /* with types: foreign keys of the target reference it */
 	char **types;            /* owned, per column: its target type rendered (NULL: not
 	                          * known, and no statement of many rows) */
 	sink_stmt *delete;
@@ -394,6 +395,8 @@ typedef apply_held (*apply_net_held)(void *ctx, apply_rel *r, const net_entry *e
  * the target once per definition (a->sink; APPLY_APART_GROUP when that
  * fails). */
 apply_apart apply_net_apart(apply *a, apply_rel *r);
+/* Do foreign keys on the target reference r's table? Read as apart is. */
+bool apply_net_referenced(apply *a, apply_rel *r);
 /* As apply_net_flush, in two parts: the net changes that held does not
  * claim, then held_until(ctx) (which returns once the groups holding the
  * others' keys are committed), then the rest. Counts a->par_waits when

@@ -55,7 +55,8 @@ apply_net_way_of(apply *a, apply_rel *r)
 /* Constraints of the target's own that tie r's rows to other rows than by
  * the key (a unique index on other columns, an exclusion constraint, a
  * foreign key from or to the table): its rows must then go in the group's
- * order, after every earlier group (APPLY_APART_GROUP). */
+ * order, after every earlier group (APPLY_APART_GROUP); and whether
+ * foreign keys reference it (r->referenced: apply_net_put). */
 static int
 load_constraints(apply *a, apply_rel *r)
 {
@@ -64,15 +65,17 @@ load_constraints(apply *a, apply_rel *r)
 	int rc = sink_query(a->sink, "reading a target table's constraints",
 	                    "WITH t AS (SELECT format('%I.%I', $1::text, $2::text)::regclass AS oid)"
 	                    " SELECT i.indexrelid::int8, a.attname,"
-	                    " i.indexprs IS NOT NULL OR i.indpred IS NOT NULL"
+	                    " CASE WHEN i.indexprs IS NOT NULL OR i.indpred IS NOT NULL THEN 'e' END"
 	                    " FROM t JOIN pg_index i ON i.indrelid = t.oid AND i.indisunique"
 	                    " LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid"
 	                    " AND a.attnum = ANY (i.indkey) AND a.attnum > 0"
-	                    " UNION ALL SELECT 0, NULL, true FROM t, pg_constraint c"
+	                    " UNION ALL SELECT 0, NULL,"
+	                    " CASE WHEN c.confrelid = t.oid THEN 'r' ELSE c.contype::text END"
+	                    " FROM t, pg_constraint c"
 	                    " WHERE c.contype IN ('f', 'x') AND t.oid IN (c.conrelid, c.confrelid)",
 	                    2, p, &res);
 
-	for (int j = 0; rc == TM_OK && j < PQntuples(res) && r->apart != APPLY_APART_GROUP; j++) {
+	for (int j = 0; rc == TM_OK && j < PQntuples(res); j++) {
 		const char *index = PQgetvalue(res, j, 0);
 		int ncols = 0;
 		bool key_col = false;
@@ -83,8 +86,9 @@ load_constraints(apply *a, apply_rel *r)
 				ncols++;
 		for (int k = 0; k < r->nkeys; k++)
 			key_col |= strcmp(PQgetvalue(res, j, 1), r->colnames[r->key_idx[k]]) == 0;
-		if (strcmp(PQgetvalue(res, j, 2), "t") == 0 || ncols != r->nkeys || !key_col)
+		if (PQgetvalue(res, j, 2)[0] != '\0' || ncols != r->nkeys || !key_col)
 			r->apart = APPLY_APART_GROUP;
+		r->referenced |= strcmp(PQgetvalue(res, j, 2), "r") == 0;
 	}
 	PQclear(res);
 	return rc;
@@ -122,6 +126,7 @@ load_types(apply *a, apply_rel *r)
 		goto out;
 	r->types_loaded = true;
 	r->apart = APPLY_APART_GROUP;
+	r->referenced = false;
 	r->types = xcalloc((size_t) r->ncols + 1, sizeof(char *));
 	/* the type by its catalog name, without modifiers: the column applies
 	 * them as it does to a parameter (a cast to varchar(n) would cut a value
@@ -149,7 +154,7 @@ load_types(apply *a, apply_rel *r)
 	else if (r->nkeys > 0)
 		r->apart = APPLY_APART_TABLE;
 	PQclear(res);
-	if (r->apart != APPLY_APART_GROUP && load_constraints(a, r) != TM_OK)
+	if (load_constraints(a, r) != TM_OK)
 		r->apart = APPLY_APART_GROUP;
 out:
 	for (int i = 0; i < r->ncols; i++)
@@ -162,6 +167,13 @@ apply_net_apart(apply *a, apply_rel *r)
 {
 	(void) load_types(a, r);
 	return r->apart;
+}
+
+bool
+apply_net_referenced(apply *a, apply_rel *r)
+{
+	(void) load_types(a, r);
+	return r->referenced;
 }
 
 void
@@ -663,6 +675,19 @@ apply_net_put(apply *a, apply_rel *r, net_kind kind, const pgoutput_tuple *t, co
 
 		a->put_vals[i] = text ? t->values[i].data : NULL;
 		a->put_lens[i] = text ? t->values[i].len : 0;
+	}
+	/* a row onto a key this group deleted, of a table that foreign keys of
+	 * the target's own reference: the delete goes first, so that their
+	 * ON DELETE actions act as on the source's delete (the upsert alone
+	 * would leave the rows that referred to the row deleted) */
+	*conflict = false;
+	if (kind == NET_ROW &&
+	    net_deleted(a->net, (int) r->relid, r->nkeys, r->key_idx, a->put_vals, a->put_lens) &&
+	    apply_net_referenced(a, r)) {
+		int rc = apply_net_flush(a);
+
+		if (rc != TM_OK)
+			return rc;
 	}
 	res = net_put(a->net, (int) r->relid, kind, r->ncols, r->nkeys, r->key_idx, a->put_vals,
 	              a->put_lens, present);

@@ -316,6 +316,17 @@ net_put(net_set *ns, int table, net_kind kind, int ncols, int nkeys, const int *
 	return NET_PUT_OK;
 }
 
+bool
+net_deleted(net_set *ns, int table, int nkeys, const int *key_idx, const char *const *values,
+            const size_t *lens)
+{
+	const net_entry *e;
+
+	encode_key(ns, nkeys, key_idx, values, lens);
+	e = find(ns, table, ns->key.data, ns->key.len);
+	return e != NULL && e->kind == NET_DELETE;
+}
+
 long
 net_count(const net_set *ns)
 {

@@ -64,6 +64,10 @@ net_put_result net_put(net_set *ns, int table, net_kind kind, int ncols, int nke
                        const int *key_idx, const char *const *values, const size_t *lens,
                        const bool *present);
 
+/* Is the key of this change (as net_put reads it) held as a delete? */
+bool net_deleted(net_set *ns, int table, int nkeys, const int *key_idx,
+                 const char *const *values, const size_t *lens);
+
 /* Entries held, and the bytes their values take. */
 long net_count(const net_set *ns);
 size_t net_bytes(const net_set *ns);

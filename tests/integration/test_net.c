@@ -409,6 +409,42 @@ test_arrays_into_a_latin1_target(void **state)
 	tm_env_free(e);
 }
 
+/* A row deleted and inserted again in one group, of a table that foreign
+ * keys of the target's own reference: their ON DELETE actions act, as on
+ * the source's delete (the net change alone, an upsert, would keep the rows
+ * that referred to the deleted one). */
+static void
+test_deleted_and_inserted_again_under_foreign_keys(void **state)
+{
+	tm_env *e = tm_env_new("net_refd");
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE orders (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO orders SELECT g, 'o' || g FROM generate_series(1, 10) g");
+	tm_setup_table(e, "orders");
+	tm_catch_up(e, 60);
+	pgtest_exec(e->t, "CREATE TABLE notes (order_id int REFERENCES orders ON DELETE CASCADE);"
+	                  "CREATE TABLE marks (id int PRIMARY KEY,"
+	                  " order_id int REFERENCES orders ON DELETE SET NULL);"
+	                  "INSERT INTO notes SELECT g FROM generate_series(1, 10) g;"
+	                  "INSERT INTO marks SELECT g, g FROM generate_series(1, 10) g");
+	/* in one transaction, and across two; then one deleted for good and a
+	 * row only updated, all in the backlog of one run */
+	pgtest_exec(e->s, "BEGIN; DELETE FROM orders WHERE id = 1;"
+	                  " INSERT INTO orders VALUES (1, 'again'); COMMIT;"
+	                  "DELETE FROM orders WHERE id = 2; INSERT INTO orders VALUES (2, 'again');"
+	                  "DELETE FROM orders WHERE id = 3; UPDATE orders SET v = 'new' WHERE id = 4;"
+	                  "BEGIN; UPDATE orders SET id = 50 WHERE id = 5;"
+	                  " INSERT INTO orders VALUES (5, 'again'); COMMIT");
+	tm_catch_up(e, 60);
+	tm_assert_equal(e, "orders", "id");
+	tm_assert_value(e->t, "SELECT string_agg(order_id::text, ',' ORDER BY order_id) FROM notes",
+	                "4,6,7,8,9,10");
+	tm_assert_value(e->t, "SELECT string_agg(id::text, ',' ORDER BY id) FROM marks"
+	                      " WHERE order_id IS NULL", "1,2,3,5");
+	tm_env_free(e);
+}
+
 /* A run that ends caught up leaves the slot confirmed at its end: the
  * target's commits are flushed before the last status update (commits do
  * not wait for the target's disk), so the next run decodes none of it
@@ -458,6 +494,7 @@ main(void)
 		cmocka_unit_test(test_deletes_and_partials_by_key),
 		cmocka_unit_test(test_exact_values_in_arrays),
 		cmocka_unit_test(test_arrays_into_a_latin1_target),
+		cmocka_unit_test(test_deleted_and_inserted_again_under_foreign_keys),
 		cmocka_unit_test(test_slot_confirmed_at_the_end),
 	};
 

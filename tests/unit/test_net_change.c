@@ -78,6 +78,16 @@ test_rules(void **state)
 		assert_int_equal(net_put(ns, 1, NET_PARTIAL, 3, 1, key_idx, v, l, only_b),
 		                 NET_CONFLICT);
 	}
+	{
+		/* which keys are held as deletes (net_deleted), of which table */
+		const char *v1[] = {"1", NULL, NULL}, *v3[] = {"3", NULL, NULL}, *v9[] = {"9", NULL, NULL};
+		size_t l[] = {1, 0, 0};
+
+		assert_true(net_deleted(ns, 1, 1, key_idx, v1, l));
+		assert_false(net_deleted(ns, 2, 1, key_idx, v1, l));
+		assert_false(net_deleted(ns, 1, 1, key_idx, v3, l));
+		assert_false(net_deleted(ns, 1, 1, key_idx, v9, l));
+	}
 	assert_int_equal(net_count(ns), 3);
 	assert_int_equal(net_puts(ns), 7);
 	net_clear(ns);
