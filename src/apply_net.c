@@ -679,9 +679,10 @@ apply_net_put(apply *a, apply_rel *r, net_kind kind, const pgoutput_tuple *t, co
 	/* a row onto a key this group deleted, of a table that foreign keys of
 	 * the target's own reference: the delete goes first, so that their
 	 * ON DELETE actions act as on the source's delete (the upsert alone
-	 * would leave the rows that referred to the row deleted) */
+	 * would leave the rows that referred to the row deleted). A table
+	 * known not to be referenced is not looked up. */
 	*conflict = false;
-	if (kind == NET_ROW &&
+	if (kind == NET_ROW && (!r->types_loaded || r->referenced) &&
 	    net_deleted(a->net, (int) r->relid, r->nkeys, r->key_idx, a->put_vals, a->put_lens) &&
 	    apply_net_referenced(a, r)) {
 		int rc = apply_net_flush(a);
