@@ -398,9 +398,8 @@ apply_apart apply_net_apart(apply *a, apply_rel *r);
 /* Do foreign keys on the target reference r's table? Read as apart is. */
 bool apply_net_referenced(apply *a, apply_rel *r);
 /* As apply_net_flush, in two parts: the net changes that held does not
- * claim, then held_until(ctx) (which returns once the groups holding the
- * others' keys are committed), then the rest. Counts a->par_waits when
- * anything was held back. */
+ * claim, then, when it claimed any, held_until(ctx) (which returns once
+ * the groups holding their keys are committed), then the rest. */
 int apply_net_flush_split(apply *a, apply_net_held held, int (*held_until)(void *ctx),
                           void *ctx);
 

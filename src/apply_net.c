@@ -628,7 +628,7 @@ apply_net_flush_split(apply *a, apply_net_held held, int (*held_until)(void *ctx
 	int rc;
 
 	if (a->net == NULL || (net_count(a->net) == 0 && a->nhist_bufs == 0))
-		return held_until != NULL ? held_until(ctx) : TM_OK;
+		return TM_OK;
 	arena_init(&f.scratch, 16 * 1024);
 	log_debug("apply: %ld net changes for %ld changes", net_count(a->net), net_puts(a->net));
 	rc = net_each(a->net, collect_entry, &f);
@@ -636,12 +636,10 @@ apply_net_flush_split(apply *a, apply_net_held held, int (*held_until)(void *ctx
 		rc = send_kinds(&f, true);
 	for (int i = 0; i < f.ngroups; i++)
 		any_held |= !f.groups[i].sent;
-	if (rc == TM_OK && held_until != NULL)
+	if (rc == TM_OK && any_held)
 		rc = held_until(ctx);
 	if (rc == TM_OK)
 		rc = send_kinds(&f, false);
-	if (any_held)
-		a->par_waits++;
 	for (int i = 0; i < f.ngroups; i++)
 		free(f.groups[i].entries);
 	free(f.groups);

@@ -270,10 +270,14 @@ key_of_group(void *ctx, apply_rel *r, const net_entry *e)
 	return APPLY_HELD_NO;
 }
 
+/* Rows of the group held: every earlier group committed first. */
 static int
 settle_between(void *ctx)
 {
-	return apply_workers_settle(ctx);
+	apply *a = ctx;
+
+	a->par_waits++;
+	return apply_workers_settle(a);
 }
 
 /*
@@ -282,8 +286,9 @@ settle_between(void *ctx)
  * first and execute beside those groups; the others are sent once every
  * earlier group is confirmed committed (a statement does not see, nor wait
  * for, a row an open transaction inserted), and the stored position's row
- * after them all (an earlier group's statements may still be on their way,
- * and would wait for that row behind this group, itself waiting for them).
+ * once every earlier group is committed, after them all (an earlier group's
+ * statements may still be on their way, and would wait for that row behind
+ * this group, itself waiting for them).
  */
 static int
 send_group(apply *a, apply_worker *w)
@@ -298,6 +303,10 @@ send_group(apply *a, apply_worker *w)
 	if (rc == TM_OK)
 		rc = apply_net_flush_split(a, key_of_group, settle_between, a);
 	apply_use_sink(a, own);
+	/* every earlier group (w has none) before the stored position's row
+	 * (done already when rows were held) */
+	if (rc == TM_OK)
+		rc = apply_workers_settle(a);
 	if (rc == TM_OK)
 		rc = catalog_save_progress(w->sink, a->cfg.slot, a->group_end, a->group_commit_time);
 	if (rc == TM_OK)
