@@ -128,6 +128,8 @@ typedef struct apply_rel {
 	bool types_loaded;
 	apply_apart apart;       /* with types: apply_net_apart */
 	bool referenced;         /* with types: foreign keys of the target reference it */
+	bool over_delete;        /* not referenced, a row of this group's net changes put
+	                          * onto a key it deleted: apply_net_flush asks again */
 	char **types;            /* owned, per column: its target type rendered (NULL: not
 	                          * known, and no statement of many rows) */
 	sink_stmt *delete;

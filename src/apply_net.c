@@ -11,6 +11,7 @@
 #include "apply_int.h"
 #include "exitcode.h"
 #include "log.h"
+#include "pgconn.h"
 #include "strbuf.h"
 #include "xalloc.h"
 
@@ -56,14 +57,18 @@ apply_net_way_of(apply *a, apply_rel *r)
  * the key (a unique index on other columns, an exclusion constraint, a
  * foreign key from or to the table): its rows must then go in the group's
  * order, after every earlier group (APPLY_APART_GROUP); and whether
- * foreign keys reference it (r->referenced: apply_net_put). */
+ * foreign keys reference it (r->referenced: apply_net_put). A target table
+ * partitioned by hand counts with its partitions (pg_partition_tree, which
+ * has no rows for a table of no tree): a foreign key may reference one of
+ * them, a unique index be on one alone. */
 static int
-load_constraints(apply *a, apply_rel *r)
+load_constraints(apply *a, apply_rel *r, apply_apart *apart, bool *referenced)
 {
 	const char *p[] = {r->table->target_schema, r->table->target_table};
 	PGresult *res = NULL;
 	int rc = sink_query(a->sink, "reading a target table's constraints",
-	                    "WITH t AS (SELECT format('%I.%I', $1::text, $2::text)::regclass AS oid)"
+	                    "WITH r AS (SELECT format('%I.%I', $1::text, $2::text)::regclass AS oid),"
+	                    " t AS (SELECT oid FROM r UNION SELECT relid FROM r, pg_partition_tree(r.oid))"
 	                    " SELECT i.indexrelid::int8, a.attname,"
 	                    " CASE WHEN i.indexprs IS NOT NULL OR i.indpred IS NOT NULL THEN 'e' END"
 	                    " FROM t JOIN pg_index i ON i.indrelid = t.oid AND i.indisunique"
@@ -87,10 +92,54 @@ load_constraints(apply *a, apply_rel *r)
 		for (int k = 0; k < r->nkeys; k++)
 			key_col |= strcmp(PQgetvalue(res, j, 1), r->colnames[r->key_idx[k]]) == 0;
 		if (PQgetvalue(res, j, 2)[0] != '\0' || ncols != r->nkeys || !key_col)
-			r->apart = APPLY_APART_GROUP;
-		r->referenced |= strcmp(PQgetvalue(res, j, 2), "r") == 0;
+			*apart = APPLY_APART_GROUP;
+		*referenced |= strcmp(PQgetvalue(res, j, 2), "r") == 0;
 	}
 	PQclear(res);
+	return rc;
+}
+
+/*
+ * A foreign key of the target's own may have come to reference a table
+ * since its constraints were read (a table added by hand while run runs).
+ * Before net changes are written that made a row put onto a key the group
+ * deleted one upsert (r->over_delete), the table is locked as its writes
+ * lock it, for the rest of the group's transaction (so that no such key
+ * can be added before it commits), and read again: when a key references
+ * it now, its ON DELETE actions would be missed, so the group is given up
+ * (PGCONN_RETRY_TARGET: run resumes from the stored position, reading
+ * the constraints anew).
+ */
+static int
+referenced_still_not(apply *a)
+{
+	int rc = TM_OK;
+
+	for (int i = 0; rc == TM_OK && i < a->nrels; i++) {
+		apply_rel *r = a->rels[i];
+		apply_apart apart = r->apart;
+		bool referenced = false;
+		strbuf sql = STRBUF_INIT;
+
+		if (!r->over_delete)
+			continue;
+		r->over_delete = false;
+		strbuf_append(&sql, "LOCK TABLE ");
+		strbuf_append_qualified(&sql, r->table->target_schema, r->table->target_table);
+		strbuf_append(&sql, " IN ROW EXCLUSIVE MODE");
+		rc = sink_command(a->sink, "locking a table to read its constraints", strbuf_str(&sql),
+		                  0, NULL);
+		strbuf_free(&sql);
+		if (rc == TM_OK)
+			rc = load_constraints(a, r, &apart, &referenced);
+		if (rc == TM_OK && referenced) {
+			log_warn("target: a foreign key of the target's own references %s.%s now: the "
+			         "transactions since the stored position are applied again, so that its "
+			         "ON DELETE actions act on the rows deleted and inserted again",
+			         r->table->target_schema, r->table->target_table);
+			rc = PGCONN_RETRY_TARGET;
+		}
+	}
 	return rc;
 }
 
@@ -154,7 +203,7 @@ load_types(apply *a, apply_rel *r)
 	else if (r->nkeys > 0)
 		r->apart = APPLY_APART_TABLE;
 	PQclear(res);
-	if (load_constraints(a, r) != TM_OK)
+	if (load_constraints(a, r, &r->apart, &r->referenced) != TM_OK)
 		r->apart = APPLY_APART_GROUP;
 out:
 	for (int i = 0; i < r->ncols; i++)
@@ -629,6 +678,8 @@ apply_net_flush_split(apply *a, apply_net_held held, int (*held_until)(void *ctx
 
 	if (a->net == NULL || (net_count(a->net) == 0 && a->nhist_bufs == 0))
 		return TM_OK;
+	if ((rc = referenced_still_not(a)) != TM_OK)
+		return rc;
 	arena_init(&f.scratch, 16 * 1024);
 	log_debug("apply: %ld net changes for %ld changes", net_count(a->net), net_puts(a->net));
 	rc = net_each(a->net, collect_entry, &f);
@@ -691,6 +742,7 @@ apply_net_put(apply *a, apply_rel *r, net_kind kind, const pgoutput_tuple *t, co
 	res = net_put(a->net, (int) r->relid, kind, r->ncols, r->nkeys, r->key_idx, a->put_vals,
 	              a->put_lens, present);
 	*conflict = res == NET_CONFLICT;
+	r->over_delete |= res == NET_PUT_OVER_DELETE;
 	if (!*conflict && net_bytes(a->net) > APPLY_NET_BYTES)
 		return apply_net_flush(a);
 	return TM_OK;

@@ -298,11 +298,13 @@ net_put(net_set *ns, int table, net_kind kind, int ncols, int nkeys, const int *
         const char *const *values, const size_t *lens, const bool *present)
 {
 	net_entry *e;
+	bool over_delete;
 
 	encode_key(ns, nkeys, key_idx, values, lens);
 	e = find(ns, table, ns->key.data, ns->key.len);
 	if (e != NULL && kind == NET_PARTIAL && e->kind == NET_DELETE)
 		return NET_CONFLICT;
+	over_delete = e != NULL && kind == NET_ROW && e->kind == NET_DELETE;
 	ns->puts++;
 	if (e == NULL)
 		e = new_entry(ns, table, ncols);
@@ -313,7 +315,7 @@ net_put(net_set *ns, int table, net_kind kind, int ncols, int nkeys, const int *
 		merge_values(ns, e, values, lens, present); /* stays a row, or a partial */
 	else
 		set_values(ns, e, kind, nkeys, key_idx, values, lens, present);
-	return NET_PUT_OK;
+	return over_delete ? NET_PUT_OVER_DELETE : NET_PUT_OK;
 }
 
 bool

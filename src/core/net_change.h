@@ -49,7 +49,10 @@ typedef struct net_entry {
 
 typedef struct net_set net_set;
 
-typedef enum net_put_result { NET_PUT_OK, NET_CONFLICT } net_put_result;
+/* NET_PUT_OVER_DELETE: a row put where the set held the key deleted (the
+ * delete and the row are now one entry, the row); NET_CONFLICT: a partial
+ * onto a delete, refused (nothing changed) */
+typedef enum net_put_result { NET_PUT_OK, NET_PUT_OVER_DELETE, NET_CONFLICT } net_put_result;
 
 net_set *net_new(void);
 void net_free(net_set *ns);

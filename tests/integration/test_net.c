@@ -409,10 +409,26 @@ test_arrays_into_a_latin1_target(void **state)
 	tm_env_free(e);
 }
 
+/* The deletes and inserts test_deleted_and_inserted_again_under_foreign_keys
+ * makes, on the table named t */
+static void
+delete_and_insert_again(tm_env *e, const char *t)
+{
+	pgtest_exec(e->s, "BEGIN; DELETE FROM %s WHERE id = 1;"
+	                  " INSERT INTO %s VALUES (1, 'again'); COMMIT;"
+	                  "DELETE FROM %s WHERE id = 2; INSERT INTO %s VALUES (2, 'again');"
+	                  "DELETE FROM %s WHERE id = 3; UPDATE %s SET v = 'new' WHERE id = 4;"
+	                  "BEGIN; UPDATE %s SET id = 150 WHERE id = 5;"
+	                  " INSERT INTO %s VALUES (5, 'again'); COMMIT",
+	            t, t, t, t, t, t, t, t);
+}
+
 /* A row deleted and inserted again in one group, of a table that foreign
  * keys of the target's own reference: their ON DELETE actions act, as on
  * the source's delete (the net change alone, an upsert, would keep the rows
- * that referred to the deleted one). */
+ * that referred to the deleted one). Also where the target's table is
+ * partitioned (made so by hand before setup) and the key references one of
+ * its partitions only. */
 static void
 test_deleted_and_inserted_again_under_foreign_keys(void **state)
 {
@@ -420,28 +436,75 @@ test_deleted_and_inserted_again_under_foreign_keys(void **state)
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE orders (id int PRIMARY KEY, v text);"
-	                  "INSERT INTO orders SELECT g, 'o' || g FROM generate_series(1, 10) g");
+	                  "INSERT INTO orders SELECT g, 'o' || g FROM generate_series(1, 10) g;"
+	                  "CREATE TABLE parted (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO parted SELECT g, 'o' || g FROM generate_series(1, 10) g");
+	pgtest_exec(e->t, "CREATE TABLE parted (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);"
+	                  "CREATE TABLE parted_low PARTITION OF parted FOR VALUES FROM (0) TO (100);"
+	                  "CREATE TABLE parted_high PARTITION OF parted FOR VALUES FROM (100) TO (1000)");
 	tm_setup_table(e, "orders");
+	tm_setup_table(e, "parted");
 	tm_catch_up(e, 60);
 	pgtest_exec(e->t, "CREATE TABLE notes (order_id int REFERENCES orders ON DELETE CASCADE);"
 	                  "CREATE TABLE marks (id int PRIMARY KEY,"
 	                  " order_id int REFERENCES orders ON DELETE SET NULL);"
+	                  "CREATE TABLE low_notes (id int REFERENCES parted_low ON DELETE CASCADE);"
 	                  "INSERT INTO notes SELECT g FROM generate_series(1, 10) g;"
-	                  "INSERT INTO marks SELECT g, g FROM generate_series(1, 10) g");
-	/* in one transaction, and across two; then one deleted for good and a
-	 * row only updated, all in the backlog of one run */
-	pgtest_exec(e->s, "BEGIN; DELETE FROM orders WHERE id = 1;"
-	                  " INSERT INTO orders VALUES (1, 'again'); COMMIT;"
-	                  "DELETE FROM orders WHERE id = 2; INSERT INTO orders VALUES (2, 'again');"
-	                  "DELETE FROM orders WHERE id = 3; UPDATE orders SET v = 'new' WHERE id = 4;"
-	                  "BEGIN; UPDATE orders SET id = 50 WHERE id = 5;"
-	                  " INSERT INTO orders VALUES (5, 'again'); COMMIT");
+	                  "INSERT INTO marks SELECT g, g FROM generate_series(1, 10) g;"
+	                  "INSERT INTO low_notes SELECT g FROM generate_series(1, 10) g");
+	/* in one transaction, and across two; then one deleted for good, a row
+	 * only updated, and a key moved away and inserted again, all in the
+	 * backlog of one run */
+	delete_and_insert_again(e, "orders");
+	delete_and_insert_again(e, "parted");
 	tm_catch_up(e, 60);
 	tm_assert_equal(e, "orders", "id");
+	tm_assert_rows_equal(e->s, "public.parted", e->t, "public.parted", "id, v");
 	tm_assert_value(e->t, "SELECT string_agg(order_id::text, ',' ORDER BY order_id) FROM notes",
 	                "4,6,7,8,9,10");
 	tm_assert_value(e->t, "SELECT string_agg(id::text, ',' ORDER BY id) FROM marks"
 	                      " WHERE order_id IS NULL", "1,2,3,5");
+	tm_assert_value(e->t, "SELECT string_agg(id::text, ',' ORDER BY id) FROM low_notes",
+	                "4,6,7,8,9,10");
+	tm_env_free(e);
+}
+
+/* A foreign key of the target's own added while run runs, after run read
+ * the table's constraints: a row deleted and inserted again still has its
+ * delete act on the key's rows (run applies the group again, reading the
+ * constraints anew). */
+static void
+test_foreign_key_added_while_running(void **state)
+{
+	tm_env *e = tm_env_new("net_refd_late");
+	pgtest_proc *run;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE orders (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO orders SELECT g, 'o' || g FROM generate_series(1, 10) g");
+	tm_setup_table(e, "orders");
+	tm_catch_up(e, 60);
+	run = tm_spawn(e, "run", NULL);
+	/* the table's constraints read: none references it yet */
+	pgtest_exec(e->s, "BEGIN; DELETE FROM orders WHERE id = 10;"
+	                  " INSERT INTO orders VALUES (10, 'first'); COMMIT");
+	assert_true(pgtest_wait_value(e->t, "SELECT v FROM orders WHERE id = 10", "first", 60));
+	pgtest_exec(e->t, "CREATE TABLE notes (order_id int REFERENCES orders ON DELETE CASCADE);"
+	                  "INSERT INTO notes SELECT g FROM generate_series(1, 10) g");
+	pgtest_exec(e->s, "BEGIN; DELETE FROM orders WHERE id = 1;"
+	                  " INSERT INTO orders VALUES (1, 'again'); COMMIT;"
+	                  "UPDATE orders SET v = 'last' WHERE id = 2");
+	assert_true(pgtest_wait_value(e->t, "SELECT v FROM orders WHERE id = 2", "last", 60));
+	pgtest_proc_kill(run, SIGTERM);
+	rc = pgtest_proc_wait(run, 60);
+	tm_assert_equal(e, "orders", "id");
+	tm_assert_value(e->t, "SELECT string_agg(order_id::text, ',' ORDER BY order_id) FROM notes",
+	                "2,3,4,5,6,7,8,9,10");
+	/* and said why the transactions went again */
+	if (rc != 0 || strstr(pgtest_proc_output(run), "references public.orders now") == NULL)
+		fail_msg("run exited %d:\n%s", rc, pgtest_proc_output(run));
+	pgtest_proc_free(run);
 	tm_env_free(e);
 }
 
@@ -495,6 +558,7 @@ main(void)
 		cmocka_unit_test(test_exact_values_in_arrays),
 		cmocka_unit_test(test_arrays_into_a_latin1_target),
 		cmocka_unit_test(test_deleted_and_inserted_again_under_foreign_keys),
+		cmocka_unit_test(test_foreign_key_added_while_running),
 		cmocka_unit_test(test_slot_confirmed_at_the_end),
 	};
 

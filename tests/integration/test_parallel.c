@@ -377,14 +377,16 @@ test_schema_change_between_groups(void **state)
 #define HOT_SLOTS 8
 
 /*
- * One transaction on row g of the four tables: an update of n (a partial
+ * One transaction on row g of the five tables: an update of n (a partial
  * in "spelled" and "plain": their TOASTed b unsent), the key changed (in
  * "cased" and "spelled" respelled: a delete and an insert of a key the
  * target's unique index takes for the same, 'Ab' and 'aB' in a
- * case-insensitive collation, 1.5 and 1.50; in "plain" and "tied" a new
- * one), a delete, the row inserted again (in the other spelling, under a
- * new key). "tied" only on odd rows: a group with one of them goes whole
- * after the ones before it, the others apart. The workload's steps do the four
+ * case-insensitive collation, 1.5 and 1.50; in "plain", "tied" and
+ * "tied_part" a new one), a delete, the row inserted again (in the other
+ * spelling, under a new key). "tied" only on odd rows, "tied_part" on
+ * rows 2 and 6 (so that its groups go whole by its own index, not by
+ * tied's): a group with one of them goes whole after the ones before it,
+ * the others apart. The workload's steps do the four
  * in a row on each of HOT_SLOTS rows in turn; the groups of a live run are
  * a transaction or a few, so that most meet one still in flight.
  */
@@ -395,8 +397,9 @@ spelled_op(PGconn *conn, unsigned g, unsigned op, unsigned i)
 		pgtest_exec(conn, "BEGIN; UPDATE cased SET n = n + 1 WHERE g = %u;"
 		                  " UPDATE spelled SET n = n + 1 WHERE g = %u;"
 		                  " UPDATE plain SET n = n + 1 WHERE g = %u;"
-		                  " UPDATE tied SET n = n + 1 WHERE g = %u AND g %% 2 = 1; COMMIT",
-		            g, g, g, g);
+		                  " UPDATE tied SET n = n + 1 WHERE g = %u AND g %% 2 = 1;"
+		                  " UPDATE tied_part SET n = n + 1 WHERE g = %u AND g %% 4 = 2; COMMIT",
+		            g, g, g, g, g);
 	else if (op == 1)
 		pgtest_exec(conn, "BEGIN; UPDATE cased SET k = CASE WHEN k = upper(k) COLLATE \"C\""
 		                  " THEN lower(k) ELSE upper(k) END, n = n + 1 WHERE g = %u;"
@@ -404,20 +407,23 @@ spelled_op(PGconn *conn, unsigned g, unsigned op, unsigned i)
 		                  " ELSE round(k, 1) END, b = repeat(md5(n::text), 100) WHERE g = %u;"
 		                  " UPDATE plain SET k = k + 1000000, b = repeat(md5(n::text), 100)"
 		                  " WHERE g = %u; UPDATE tied SET k = k + 1000000 WHERE g = %u AND g %% 2 = 1;"
-		                  " COMMIT",
-		            g, g, g, g);
+		                  " UPDATE tied_part SET k = k + 1000000 WHERE g = %u AND g %% 4 = 2; COMMIT",
+		            g, g, g, g, g);
 	else if (op == 2)
 		pgtest_exec(conn, "BEGIN; DELETE FROM cased WHERE g = %u; DELETE FROM spelled WHERE g = %u;"
 		                  " DELETE FROM plain WHERE g = %u; DELETE FROM tied WHERE g = %u AND g %% 2 = 1;"
-		                  " COMMIT",
-		            g, g, g, g);
+		                  " DELETE FROM tied_part WHERE g = %u AND g %% 4 = 2; COMMIT",
+		            g, g, g, g, g);
 	else
 		pgtest_exec(conn, "BEGIN; INSERT INTO cased VALUES (%s('key %u'), %u, %u);"
 		                  " INSERT INTO spelled VALUES (round(%u.5, %u), %u, %u,"
 		                  " repeat(md5('%u'), 100));"
 		                  " INSERT INTO plain VALUES (10000000000 + %u, %u, %u, repeat(md5('%u'), 100));"
-		                  " INSERT INTO tied SELECT 10000000000 + %u, %u, %u WHERE %u %% 2 = 1; COMMIT",
-		            i % 2 ? "upper" : "lower", g, g, i, g, 1 + i % 2, g, i, i, i, g, i, i, i, g, i, g);
+		                  " INSERT INTO tied SELECT 10000000000 + %u, %u, %u WHERE %u %% 2 = 1;"
+		                  " INSERT INTO tied_part SELECT 10000000000 + %u, %u, %u WHERE %u %% 4 = 2;"
+		                  " COMMIT",
+		            i % 2 ? "upper" : "lower", g, g, i, g, 1 + i % 2, g, i, i, i, g, i, i, i, g, i, g,
+		            i, g, i, g);
 }
 
 static void
@@ -450,6 +456,8 @@ test_keys_held_by_groups_in_flight(void **state)
 	                  "  FROM generate_series(1, 500) g;"
 	                  "CREATE TABLE tied (k bigint PRIMARY KEY, g int NOT NULL, n int);"
 	                  "INSERT INTO tied SELECT g, g, 0 FROM generate_series(1, 500) g;"
+	                  "CREATE TABLE tied_part (LIKE tied INCLUDING ALL);"
+	                  "INSERT INTO tied_part SELECT * FROM tied;"
 	                  "INSERT INTO cased SELECT 'Key ' || g, g, 0 FROM generate_series(1, 500) g;"
 	                  "INSERT INTO spelled SELECT g + 0.5, g, 0, repeat(md5(g::text), 100)"
 	                  "  FROM generate_series(1, 500) g");
@@ -457,10 +465,17 @@ test_keys_held_by_groups_in_flight(void **state)
 	tm_setup_table(e, "spelled");
 	tm_setup_table(e, "plain");
 	tm_setup_table(e, "tied");
+	/* the same, partitioned on the target by hand, with the index on the
+	 * partition that takes every row (none for the root) */
+	pgtest_exec(e->t, "CREATE TABLE tied_part (k bigint PRIMARY KEY, g int NOT NULL, n int)"
+	                  "  PARTITION BY RANGE (k);"
+	                  "CREATE TABLE tied_all PARTITION OF tied_part FOR VALUES FROM (0) TO (1e12);"
+	                  "CREATE TABLE tied_none PARTITION OF tied_part FOR VALUES FROM (1e12) TO (1e13)");
+	tm_setup_table(e, "tied_part");
 	tm_catch_up(e, 120);
 	/* a unique index of the target's own: a key moved keeps its g, so the
 	 * row under the new key may only go after the old one's delete */
-	pgtest_exec(e->t, "CREATE UNIQUE INDEX ON tied (g)");
+	pgtest_exec(e->t, "CREATE UNIQUE INDEX ON tied (g); CREATE UNIQUE INDEX ON tied_all (g)");
 	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
 	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
 	w = pgtest_workload_start(e->src, spelled_step, NULL);
@@ -495,6 +510,7 @@ test_keys_held_by_groups_in_flight(void **state)
 	tm_assert_rows_equal(e->s, "public.spelled", e->t, "public.spelled", "k, g, n, md5(b)");
 	tm_assert_rows_equal(e->s, "public.plain", e->t, "public.plain", "k, g, n, md5(b)");
 	tm_assert_rows_equal(e->s, "public.tied", e->t, "public.tied", "k, g, n");
+	tm_assert_rows_equal(e->s, "public.tied_part", e->t, "public.tied_part", "k, g, n");
 	assert_true(held > 0);
 	tm_env_free(e);
 }

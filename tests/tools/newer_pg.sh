@@ -112,7 +112,9 @@ case "${1:-}" in
 "" | -h | --help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//' ;;
 *)
 	[ $# -eq 2 ] || { echo "usage: newer_pg.sh TARBALL PREFIX" >&2; exit 2; }
-	build "$1" "$2"
-	usable_bin "$2"
+	# configure takes an absolute prefix only
+	prefix=$(realpath -m "$2")
+	build "$(realpath "$1")" "$prefix"
+	usable_bin "$prefix"
 	;;
 esac

@@ -19,13 +19,20 @@
 /* t (k, a, b) keyed by k */
 static const int key_idx[] = {0};
 
-static void
-put(net_set *ns, net_kind kind, const char *k, const char *a, const char *b, const bool *present)
+static net_put_result
+put_as(net_set *ns, net_kind kind, const char *k, const char *a, const char *b,
+       const bool *present)
 {
 	const char *v[] = {k, a, b};
 	size_t l[] = {k ? strlen(k) : 0, a ? strlen(a) : 0, b ? strlen(b) : 0};
 
-	assert_int_equal(net_put(ns, 1, kind, 3, 1, key_idx, v, l, present), NET_PUT_OK);
+	return net_put(ns, 1, kind, 3, 1, key_idx, v, l, present);
+}
+
+static void
+put(net_set *ns, net_kind kind, const char *k, const char *a, const char *b, const bool *present)
+{
+	assert_int_equal(put_as(ns, kind, k, a, b, present), NET_PUT_OK);
 }
 
 /* "kind:k,a,b" per entry in order, '-' for a column not present, '~' for NULL */
@@ -67,7 +74,8 @@ test_rules(void **state)
 	put(ns, NET_PARTIAL, "2", NULL, "x", only_b);   /* unknown row: a partial */
 	put(ns, NET_PARTIAL, "2", "y", NULL, only_a);   /* both columns now */
 	put(ns, NET_DELETE, "3", NULL, NULL, NULL);
-	put(ns, NET_ROW, "3", "back", NULL, NULL);      /* deleted then inserted: a row */
+	/* deleted then inserted: a row, said to have replaced a delete */
+	assert_int_equal(put_as(ns, NET_ROW, "3", "back", NULL, NULL), NET_PUT_OVER_DELETE);
 	assert_entries(ns, "R:1,a,b2 P:2,y,x R:3,back,~");
 	put(ns, NET_DELETE, "1", "ignored", "ignored", NULL);
 	assert_entries(ns, "P:2,y,x R:3,back,~ D:1,-,-"); /* the last change's order */
@@ -177,6 +185,7 @@ test_generated_sequences(void **state)
 	(void) state;
 	for (int round = 0; round < 2000; round++) {
 		model_row start[KEYS], direct[KEYS], netted[KEYS];
+		bool deleted[KEYS] = {false};
 		net_set *ns = net_new();
 		apply_ctx ctx = {netted};
 
@@ -194,6 +203,7 @@ test_generated_sequences(void **state)
 			size_t l[3];
 			bool present[3] = {true, rand_r(&seed) % 2 == 0, true};
 			net_kind kind;
+			net_put_result res;
 
 			snprintf(key, sizeof key, "%d", k);
 			snprintf(a, sizeof a, "a%d", c + 1);
@@ -207,9 +217,12 @@ test_generated_sequences(void **state)
 				kind = (net_kind) (1 + rand_r(&seed) % 3);
 			if (kind == NET_PARTIAL && !present[1])
 				present[2] = true;
-			if (net_put(ns, 1, kind, 3, 1, key_idx, v, l, kind == NET_PARTIAL ? present : NULL) ==
-			    NET_CONFLICT)
+			res = net_put(ns, 1, kind, 3, 1, key_idx, v, l, kind == NET_PARTIAL ? present : NULL);
+			if (res == NET_CONFLICT)
 				fail_msg("a partial of a present row cannot meet a delete");
+			/* a row over a delete of this set, said so, and only then */
+			assert_int_equal(res == NET_PUT_OVER_DELETE, kind == NET_ROW && deleted[k]);
+			deleted[k] = kind == NET_DELETE; /* the key's entry now */
 			assert_bytes(ns);
 			if (kind == NET_DELETE)
 				direct[k].exists = false;
