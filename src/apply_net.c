@@ -55,8 +55,10 @@ apply_net_way_of(apply *a, apply_rel *r)
 
 /* Constraints of the target's own that tie r's rows to other rows than by
  * the key (a unique index on other columns, an exclusion constraint, a
- * foreign key from or to the table): its rows must then go in the group's
- * order, after every earlier group (APPLY_APART_GROUP); and whether
+ * foreign key from or to the table), and triggers of its own that fire for
+ * the apply's writes (they may read other rows, which must be as after
+ * every earlier group): its rows must then go in the group's order, after
+ * every earlier group (APPLY_APART_GROUP); and whether
  * foreign keys reference it (r->referenced: apply_net_put). A target table
  * partitioned by hand counts with its partitions (pg_partition_tree, which
  * has no rows for a table of no tree): a foreign key may reference one of
@@ -77,7 +79,9 @@ load_constraints(apply *a, apply_rel *r, apply_apart *apart, bool *referenced)
 	                    " UNION ALL SELECT 0, NULL,"
 	                    " CASE WHEN c.confrelid = t.oid THEN 'r' ELSE c.contype::text END"
 	                    " FROM t, pg_constraint c"
-	                    " WHERE c.contype IN ('f', 'x') AND t.oid IN (c.conrelid, c.confrelid)",
+	                    " WHERE c.contype IN ('f', 'x') AND t.oid IN (c.conrelid, c.confrelid)"
+	                    " UNION ALL SELECT 0, NULL, 'g' FROM t, pg_trigger g"
+	                    " WHERE g.tgrelid = t.oid AND NOT g.tgisinternal AND g.tgenabled IN ('O', 'A')",
 	                    2, p, &res);
 
 	for (int j = 0; rc == TM_OK && j < PQntuples(res); j++) {

@@ -270,14 +270,16 @@ key_of_group(void *ctx, apply_rel *r, const net_entry *e)
 	return APPLY_HELD_NO;
 }
 
-/* Rows of the group held: every earlier group committed first. */
+/* Rows of the group held: every earlier group committed first; its free
+ * rows, sent, execute meanwhile. */
 static int
 settle_between(void *ctx)
 {
 	apply *a = ctx;
+	int rc = sink_push(a->sink);
 
 	a->par_waits++;
-	return apply_workers_settle(a);
+	return rc == TM_OK ? apply_workers_settle(a) : rc;
 }
 
 /*
@@ -304,7 +306,10 @@ send_group(apply *a, apply_worker *w)
 		rc = apply_net_flush_split(a, key_of_group, settle_between, a);
 	apply_use_sink(a, own);
 	/* every earlier group (w has none) before the stored position's row
-	 * (done already when rows were held) */
+	 * (done already when rows were held), the group's rows executing
+	 * meanwhile */
+	if (rc == TM_OK)
+		rc = sink_push(w->sink);
 	if (rc == TM_OK)
 		rc = apply_workers_settle(a);
 	if (rc == TM_OK)

@@ -814,6 +814,15 @@ sink_commit(sink *s, tm_lsn *wal_end)
 }
 
 int
+sink_push(sink *s)
+{
+	/* a blocking connection: everything in libpq's buffer is written */
+	if (PQflush(s->conn) != 0)
+		return pgconn_fail(s->conn, TGT, "sending statements", NULL);
+	return TM_OK;
+}
+
+int
 sink_commit_send(sink *s)
 {
 	bool done;

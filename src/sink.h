@@ -157,6 +157,10 @@ int sink_commit(sink *s, tm_lsn *wal_end);
  */
 int sink_commit_send(sink *s);
 int sink_commit_wait(sink *s, bool block, bool *done, tm_lsn *wal_end);
+/* The statements queued so far go to the server now, to execute while the
+ * caller waits on other work (statements are otherwise sent in batches);
+ * their results are read as before. */
+int sink_push(sink *s);
 /* The target's WAL position flushed to disk (not guarded: a read of the
  * server's state, never of a transaction). */
 int sink_flushed(sink *s, tm_lsn *out);
