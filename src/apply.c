@@ -18,6 +18,7 @@
 #include "strbuf.h"
 
 #include "apply_int.h"
+#include "clock.h"
 
 /* ---- durability ---- */
 
@@ -98,6 +99,7 @@ apply_new(sink *s, const apply_config *cfg, apply **out)
 		abort();
 	a->cfg = *cfg;
 	a->sink = s;
+	a->constraints_at = clock_coarse_s(); /* each table's read at its first use */
 	rc = catalog_read_progress(s, cfg->slot, &a->applied);
 	if (rc == TM_OK)
 		rc = note_commit_at_start(a);

@@ -126,6 +126,7 @@ typedef struct apply_rel {
 	sink_stmt *history_rows; /* many history entries at once (apply_net.c) */
 	sink_stmt *delete_rows;  /* many deletes by key at once (apply_net.c) */
 	bool types_loaded;
+	apply_apart apart_key;   /* with types: apart by the key alone */
 	apply_apart apart;       /* with types: apply_net_apart */
 	bool referenced;         /* with types: foreign keys of the target reference it */
 	bool over_delete;        /* not referenced, a row of this group's net changes put
@@ -156,6 +157,7 @@ struct apply {
 	int ntables;
 	apply_rel **rels;           /* owned */
 	int nrels;
+	double constraints_at;      /* their constraints last read again (apply_net.c) */
 	tm_lsn applied;             /* committed on the target (visible) */
 	tm_lsn durable;             /* committed and flushed to the target's disk */
 	int npending;               /* commits not yet known to be flushed: */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "apply_int.h"
+#include "clock.h"
 #include "exitcode.h"
 #include "log.h"
 #include "pgconn.h"
@@ -39,9 +40,46 @@ history_of_stream(const apply_rel *r)
 
 static bool load_types(apply *a, apply_rel *r);
 
+/* Constraints and triggers of the target's own added or dropped while run
+ * runs: every table's are read again APPLY_CONSTRAINTS_REREAD_S after the
+ * last time, all at once (the queries go on the apply's own connection, in
+ * one group), as a group's rows are collected, so that parallel apply
+ * keeps whole the groups it must within that time. A foreign key that
+ * comes to reference a table is seen at once (apply_net_put,
+ * referenced_still_not). */
+#define APPLY_CONSTRAINTS_REREAD_S 60
+
+static int load_constraints(apply *a, apply_rel *r, apply_apart *apart, bool *referenced);
+
+static int
+reread_constraints(apply *a)
+{
+	int rc = TM_OK, n = 0;
+
+	a->constraints_at = clock_coarse_s();
+	for (int i = 0; rc == TM_OK && i < a->nrels; i++) {
+		apply_rel *r = a->rels[i];
+		apply_apart apart = r->apart_key;
+		bool referenced = false;
+
+		if (!r->types_loaded || r->table == NULL)
+			continue;
+		rc = load_constraints(a, r, &apart, &referenced);
+		if (rc == TM_OK) {
+			r->apart = apart;
+			r->referenced = referenced;
+			n++;
+		}
+	}
+	log_debug("apply: constraints and triggers of %d table(s) read again", n);
+	return rc;
+}
+
 apply_net_way
 apply_net_way_of(apply *a, apply_rel *r)
 {
+	if (clock_coarse_s() - a->constraints_at >= APPLY_CONSTRAINTS_REREAD_S)
+		(void) reread_constraints(a); /* a failure shows at the next statement */
 	if (!a->cfg.net_changes || a->net == NULL || r->table == NULL || r->nkeys == 0 ||
 	    !r->keys_ok)
 		return APPLY_NET_NONE;
@@ -203,9 +241,10 @@ load_types(apply *a, apply_rel *r)
 				r->types[i] = strbuf_steal(&sb);
 			}
 	if (key_is_exact(r, res))
-		r->apart = APPLY_APART_KEY;
-	else if (r->nkeys > 0)
-		r->apart = APPLY_APART_TABLE;
+		r->apart_key = APPLY_APART_KEY;
+	else
+		r->apart_key = r->nkeys > 0 ? APPLY_APART_TABLE : APPLY_APART_GROUP;
+	r->apart = r->apart_key;
 	PQclear(res);
 	if (load_constraints(a, r, &r->apart, &r->referenced) != TM_OK)
 		r->apart = APPLY_APART_GROUP;

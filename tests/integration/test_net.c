@@ -508,6 +508,42 @@ test_foreign_key_added_while_running(void **state)
 	tm_env_free(e);
 }
 
+/* A trigger of the target's own created while run runs, on a table whose
+ * constraints run had read: within a minute run reads them again, and the
+ * trigger then sees other rows as after every earlier group, as
+ * test_parallel's test_trigger_sees_earlier_groups (an earlier group held
+ * by another session's row lock, a later one on the trigger's table). */
+static void
+test_trigger_added_while_running(void **state)
+{
+	tm_env *e = tm_env_new("net_trig_late");
+	pgtest_proc *run;
+	int rc;
+
+	(void) state;
+	tm_trigger_tables(e);
+	tm_catch_up(e, 60);
+	run = tm_spawn(e, "run", "-vv", NULL);
+	pgtest_exec(e->s, "UPDATE a SET v = 5 WHERE k = 5; UPDATE b SET v = 5 WHERE k = 5");
+	assert_true(pgtest_wait_value(e->t, "SELECT v FROM b WHERE k = 5", "5", 60));
+	tm_trigger_look(e);
+	/* changes keep coming until run has read the tables' constraints again */
+	for (int i = 0; i < 90 && !pgtest_proc_wait_output(run, "of 2 table(s) read again", 1); i++)
+		pgtest_exec(e->s, "UPDATE a SET v = v + 1 WHERE k = 6");
+	assert_true(pgtest_proc_wait_output(run, "of 2 table(s) read again", 1));
+	tm_trigger_held_groups(e);
+	pgtest_proc_kill(run, SIGTERM);
+	rc = pgtest_proc_wait(run, 60);
+	if (rc != 0)
+		fail_msg("run exited %d:\n%s", rc, pgtest_proc_output(run));
+	pgtest_proc_free(run);
+	tm_assert_value(e->t, "SELECT string_agg(b_k || ':' || b_v || ':' || a_v, ',') FROM seen",
+	                "2:1:1");
+	tm_assert_equal(e, "a", "k");
+	tm_assert_equal(e, "b", "k");
+	tm_env_free(e);
+}
+
 /* A run that ends caught up leaves the slot confirmed at its end: the
  * target's commits are flushed before the last status update (commits do
  * not wait for the target's disk), so the next run decodes none of it
@@ -559,8 +595,12 @@ main(void)
 		cmocka_unit_test(test_arrays_into_a_latin1_target),
 		cmocka_unit_test(test_deleted_and_inserted_again_under_foreign_keys),
 		cmocka_unit_test(test_foreign_key_added_while_running),
+		cmocka_unit_test(test_trigger_added_while_running),
 		cmocka_unit_test(test_slot_confirmed_at_the_end),
 	};
 
+	/* TEST_FILTER=test_trigger* runs only the tests whose names match */
+	if (getenv("TEST_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
 }

@@ -526,44 +526,20 @@ static void
 test_trigger_sees_earlier_groups(void **state)
 {
 	tm_env *e = tm_env_new("partrig");
-	PGconn *holder;
 	pgtest_proc *run;
 	int rc;
 
 	(void) state;
-	pgtest_exec(e->s, "CREATE TABLE a (k int PRIMARY KEY, v int);"
-	                  "CREATE TABLE b (k int PRIMARY KEY, v int);"
-	                  "INSERT INTO a SELECT g, 0 FROM generate_series(1, 10) g;"
-	                  "INSERT INTO b SELECT g, 0 FROM generate_series(1, 10) g");
-	tm_setup_table(e, "a");
-	tm_setup_table(e, "b");
+	tm_trigger_tables(e);
 	tm_catch_up(e, 60);
-	pgtest_exec(e->t, "CREATE TABLE seen (b_k int, b_v int, a_v int);"
-	                  "CREATE FUNCTION look() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-	                  " INSERT INTO seen SELECT NEW.k, NEW.v, v FROM a WHERE k = 1;"
-	                  " RETURN NEW; END $$;"
-	                  "CREATE TRIGGER look AFTER UPDATE ON b FOR EACH ROW EXECUTE FUNCTION look()");
+	tm_trigger_look(e);
 	run = tm_spawn(e, "run", "--apply-workers", "2", NULL);
 	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
 	/* both tables' target definitions read (on the apply's own connection,
 	 * which would wait for every earlier group) */
 	pgtest_exec(e->s, "UPDATE a SET v = 5 WHERE k = 5; UPDATE b SET v = 5 WHERE k = 5");
 	assert_true(pgtest_wait_value(e->t, "SELECT v FROM b WHERE k = 5", "5", 60));
-	/* the first group waits for a row another session holds */
-	holder = pgtest_connect_at(__FILE__, __LINE__, e->dst);
-	pgtest_exec(holder, "BEGIN; SELECT * FROM a WHERE k = 1 FOR UPDATE");
-	pgtest_exec(e->s, "UPDATE a SET v = 1 WHERE k = 1");
-	assert_true(pgtest_wait_value(e->t, "SELECT count(*) > 0 FROM pg_stat_activity"
-	                                    " WHERE wait_event_type = 'Lock'", "t", 60));
-	/* the next, on b alone, touches no key of the first: its trigger would
-	 * fire now, beside the first, if the group went apart; the wait gives
-	 * it the time to (with the rule, nothing of it goes until the first
-	 * commits, however long) */
-	pgtest_exec(e->s, "UPDATE b SET v = 1 WHERE k = 2");
-	tm_sleep_ms(1500);
-	pgtest_exec(holder, "COMMIT");
-	PQfinish(holder);
-	assert_true(pgtest_wait_value(e->t, "SELECT v FROM b WHERE k = 2", "1", 60));
+	tm_trigger_held_groups(e);
 	pgtest_proc_kill(run, SIGTERM);
 	rc = pgtest_proc_wait(run, 60);
 	if (rc != 0)

@@ -392,3 +392,42 @@ tm_assert_multiset_equal(tm_env *e, const char *table, const char *cols)
 {
 	tm_assert_rows_equal(e->s, table, e->t, table, cols);
 }
+
+/* ---- a trigger that reads other rows (tm_fixture.h) ---- */
+
+void
+tm_trigger_tables(tm_env *e)
+{
+	pgtest_exec(e->s, "CREATE TABLE a (k int PRIMARY KEY, v int);"
+	                  "CREATE TABLE b (k int PRIMARY KEY, v int);"
+	                  "INSERT INTO a SELECT g, 0 FROM generate_series(1, 10) g;"
+	                  "INSERT INTO b SELECT g, 0 FROM generate_series(1, 10) g");
+	tm_setup_table(e, "a");
+	tm_setup_table(e, "b");
+}
+
+void
+tm_trigger_look(tm_env *e)
+{
+	pgtest_exec(e->t, "CREATE TABLE seen (b_k int, b_v int, a_v int);"
+	                  "CREATE FUNCTION look() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+	                  " INSERT INTO seen SELECT NEW.k, NEW.v, v FROM a WHERE k = 1;"
+	                  " RETURN NEW; END $$;"
+	                  "CREATE TRIGGER look AFTER UPDATE ON b FOR EACH ROW EXECUTE FUNCTION look()");
+}
+
+void
+tm_trigger_held_groups(tm_env *e)
+{
+	PGconn *holder = pgtest_connect_at(__FILE__, __LINE__, e->dst);
+
+	pgtest_exec(holder, "BEGIN; SELECT * FROM a WHERE k = 1 FOR UPDATE");
+	pgtest_exec(e->s, "UPDATE a SET v = 1 WHERE k = 1");
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) > 0 FROM pg_stat_activity"
+	                                    " WHERE wait_event_type = 'Lock'", "t", 60));
+	pgtest_exec(e->s, "UPDATE b SET v = 1 WHERE k = 2");
+	tm_sleep_ms(1500);
+	pgtest_exec(holder, "COMMIT");
+	PQfinish(holder);
+	assert_true(pgtest_wait_value(e->t, "SELECT v FROM b WHERE k = 2", "1", 60));
+}

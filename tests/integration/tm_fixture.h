@@ -95,4 +95,20 @@ void tm_assert_rows_equal(PGconn *s, const char *source_table, PGconn *t, const 
  * fails with both. */
 void tm_assert_value(PGconn *conn, const char *sql, const char *expected);
 
+/*
+ * A trigger of the target's own that reads other rows, and two groups:
+ * tm_trigger_tables makes tables a and b (k, v; rows 1..10, v 0) on the
+ * source and sets them up; tm_trigger_look puts on the target's b a
+ * trigger that records in seen (b_k, b_v, a_v) each update of b with the
+ * value of a's row 1 it sees. tm_trigger_held_groups, while run applies
+ * through workers: a's row 1 set to 1, a group the target holds on another
+ * session's lock of that row, then b's row 2 set to 1, a group on b alone;
+ * the lock let go after 1.5 s (the time b's group would need to go beside
+ * a's); returns once b's row is there. Where the trigger's group waited for
+ * the earlier one, as on the source, seen has 2:1:1 (b_k:b_v:a_v).
+ */
+void tm_trigger_tables(tm_env *e);
+void tm_trigger_look(tm_env *e);
+void tm_trigger_held_groups(tm_env *e);
+
 #endif
