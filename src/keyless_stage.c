@@ -113,9 +113,8 @@ start_copy(keyless_stage *st, int table_id, int ncols, const char *const *cols, 
 
 	strbuf_append(&sql, "COPY ");
 	keyless_sql_stage_name(&sql, table_id);
-	strbuf_append(&sql, " (");
-	keyless_sql_columns(&sql, ncols, cols);
-	strbuf_append(&sql, binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN");
+	keyless_sql_column_list(&sql, ncols, cols);
+	strbuf_append(&sql, binary ? " FROM STDIN (FORMAT binary)" : " FROM STDIN");
 	r = PQexec(st->conn, sql.data);
 	if (PQresultStatus(r) != PGRES_COPY_IN)
 		rc = pgconn_fail(st->conn, TGT, "starting the COPY into a staging table", r);

@@ -293,23 +293,25 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 {
 	const char *p[] = {c->job.schema, c->job.name};
 	PGresult *r;
+	/* a row per column, or one of NULLs for a table without columns; none
+	 * when the table is gone */
 	int rc = pgconn_exec(conn, SRC, "reading the columns of a table to copy",
 	                     "SELECT a.attname, (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c"
-	                     "   WHERE c.oid = a.attrelid),"
+	                     "   WHERE c.oid = t.oid),"
 	                     " (SELECT CASE WHEN c.reltuples > 0 THEN (" PAGES_BYTES("c") ""
-	                     "   / c.reltuples)::bigint END FROM pg_class c WHERE c.oid = a.attrelid),"
+	                     "   / c.reltuples)::bigint END FROM pg_class c WHERE c.oid = t.oid),"
 	                     " format_type(a.atttypid, a.atttypmod), a.atttypid < 16384,"
-	                     CODEC_KEY_TYPE_COLUMNS " FROM pg_attribute a"
-	                     " WHERE a.attrelid = (SELECT c.oid FROM pg_class c"
+	                     CODEC_KEY_TYPE_COLUMNS " FROM (SELECT c.oid FROM pg_class c"
 	                     "   JOIN pg_namespace n ON n.oid = c.relnamespace"
-	                     "   WHERE n.nspname = $1 AND c.relname = $2)"
+	                     "   WHERE n.nspname = $1 AND c.relname = $2) t"
+	                     " LEFT JOIN pg_attribute a ON a.attrelid = t.oid"
 	                     " AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''"
 	                     " ORDER BY a.attnum", 2, p, &r);
 
 	if (rc != TM_OK)
 		return rc;
 	*gone = PQntuples(r) == 0;
-	c->ncols = PQntuples(r);
+	c->ncols = PQntuples(r) == 1 && PQgetisnull(r, 0, 0) ? 0 : PQntuples(r);
 	c->colnames = xcalloc((size_t) c->ncols + 1, sizeof(char *));
 	c->coltypes = xcalloc((size_t) c->ncols + 1, sizeof(char *));
 	c->key_idx = xcalloc((size_t) c->job.nkeys + 1, sizeof(int));
@@ -324,7 +326,7 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 		    !same_target_type(&c->job, c->colnames[i], PQgetvalue(r, i, 3)))
 			c->format = SNAP_CHUNK_TEXT;
 	}
-	if (c->ncols > 0) {
+	if (!*gone) {
 		c->estimate = atoll(PQgetvalue(r, 0, 1));
 		/* the average row's size on disk, when statistics know it */
 		limit_rows(c, PQgetisnull(r, 0, 2) ? 0 : atoll(PQgetvalue(r, 0, 2)));

@@ -27,6 +27,16 @@ keyless_sql_columns(strbuf *sql, int ncols, const char *const *cols)
 }
 
 void
+keyless_sql_column_list(strbuf *sql, int ncols, const char *const *cols)
+{
+	if (ncols == 0)
+		return;
+	strbuf_append(sql, " (");
+	keyless_sql_columns(sql, ncols, cols);
+	strbuf_appendc(sql, ')');
+}
+
+void
 keyless_sql_has_columns_params(const char *schema, const char *name, int ncols,
                                const char *const *cols, char **table, char **names)
 {
@@ -162,9 +172,8 @@ keyless_sql_load(strbuf *sql, const char *schema, const char *name, int ncols,
 {
 	strbuf_append(sql, "INSERT INTO ");
 	strbuf_append_qualified(sql, schema, name);
-	strbuf_append(sql, " (");
-	keyless_sql_columns(sql, ncols, cols);
-	strbuf_append(sql, ") SELECT ");
+	keyless_sql_column_list(sql, ncols, cols);
+	strbuf_append(sql, " SELECT ");
 	keyless_sql_columns(sql, ncols, cols);
 	strbuf_append(sql, " FROM ");
 	keyless_sql_stage_name(sql, table_id);

@@ -49,6 +49,9 @@ typedef struct keyless_sql_table {
 
 /* "c1", "c2", ...: a column list. */
 void keyless_sql_columns(strbuf *sql, int ncols, const char *const *cols);
+/* The same in parentheses after a space, for INSERT and COPY; nothing for
+ * a table without columns (whose rows are all alike) */
+void keyless_sql_column_list(strbuf *sql, int ncols, const char *const *cols);
 
 /* INSERT INTO t (c1, ..., cn) VALUES ($1, ..., $n) */
 void keyless_sql_insert(strbuf *sql, const keyless_sql_table *t);

@@ -841,6 +841,22 @@ test_table_without_columns(void **state)
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM pg_tables"
 	                                         " WHERE tablename LIKE '%%dropped%%'"), 0);
 	assert_int_equal(tm_run(e, 60, NULL, "verify", NULL), 0);
+
+	/* a replicated table whose every column is dropped goes on (its rows
+	 * counted), and copied again it is read as such, not as a table gone
+	 * from the source (it had been set aside as dropped, its rows left) */
+	pgtest_exec(e->s, "ALTER TABLE app.t REPLICA IDENTITY FULL;"
+	                  "ALTER TABLE app.t DROP CONSTRAINT t_pkey;"
+	                  "ALTER TABLE app.t DROP COLUMN v; ALTER TABLE app.t DROP COLUMN id;"
+	                  "INSERT INTO app.t DEFAULT VALUES");
+	tm_catch_up(e, 60);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.t"), 2);
+	pgtest_exec(e->s, "INSERT INTO app.t DEFAULT VALUES");
+	assert_int_equal(tm_run(e, 60, NULL, "snapshot", "app.t", NULL), 0);
+	tm_catch_up(e, 60);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.t"), 3);
+	tm_assert_value(e->t, "SELECT state FROM tidemark.tables WHERE source_table = 't'",
+	                "streaming");
 	tm_env_free(e);
 }
 

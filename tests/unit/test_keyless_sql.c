@@ -125,6 +125,11 @@ test_stage_and_load(void **state)
 	keyless_sql_load(&sql, "public", "Log Lines", 2, cols, 7);
 	assert_string_equal(sql.data, "INSERT INTO \"public\".\"Log Lines\" (\"id\", \"amount\") SELECT \"id\","
 	                              " \"amount\" FROM \"tidemark\".\"keyless 7\"");
+	/* a table whose every column was dropped: rows alike, counted */
+	strbuf_reset(&sql);
+	keyless_sql_load(&sql, "public", "Log Lines", 0, cols, 7);
+	assert_string_equal(sql.data, "INSERT INTO \"public\".\"Log Lines\" SELECT  FROM"
+	                              " \"tidemark\".\"keyless 7\"");
 	strbuf_free(&sql);
 }
 
