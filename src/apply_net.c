@@ -119,7 +119,8 @@ load_constraints(apply *a, apply_rel *r, apply_apart *apart, bool *referenced)
 	                    " FROM t, pg_constraint c"
 	                    " WHERE c.contype IN ('f', 'x') AND t.oid IN (c.conrelid, c.confrelid)"
 	                    " UNION ALL SELECT 0, NULL, 'g' FROM t, pg_trigger g"
-	                    " WHERE g.tgrelid = t.oid AND NOT g.tgisinternal AND g.tgenabled IN ('O', 'A')",
+	                    " WHERE g.tgrelid = t.oid AND NOT g.tgisinternal AND g.tgenabled IN ('O', 'A')"
+	                    " AND g.tgtype::int & 28 <> 0", /* on INSERT, DELETE or UPDATE */
 	                    2, p, &res);
 
 	for (int j = 0; rc == TM_OK && j < PQntuples(res); j++) {
