@@ -960,22 +960,6 @@ apply_idle(apply *a)
 	return rc == TM_OK ? apply_workers_poll(a) : rc;
 }
 
-/* A group this small grows while an earlier one is in flight: its own
- * statements and commit would cost more than it holds; a larger one goes,
- * so that the target executes it beside the earlier one. */
-#define APPLY_LULL_BYTES ((size_t) 256 * 1024)
-
-int
-apply_lull(apply *a)
-{
-	int rc = apply_workers_poll(a);
-
-	if (rc != TM_OK || (apply_workers_take(a) && apply_workers_busy(a) &&
-	                    net_bytes(a->net) < APPLY_LULL_BYTES))
-		return rc;
-	return apply_idle(a);
-}
-
 int
 apply_settle(apply *a)
 {

@@ -211,10 +211,6 @@ void apply_stream_counts(const apply *a, long *direct, long *spooled);
 /* The source has nothing more right now: commit an open group when it ends
  * on a source transaction boundary. */
 int apply_idle(apply *a);
-/* The same when the stream's buffer ran empty a moment ago (more may come
- * at once): while a group is still in flight on the target, the open one
- * goes on growing instead (it could not commit before that one anyway). */
-int apply_lull(apply *a);
 
 /* Everything up to lsn has been received and nothing is pending (a
  * keepalive while idle): store lsn as applied so the source may free WAL. */

@@ -596,10 +596,8 @@ stream_loop(run_state *st)
 			busy = clock_now_s(); /* from here on, the apply's work */
 		if (rc == TM_OK && len > 0)
 			rc = handle_copydata(st, buf, len);
-		if (rc == TM_OK && (len == 0 || stop_requests > 0))
+		if (rc == TM_OK && (len == 0 || stop_requests > 0 || !source_has_pending(st->stream)))
 			rc = apply_idle(st->apply);
-		else if (rc == TM_OK && !source_has_pending(st->stream))
-			rc = apply_lull(st->apply);
 		if (rc == TM_OK && len == 0)
 			rc = apply_settle(st->apply); /* nothing came: the workers' commits */
 		if (rc == TM_OK)
