@@ -49,7 +49,7 @@ static bool load_types(apply *a, apply_rel *r);
  * referenced_still_not). */
 #define APPLY_CONSTRAINTS_REREAD_S 60
 
-static int load_constraints(apply *a, apply_rel *r, apply_apart *apart, bool *referenced);
+static int read_constraints(apply *a, apply_rel *r);
 
 static int
 reread_constraints(apply *a)
@@ -59,17 +59,11 @@ reread_constraints(apply *a)
 	a->constraints_at = clock_coarse_s();
 	for (int i = 0; rc == TM_OK && i < a->nrels; i++) {
 		apply_rel *r = a->rels[i];
-		apply_apart apart = r->apart_key;
-		bool referenced = false;
 
 		if (!r->types_loaded || r->table == NULL)
 			continue;
-		rc = load_constraints(a, r, &apart, &referenced);
-		if (rc == TM_OK) {
-			r->apart = apart;
-			r->referenced = referenced;
-			n++;
-		}
+		rc = read_constraints(a, r);
+		n += rc == TM_OK;
 	}
 	log_debug("apply: constraints and triggers of %d table(s) read again", n);
 	return rc;
@@ -142,6 +136,22 @@ load_constraints(apply *a, apply_rel *r, apply_apart *apart, bool *referenced)
 	return rc;
 }
 
+/* r->apart and r->referenced from the target's catalog, on top of how apart
+ * its key alone lets its rows go (r->apart_key); unchanged on a failure. */
+static int
+read_constraints(apply *a, apply_rel *r)
+{
+	apply_apart apart = r->apart_key;
+	bool referenced = false;
+	int rc = load_constraints(a, r, &apart, &referenced);
+
+	if (rc == TM_OK) {
+		r->apart = apart;
+		r->referenced = referenced;
+	}
+	return rc;
+}
+
 /*
  * A foreign key of the target's own may have come to reference a table
  * since its constraints were read (a table added by hand while run runs).
@@ -160,8 +170,6 @@ referenced_still_not(apply *a)
 
 	for (int i = 0; rc == TM_OK && i < a->nrels; i++) {
 		apply_rel *r = a->rels[i];
-		apply_apart apart = r->apart;
-		bool referenced = false;
 		strbuf sql = STRBUF_INIT;
 
 		if (!r->over_delete)
@@ -174,8 +182,8 @@ referenced_still_not(apply *a)
 		                  0, NULL);
 		strbuf_free(&sql);
 		if (rc == TM_OK)
-			rc = load_constraints(a, r, &apart, &referenced);
-		if (rc == TM_OK && referenced) {
+			rc = read_constraints(a, r);
+		if (rc == TM_OK && r->referenced) {
 			log_warn("target: a foreign key of the target's own references %s.%s now: the "
 			         "transactions since the stored position are applied again, so that its "
 			         "ON DELETE actions act on the rows deleted and inserted again",
@@ -217,7 +225,7 @@ load_types(apply *a, apply_rel *r)
 	if (r->types_loaded)
 		goto out;
 	r->types_loaded = true;
-	r->apart = APPLY_APART_GROUP;
+	r->apart_key = r->apart = APPLY_APART_GROUP;
 	r->referenced = false;
 	r->types = xcalloc((size_t) r->ncols + 1, sizeof(char *));
 	/* the type by its catalog name, without modifiers: the column applies
@@ -245,10 +253,8 @@ load_types(apply *a, apply_rel *r)
 		r->apart_key = APPLY_APART_KEY;
 	else
 		r->apart_key = r->nkeys > 0 ? APPLY_APART_TABLE : APPLY_APART_GROUP;
-	r->apart = r->apart_key;
 	PQclear(res);
-	if (load_constraints(a, r, &r->apart, &r->referenced) != TM_OK)
-		r->apart = APPLY_APART_GROUP;
+	(void) read_constraints(a, r); /* on a failure, APPLY_APART_GROUP as set above */
 out:
 	for (int i = 0; i < r->ncols; i++)
 		all &= r->types[i] != NULL;

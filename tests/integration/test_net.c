@@ -518,7 +518,6 @@ test_trigger_added_while_running(void **state)
 {
 	tm_env *e = tm_env_new("net_trig_late");
 	pgtest_proc *run;
-	int rc;
 
 	(void) state;
 	tm_trigger_tables(e);
@@ -532,11 +531,7 @@ test_trigger_added_while_running(void **state)
 		pgtest_exec(e->s, "UPDATE a SET v = v + 1 WHERE k = 6");
 	assert_true(pgtest_proc_wait_output(run, "of 2 table(s) read again", 1));
 	tm_trigger_held_groups(e);
-	pgtest_proc_kill(run, SIGTERM);
-	rc = pgtest_proc_wait(run, 60);
-	if (rc != 0)
-		fail_msg("run exited %d:\n%s", rc, pgtest_proc_output(run));
-	pgtest_proc_free(run);
+	tm_stop_and_catch_up(e, run, 60);
 	tm_assert_value(e->t, "SELECT string_agg(b_k || ':' || b_v || ':' || a_v, ',') FROM seen",
 	                "2:1:1");
 	tm_assert_equal(e, "a", "k");

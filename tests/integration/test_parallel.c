@@ -527,7 +527,6 @@ test_trigger_sees_earlier_groups(void **state)
 {
 	tm_env *e = tm_env_new("partrig");
 	pgtest_proc *run;
-	int rc;
 
 	(void) state;
 	tm_trigger_tables(e);
@@ -540,11 +539,7 @@ test_trigger_sees_earlier_groups(void **state)
 	pgtest_exec(e->s, "UPDATE a SET v = 5 WHERE k = 5; UPDATE b SET v = 5 WHERE k = 5");
 	assert_true(pgtest_wait_value(e->t, "SELECT v FROM b WHERE k = 5", "5", 60));
 	tm_trigger_held_groups(e);
-	pgtest_proc_kill(run, SIGTERM);
-	rc = pgtest_proc_wait(run, 60);
-	if (rc != 0)
-		fail_msg("run exited %d:\n%s", rc, pgtest_proc_output(run));
-	pgtest_proc_free(run);
+	tm_stop_and_catch_up(e, run, 60);
 	/* as on the source, where b's update came after a's commit */
 	tm_assert_value(e->t, "SELECT string_agg(b_k || ':' || b_v || ':' || a_v, ','"
 	                      " ORDER BY b_k) FROM seen", "2:1:1,5:5:0");
