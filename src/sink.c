@@ -98,6 +98,7 @@ struct sink {
 	sink_tick_fn stall;               /* called once in a wait this long (sink_set_stall) */
 	void *stall_ctx;
 	int stall_ms;
+	bool order_retry;                 /* sink_set_order_retry */
 	int trying;                       /* in sink_try or a region (nested): a statement
 	                                   * error is kept, not logged */
 	char *try_failure;                /* owned: that error's message */
@@ -222,6 +223,17 @@ fill(sink *s)
  * to; a failure of a round after one that failed (the statements of an
  * aborted transaction, skipped) is returned as the first one's status,
  * not logged again. */
+/* A refusal that an order of the rows other than the source's can cause
+ * under a constraint of the target's own: a unique or exclusion
+ * constraint (a row reaching it before the delete or move that freed its
+ * value), a foreign key (a row before the one it references). */
+static bool
+order_refusal(const char *state)
+{
+	return state != NULL &&
+	       (strcmp(state, "23505") == 0 || strcmp(state, "23P01") == 0 || strcmp(state, "23503") == 0);
+}
+
 static int
 fail_result(sink *s, const sink_round *rd, int index, PGresult *r)
 {
@@ -245,12 +257,31 @@ fail_result(sink *s, const sink_round *rd, int index, PGresult *r)
 	if (s->broken)
 		return s->tx_rc != TM_OK ? s->tx_rc : TM_EXIT_TARGET;
 	s->broken = true;
+	if (s->order_retry && r != NULL && order_refusal(PQresultErrorField(r, PG_DIAG_SQLSTATE))) {
+		const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+		const char *detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
+
+		log_warn("target: a constraint of the target's own refused rows applied apart from "
+		         "the groups before them (%s%s%s): it may be newer than tidemark's last read "
+		         "of the table's constraints, a minute at most; tidemark applies them again "
+		         "in the source's order, with the constraints read anew",
+		         msg != NULL ? msg : "refused", detail != NULL ? ": " : "",
+		         detail != NULL ? detail : "");
+		s->tx_rc = PGCONN_RETRY_TARGET;
+		return s->tx_rc;
+	}
 	if (index < rd->n && rd->kind[index] == SINK_QUERY)
 		snprintf(what, sizeof what, "%.190s", sql);
 	else
 		snprintf(what, sizeof what, "applying \"%.150s\"", sql ? sql : "(statement)");
 	s->tx_rc = pgconn_fail(s->conn, TGT, what, r);
 	return s->tx_rc;
+}
+
+void
+sink_set_order_retry(sink *s, bool on)
+{
+	s->order_retry = on;
 }
 
 void

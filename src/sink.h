@@ -61,6 +61,11 @@ void sink_set_tick(sink *s, sink_tick_fn fn, void *ctx, int interval_ms);
 void sink_set_stall(sink *s, sink_tick_fn fn, void *ctx, int after_ms);
 /* dst's tick becomes src's (a connection that works for src's user). */
 void sink_tick_like(sink *dst, const sink *src);
+/* While on, a statement refused by a unique, exclusion or foreign-key
+ * constraint fails with PGCONN_RETRY_TARGET and a warning instead of the
+ * target's error: for rows sent apart from the order of the source, where
+ * a constraint the caller did not know of can refuse them. */
+void sink_set_order_retry(sink *s, bool on);
 void sink_close(sink *s);
 
 /* Multi-statement SQL without parameters, outside any transaction (setup,

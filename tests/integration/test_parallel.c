@@ -518,6 +518,102 @@ test_keys_held_by_groups_in_flight(void **state)
 	tm_env_free(e);
 }
 
+/* Row g of "moved" (a unique index on g on the target only): n updated,
+ * the row moved to a new key keeping its g, deleted, inserted again under
+ * another new key with the same g. */
+static void
+moved_op(PGconn *conn, unsigned g, unsigned op, unsigned i)
+{
+	if (op == 0)
+		pgtest_exec(conn, "UPDATE moved SET n = n + 1 WHERE g = %u", g);
+	else if (op == 1)
+		pgtest_exec(conn, "UPDATE moved SET k = k + 1000000 WHERE g = %u", g);
+	else if (op == 2)
+		pgtest_exec(conn, "DELETE FROM moved WHERE g = %u", g);
+	else
+		pgtest_exec(conn, "INSERT INTO moved VALUES (10000000000 + %u, %u, %u)", i, g, i);
+}
+
+static void
+moved_step(PGconn *conn, void *arg, unsigned i)
+{
+	(void) arg;
+	moved_op(conn, (i / 4) % HOT_SLOTS + 1, i % 4, i);
+}
+
+/* A unique index of the target's own created while run runs, after run
+ * read the table's constraints: until run reads them again (within a
+ * minute), it splits the table's groups by key, and a row can reach the
+ * index before the held delete that freed its value. The refused group is
+ * applied again in the source's order, instead of a stop with exit 5. */
+static void
+test_unique_index_added_while_running(void **state)
+{
+	tm_env *e = tm_env_new("paruniq");
+	pgtest_workload *w;
+	pgtest_proc *run;
+	int rc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE moved (k bigint PRIMARY KEY, g int NOT NULL, n int);"
+	                  "INSERT INTO moved SELECT g, g, 0 FROM generate_series(1, 500) g");
+	tm_setup_table(e, "moved");
+	tm_catch_up(e, 60);
+	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
+	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	/* the table's constraints read: none of the target's own */
+	pgtest_exec(e->s, "UPDATE moved SET n = 7 WHERE g = 500");
+	assert_true(pgtest_wait_value(e->t, "SELECT n FROM moved WHERE g = 500", "7", 60));
+	pgtest_exec(e->t, "CREATE UNIQUE INDEX ON moved (g)");
+	w = pgtest_workload_start(e->src, moved_step, NULL);
+	while (pgtest_workload_iterations(w) < 3000)
+		tm_sleep_ms(20);
+	pgtest_workload_stop(w, NULL);
+	/* rows moved, each then deleted */
+	for (unsigned g = 201; g <= 400; g++)
+		for (unsigned op = 1; op < 3; op++)
+			moved_op(e->s, g, op, 0);
+	pgtest_proc_kill(run, SIGTERM);
+	rc = pgtest_proc_wait(run, 60);
+	if (rc != 0)
+		fail_msg("run exited %d:\n%s", rc, pgtest_proc_output(run));
+	print_message("refused rows applied again: %s\n",
+	              strstr(pgtest_proc_output(run), "applies them again") ? "yes" : "no (not met)");
+	pgtest_proc_free(run);
+	tm_catch_up(e, 60);
+	tm_assert_rows_equal(e->s, "public.moved", e->t, "public.moved", "k, g, n");
+	tm_env_free(e);
+}
+
+/* Rows the target's own unique index refuses whatever their order (two
+ * source rows with one value): applied again in the source's order once,
+ * then the target's error and exit 5, as with one connection. */
+static void
+test_unique_refusal_still_stops(void **state)
+{
+	tm_env *e = tm_env_new("paruniq2");
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE twice (k int PRIMARY KEY, g int NOT NULL);"
+	                  "INSERT INTO twice VALUES (0, 0)");
+	tm_setup_table(e, "twice");
+	tm_catch_up(e, 60);
+	pgtest_exec(e->t, "CREATE UNIQUE INDEX ON twice (g)");
+	run = tm_spawn(e, "run", NULL);
+	/* the table's definition read (on the apply's own connection): the
+	 * rows after it go to a worker */
+	pgtest_exec(e->s, "UPDATE twice SET g = 5 WHERE k = 0");
+	assert_true(pgtest_wait_value(e->t, "SELECT g FROM twice WHERE k = 0", "5", 60));
+	pgtest_exec(e->s, "INSERT INTO twice VALUES (1, 1); INSERT INTO twice VALUES (2, 1)");
+	assert_int_equal(pgtest_proc_wait(run, 60), 5);
+	tm_assert_has(pgtest_proc_output(run), "applies them again in the source's order");
+	tm_assert_has(pgtest_proc_output(run), "a unique index added by hand on the target refuses "
+	                                       "the source's rows");
+	pgtest_proc_free(run);
+	tm_env_free(e);
+}
+
 /* A trigger of the target's own that reads other rows sees them as after
  * every earlier group, as with one connection: a table with such a trigger
  * has its groups go whole once every earlier group is committed, also
@@ -558,6 +654,8 @@ main(void)
 		cmocka_unit_test(test_schema_change_between_groups),
 		cmocka_unit_test(test_keys_held_by_groups_in_flight),
 		cmocka_unit_test(test_trigger_sees_earlier_groups),
+		cmocka_unit_test(test_unique_index_added_while_running),
+		cmocka_unit_test(test_unique_refusal_still_stops),
 	};
 
 	/* TEST_FILTER=test_trigger* runs only the tests whose names match */
