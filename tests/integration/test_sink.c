@@ -11,7 +11,8 @@
  *   - a failure read first by another call still fails the commit;
  *   - the statement cache deallocates and forgets statements while their
  *     executions are still in unread rounds (a tiny budget): every
- *     execution's result is still counted against its own statement.
+ *     execution's result is still counted against its own statement;
+ *   - refusals that an order of rows can cause are retries when asked.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include <cmocka.h>
 
 #include "exitcode.h"
+#include "pgconn.h"
 #include "sink.h"
 #include "tm_fixture.h"
 
@@ -120,6 +122,47 @@ test_failure_holds_back_the_next_commit(void **state)
 	tm_env_free(e);
 }
 
+/* With sink_set_order_retry: a unique or foreign-key refusal (which rows
+ * sent out of the source's order can meet) is a retry, not the target's
+ * error; a CHECK refusal (no order causes it) stays the error; off, the
+ * unique refusal is the error again. The connection goes on each time. */
+static void
+test_order_refusal_retried(void **state)
+{
+	tm_env *e = tm_env_new("sinkorder");
+	sink *s;
+
+	(void) state;
+	pgtest_exec(e->t, "CREATE TABLE a (id int PRIMARY KEY CHECK (id <> 7));"
+	                  "CREATE TABLE c (id int REFERENCES a); INSERT INTO a VALUES (1)");
+	s = open_sink(e);
+	sink_set_order_retry(s, true);
+	assert_int_equal(sink_begin(s), TM_OK);
+	assert_int_equal(insert_rows(s, "a", 1, 1), TM_OK);
+	assert_int_equal(sink_commit(s, NULL), PGCONN_RETRY_TARGET);
+	sink_rollback(s);
+	assert_int_equal(sink_begin(s), TM_OK);
+	assert_int_equal(insert_rows(s, "c", 2, 1), TM_OK);
+	assert_int_equal(sink_commit(s, NULL), PGCONN_RETRY_TARGET);
+	sink_rollback(s);
+	assert_int_equal(sink_begin(s), TM_OK);
+	assert_int_equal(insert_rows(s, "a", 7, 1), TM_OK);
+	assert_int_equal(sink_commit(s, NULL), TM_EXIT_TARGET);
+	sink_rollback(s);
+	sink_set_order_retry(s, false);
+	assert_int_equal(sink_begin(s), TM_OK);
+	assert_int_equal(insert_rows(s, "a", 1, 1), TM_OK);
+	assert_int_equal(sink_commit(s, NULL), TM_EXIT_TARGET);
+	sink_rollback(s);
+	assert_int_equal(sink_begin(s), TM_OK);
+	assert_int_equal(insert_rows(s, "a", 2, 1), TM_OK);
+	assert_int_equal(sink_commit(s, NULL), TM_OK);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM a"), 2);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM c"), 0);
+	sink_close(s);
+	tm_env_free(e);
+}
+
 /* The failure of a transaction read by another call first (here a read of
  * the flushed position, whose status is set aside): its commit still
  * fails, though its COMMIT, alone in a round after the failed one, is
@@ -198,6 +241,7 @@ main(void)
 		cmocka_unit_test(test_failure_holds_back_the_next_commit),
 		cmocka_unit_test(test_failure_read_elsewhere_fails_the_commit),
 		cmocka_unit_test(test_statements_forgotten_in_flight),
+		cmocka_unit_test(test_order_refusal_retried),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
