@@ -300,10 +300,11 @@ send_group(apply *a, apply_worker *w)
 
 	/* its waits answer the source's keepalives as the apply's own do */
 	sink_tick_like(w->sink, own);
-	/* a constraint added since the tables' were read may refuse rows sent
-	 * apart: the group is applied again, in the source's order (the next
-	 * session's, one source transaction per target transaction up to here,
-	 * read the constraints anew; a refusal there is the target's error) */
+	/* a constraint added since the tables' constraints were read may
+	 * refuse rows sent apart: the group is applied again, in the source's
+	 * order (the next session applies one source transaction per target
+	 * transaction up to here, with the constraints read anew; a refusal
+	 * there is the target's error) */
 	sink_set_order_retry(w->sink, a->single_until == LSN_INVALID || a->group_end > a->single_until);
 	apply_use_sink(a, w->sink);
 	rc = sink_begin(w->sink);

@@ -219,10 +219,6 @@ fill(sink *s)
 	return round_at(s, s->nring);
 }
 
-/* Logs the first failure of a sync round with the statement it belongs
- * to; a failure of a round after one that failed (the statements of an
- * aborted transaction, skipped) is returned as the first one's status,
- * not logged again. */
 /* A refusal that an order of the rows other than the source's can cause
  * under a constraint of the target's own: a unique or exclusion
  * constraint (a row reaching it before the delete or move that freed its
@@ -234,6 +230,10 @@ order_refusal(const char *state)
 	       (strcmp(state, "23505") == 0 || strcmp(state, "23P01") == 0 || strcmp(state, "23503") == 0);
 }
 
+/* Logs the first failure of a sync round with the statement it belongs
+ * to; a failure of a round after one that failed (the statements of an
+ * aborted transaction, skipped) is returned as the first one's status,
+ * not logged again. */
 static int
 fail_result(sink *s, const sink_round *rd, int index, PGresult *r)
 {
