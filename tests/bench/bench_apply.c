@@ -29,7 +29,10 @@
  * tidemark / floor and native / tidemark, and the source transactions per
  * group (target transaction) of tidemark's runs: the target's xact_commit
  * over a run, less that of a run with nothing to apply (its reads and
- * writes of its catalog at the start).
+ * writes of its catalog at the start); and the CPU seconds each consumer
+ * cost on the source, on its target and in its own process
+ * (benchlib.h: bench_cluster_cpu_s; autovacuum is off on the source, whose
+ * runs after a backlog would land in the floor's, the first).
  * PERCENT (default 100) scales the backlogs, not the tables. Last, every
  * table on both targets is compared with the source row for row.
  *
@@ -49,6 +52,10 @@
 #define FLOOR 0
 #define TIDEMARK 1
 #define NATIVE 2
+/* where a consumer's CPU seconds went */
+#define SOURCE 0
+#define TARGET 1
+#define PROCESS 2
 
 typedef struct backlog {
 	const char *name;
@@ -57,6 +64,7 @@ typedef struct backlog {
 	const char *indexes; /* six secondary indexes per table it writes */
 	double secs[2][3][MAX_ROUNDS]; /* [indexed][FLOOR..NATIVE][round] */
 	double groups[2][MAX_ROUNDS]; /* target transactions of tidemark's run */
+	double cpu[2][3][3][MAX_ROUNDS]; /* [indexed][FLOOR..NATIVE][SOURCE..PROCESS][round] */
 	long peak_kb;        /* tidemark's largest peak RSS */
 } backlog;
 
@@ -68,7 +76,7 @@ static backlog backlogs[] = {
 	 "CREATE INDEX ON accounts (balance); CREATE INDEX ON accounts (balance, id);"
 	 "CREATE INDEX ON accounts (id, balance); CREATE INDEX ON accounts ((balance % 100));"
 	 "CREATE INDEX ON accounts ((balance::text)); CREATE INDEX ON accounts (balance DESC);",
-	 {{{0}}}, {{0}}, 0},
+	 {{{0}}}, {{0}}, {{{{0}}}}, 0},
 	{"tpcb", 20000, NULL,
 	 "CREATE INDEX ON pgbench_accounts (abalance); CREATE INDEX ON pgbench_accounts (bid, abalance);"
 	 "CREATE INDEX ON pgbench_accounts (abalance, aid); CREATE INDEX ON pgbench_accounts (aid, abalance);"
@@ -82,13 +90,13 @@ static backlog backlogs[] = {
 	 "CREATE INDEX ON pgbench_history (tid); CREATE INDEX ON pgbench_history (bid);"
 	 "CREATE INDEX ON pgbench_history (aid); CREATE INDEX ON pgbench_history (mtime);"
 	 "CREATE INDEX ON pgbench_history (delta); CREATE INDEX ON pgbench_history (aid, mtime);",
-	 {{{0}}}, {{0}}, 0},
+	 {{{0}}}, {{0}}, {{{{0}}}}, 0},
 	{"hotkey", 40000,
 	 "\\set r random(1, 100)\n\\if :r <= 90\n\\set id random(1, 300)\n\\else\n"
 	 "\\set id random(301, 100000)\n\\endif\nUPDATE hot SET v = v + 1 WHERE id = :id;\n",
 	 "CREATE INDEX ON hot (v); CREATE INDEX ON hot (v, id); CREATE INDEX ON hot (id, v);"
 	 "CREATE INDEX ON hot (note); CREATE INDEX ON hot ((v % 1000)); CREATE INDEX ON hot (note, v);",
-	 {{{0}}}, {{0}}, 0},
+	 {{{0}}}, {{0}}, {{{{0}}}}, 0},
 	{"wide", 20000,
 	 "\\set id random(1, 20000)\n\\set r random(1, 100)\n\\if :r <= 60\n"
 	 "UPDATE wide SET n = n + 1 WHERE id = :id;\n\\elif :r <= 80\n"
@@ -99,7 +107,7 @@ static backlog backlogs[] = {
 	 "CREATE INDEX ON wide (n); CREATE INDEX ON wide (n, id); CREATE INDEX ON wide (id, n);"
 	 "CREATE INDEX ON wide (left(body, 16)); CREATE INDEX ON wide (md5(body));"
 	 "CREATE INDEX ON wide ((blob IS NULL));",
-	 {{{0}}}, {{0}}, 0},
+	 {{{0}}}, {{0}}, {{{{0}}}}, 0},
 };
 #define NBACKLOGS ((int) (sizeof backlogs / sizeof backlogs[0]))
 
@@ -180,6 +188,10 @@ floor_catch_up(void)
 	return bench_floor(pair.src->conninfo, "floor", opts);
 }
 
+/* Sessions that find each cluster's processes for bench_cluster_cpu_s
+ * (main). */
+static PGconn *cpu_src, *cpu_tm, *cpu_pg;
+
 /* Transactions committed in the tidemark target's database so far (its
  * own statistics). A run's sessions report theirs as they end, after the
  * run has exited: the count is read once no other session is left and
@@ -191,9 +203,11 @@ target_commits(void)
 	double n = -1, last = -2;
 
 	for (int i = 0; i < 200 && n != last; i++) {
+		/* (the session that reads the target's CPU left out) */
 		char *others = pgtest_query_value(t, "SELECT count(*) FROM pg_stat_activity"
 		                                     " WHERE backend_type = 'client backend'"
-		                                     " AND pid <> pg_backend_pid()");
+		                                     " AND pid <> pg_backend_pid() AND pid <> %d",
+		                                  cpu_tm != NULL ? PQbackendPID(cpu_tm) : 0);
 		char *v = pgtest_query_value(t, "SELECT xact_commit FROM pg_stat_database"
 		                                " WHERE datname = current_database()");
 
@@ -285,6 +299,39 @@ settle_slots(void)
 	PQfinish(s);
 }
 
+
+/* The CPU seconds spent so far by the source, by the consumer's target
+ * (NULL: none) and by this process's children that ended (pg_recvlogical,
+ * tidemark). */
+static void
+cpu_now(PGconn *target, double out[3])
+{
+	out[SOURCE] = bench_cluster_cpu_s(cpu_src);
+	out[TARGET] = target != NULL ? bench_cluster_cpu_s(target) : 0;
+	out[PROCESS] = bench_children_cpu_s();
+}
+
+/* One consumer's catch-up: its seconds, and its CPU seconds per place
+ * into cpu[..][round]. */
+static double
+consumer_round(backlog *b, int indexed, int which, int round, const char *end)
+{
+	PGconn *target = which == TIDEMARK ? cpu_tm : which == NATIVE ? cpu_pg : NULL;
+	double before[3], after[3], secs;
+
+	cpu_now(target, before);
+	if (which == FLOOR)
+		secs = floor_catch_up();
+	else if (which == TIDEMARK)
+		secs = tidemark_catch_up(b, &b->groups[indexed][round]);
+	else
+		secs = native_catch_up(end);
+	cpu_now(target, after);
+	for (int k = 0; k < 3; k++)
+		b->cpu[indexed][which][k][round] = after[k] - before[k];
+	return secs;
+}
+
 static void
 round_of(backlog *b, int indexed, int round, int percent)
 {
@@ -296,13 +343,13 @@ round_of(backlog *b, int indexed, int round, int percent)
 	settle_slots();
 	end = write_backlog(b, percent);
 
-	*s[FLOOR] = floor_catch_up();
+	*s[FLOOR] = consumer_round(b, indexed, FLOOR, round, end);
 	if (round % 2 == 0) {
-		*s[TIDEMARK] = tidemark_catch_up(b, groups);
-		*s[NATIVE] = native_catch_up(end);
+		*s[TIDEMARK] = consumer_round(b, indexed, TIDEMARK, round, end);
+		*s[NATIVE] = consumer_round(b, indexed, NATIVE, round, end);
 	} else {
-		*s[NATIVE] = native_catch_up(end);
-		*s[TIDEMARK] = tidemark_catch_up(b, groups);
+		*s[NATIVE] = consumer_round(b, indexed, NATIVE, round, end);
+		*s[TIDEMARK] = consumer_round(b, indexed, TIDEMARK, round, end);
 	}
 	printf("round %d, %-8s%s: floor %6.2f s, tidemark %6.2f s (%.0f groups),"
 	       " native %6.2f s\n", round + 1, b->name, indexed ? " (6 indexes)" : "", *s[FLOOR],
@@ -383,6 +430,21 @@ summary(int indexed, int rounds, int percent)
 		printf("  %-8s %7ld %9.2f %9.2f %9.2f %15.2f %16.2f %9.1f\n", b->name, tx, f, t, n,
 		       t / f, n / t, c > 0 ? tx / c : 0.0);
 	}
+	printf("  CPU seconds (medians; source, target, the consumer's own process):\n"
+	       "  %-8s %18s %24s %18s\n", "backlog", "floor", "tidemark", "native");
+	for (int i = 0; i < NBACKLOGS; i++) {
+		backlog *b = &backlogs[i];
+		double m[3][3];
+
+		if (!chosen(b))
+			continue;
+		for (int w = 0; w < 3; w++)
+			for (int k = 0; k < 3; k++)
+				m[w][k] = bench_median(b->cpu[indexed][w][k], rounds);
+		printf("  %-8s %8.2f + %7.2f %7.2f + %5.2f + %6.2f %8.2f + %7.2f\n", b->name,
+		       m[FLOOR][SOURCE], m[FLOOR][PROCESS], m[TIDEMARK][SOURCE], m[TIDEMARK][TARGET],
+		       m[TIDEMARK][PROCESS], m[NATIVE][SOURCE], m[NATIVE][TARGET]);
+	}
 	fflush(stdout);
 }
 
@@ -406,6 +468,13 @@ main(int argc, char **argv)
 	tidemark_settle(NULL);
 	run_own_commits = target_commits() - run_own_commits - 1;
 	printf("a run's own target transactions (nothing to apply): %.0f\n", run_own_commits);
+	cpu_src = pgtest_connect(pair.src);
+	/* autovacuum of the source's tables after a backlog would run during
+	 * the floor's catch-up, the first one, and count as its CPU */
+	pgtest_exec(cpu_src, "ALTER SYSTEM SET autovacuum = off");
+	pgtest_exec(cpu_src, "SELECT pg_reload_conf()");
+	cpu_tm = pgtest_connect(pair.tm);
+	cpu_pg = pgtest_connect(pair.pg);
 	for (int indexed = 0; indexed < 2; indexed++) {
 		const char *want = getenv("BENCH_INDEXED");
 
@@ -423,6 +492,9 @@ main(int argc, char **argv)
 		printf(" %s %.1f MB%s", backlogs[i].name, backlogs[i].peak_kb / 1024.0,
 		       i + 1 < NBACKLOGS ? "," : "\n");
 	check();
+	PQfinish(cpu_src);
+	PQfinish(cpu_tm);
+	PQfinish(cpu_pg);
 	bench_pair_stop(&pair);
 	return 0;
 }

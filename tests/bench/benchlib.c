@@ -1,8 +1,10 @@
 #include "benchlib.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +33,110 @@ bench_peak_kb(pid_t pid)
 			kb = atol(line + 6);
 	fclose(f);
 	return kb;
+}
+
+/* /proc/PID/NAME's first size - 1 bytes into buf, NUL-terminated; false
+ * when it cannot be read (the process gone). */
+static bool
+read_proc(int pid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/%d/%s", pid, name);
+	if ((f = fopen(path, "r")) == NULL)
+		return false;
+	n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return true;
+}
+
+/* Fields of /proc/PID/stat after the command's name: *ppid, and the
+ * clock ticks of utime, stime, cutime, cstime in t[4]. */
+static bool
+read_stat(int pid, int *ppid, long long t[4])
+{
+	char buf[1024], *p;
+
+	if (!read_proc(pid, "stat", buf, sizeof buf) || (p = strrchr(buf, ')')) == NULL)
+		return false;
+	/* state ppid pgrp session tty tpgid flags minflt cminflt majflt
+	 * cmajflt utime stime cutime cstime */
+	return sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld %lld %lld", ppid,
+	              &t[0], &t[1], &t[2], &t[3]) == 5;
+}
+
+/* Is pid a session, walsender or replication worker (what a consumer
+ * starts), by its title? */
+static bool
+consumer_process(int pid)
+{
+	char title[256];
+
+	return read_proc(pid, "cmdline", title, sizeof title) &&
+	       (strstr(title, "127.0.0.1(") != NULL || strstr(title, "[local]") != NULL ||
+	        strstr(title, "walsender") != NULL || strstr(title, "replication worker") != NULL);
+}
+
+/* The postmaster's and its children's ticks, skip's left out; *others:
+ * consumer processes among them. */
+static long long
+cluster_ticks(int postmaster, int skip, int *others)
+{
+	long long t[4], sum = 0;
+	int ppid;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	*others = 0;
+	if (d == NULL || !read_stat(postmaster, &ppid, t)) {
+		if (d != NULL)
+			closedir(d);
+		return -1;
+	}
+	sum = t[0] + t[1] + t[2] + t[3];
+	while ((de = readdir(d)) != NULL) {
+		int pid = atoi(de->d_name);
+
+		if (pid <= 0 || !read_stat(pid, &ppid, t) || ppid != postmaster)
+			continue;
+		if (pid == skip)
+			continue;
+		sum += t[0] + t[1];
+		*others += consumer_process(pid);
+	}
+	closedir(d);
+	return sum;
+}
+
+double
+bench_cluster_cpu_s(PGconn *session)
+{
+	long long t[4], ticks = -1;
+	int postmaster = 0, others = 1, self = PQbackendPID(session);
+	double start = bench_now();
+
+	if (!read_stat(self, &postmaster, t))
+		return -1;
+	while (bench_now() - start < 5) {
+		ticks = cluster_ticks(postmaster, self, &others);
+		if (ticks < 0 || others == 0)
+			break;
+		usleep(10000);
+	}
+	return ticks < 0 ? -1 : (double) ticks / (double) sysconf(_SC_CLK_TCK);
+}
+
+double
+bench_children_cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_CHILDREN, &ru);
+	return (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6 +
+	       (double) ru.ru_stime.tv_sec + (double) ru.ru_stime.tv_usec / 1e6;
 }
 
 int

@@ -10,6 +10,17 @@ double bench_now(void);
 /* A running process's peak resident set so far (VmHWM), in kB; -1 when
  * it cannot be read. */
 long bench_peak_kb(pid_t pid);
+/*
+ * CPU seconds (user and system) a cluster has spent so far: its postmaster
+ * and every process it started, those that ended counted once reaped, read
+ * from /proc (the cluster is on this machine), less session's backend (the
+ * caller's, which finds the postmaster). Waits first (up to 5 s) until no
+ * other session, walsender or replication worker is left, so that a
+ * consumer that has ended is counted whole. -1 when /proc cannot be read.
+ */
+double bench_cluster_cpu_s(PGconn *session);
+/* CPU seconds of this process's children that have ended (getrusage). */
+double bench_children_cpu_s(void);
 /* Runs a tidemark process to completion, sampling its peak resident set
  * (VmHWM) as it goes. Returns the exit code; *seconds and *peak_kb out. */
 int bench_run_measured(const char *const argv[], double timeout_s, double *seconds,
