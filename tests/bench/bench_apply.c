@@ -243,11 +243,12 @@ tidemark_catch_up(backlog *b, double *groups)
 	return secs;
 }
 
-/* From ENABLE until the subscription's applied position passes end. */
+/* From ENABLE until the subscription's applied position passes end
+ * (polled on cpu_pg, whose CPU is not the subscription's). */
 static double
 native_catch_up(const char *end)
 {
-	PGconn *p = pgtest_connect(pair.pg);
+	PGconn *p = cpu_pg;
 	double start = bench_now(), waited;
 
 	bench_subscription_enable(p, "pgsub", true);
@@ -258,7 +259,6 @@ native_catch_up(const char *end)
 	}
 	waited = bench_now() - start;
 	bench_subscription_enable(p, "pgsub", false);
-	PQfinish(p);
 	return waited;
 }
 
@@ -298,7 +298,6 @@ settle_slots(void)
 	PQfinish(p);
 	PQfinish(s);
 }
-
 
 /* The CPU seconds spent so far by the source, by the consumer's target
  * (NULL: none) and by this process's children that ended (pg_recvlogical,
