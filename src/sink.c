@@ -262,9 +262,10 @@ fail_result(sink *s, const sink_round *rd, int index, PGresult *r)
 		const char *detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
 
 		log_warn("target: a constraint of the target's own refused rows applied apart from "
-		         "the groups before them (%s%s%s): it may be newer than tidemark's last read "
-		         "of the table's constraints, a minute at most; tidemark applies them again "
-		         "in the source's order, with the constraints read anew",
+		         "the groups before them (%s%s%s); tidemark applies them again in the "
+		         "source's order, one source transaction at a time, with the constraints "
+		         "read anew: one added within the last minute is then known, and a refusal "
+		         "there is the target's error",
 		         msg != NULL ? msg : "refused", detail != NULL ? ": " : "",
 		         detail != NULL ? detail : "");
 		s->tx_rc = PGCONN_RETRY_TARGET;
