@@ -19,6 +19,11 @@
  *     open transaction inserted; its other rows go at once, and execute
  *     beside the earlier groups' (no two of them touch one key). Some
  *     tables go by table or with their whole group (apply_apart);
+ *   - constraints: a unique, exclusion or foreign-key refusal of a
+ *     worker's rows (a constraint added on the target since the tables'
+ *     were read can meet rows sent apart) is a retry: the session resumes
+ *     from the stored position, one source transaction per target
+ *     transaction up to where it had read (sink_set_order_retry);
  *   - everything else (the snapshot's loads, schema changes, catalog
  *     writes, tables without a key or in another mode, quarantine) goes to
  *     the apply's own connection, whose guard first waits until no worker
