@@ -518,6 +518,23 @@ test_keys_held_by_groups_in_flight(void **state)
 	tm_env_free(e);
 }
 
+/* A live run stopped (it must exit 0: no refusal stopped it), saying
+ * whether it met a refusal and applied the rows again; then caught up. */
+static void
+stop_after_retries(tm_env *e, pgtest_proc *run)
+{
+	int rc;
+
+	pgtest_proc_kill(run, SIGTERM);
+	rc = pgtest_proc_wait(run, 60);
+	if (rc != 0)
+		fail_msg("run exited %d:\n%s", rc, pgtest_proc_output(run));
+	print_message("refused rows applied again: %s\n",
+	              strstr(pgtest_proc_output(run), "applies them again") ? "yes" : "no (not met)");
+	pgtest_proc_free(run);
+	tm_catch_up(e, 60);
+}
+
 /* Row g of "moved" (a unique index on g on the target only): n updated,
  * the row moved to a new key keeping its g, deleted, inserted again under
  * another new key with the same g. */
@@ -552,7 +569,6 @@ test_unique_index_added_while_running(void **state)
 	tm_env *e = tm_env_new("paruniq");
 	pgtest_workload *w;
 	pgtest_proc *run;
-	int rc;
 
 	(void) state;
 	pgtest_exec(e->s, "CREATE TABLE moved (k bigint PRIMARY KEY, g int NOT NULL, n int);"
@@ -573,15 +589,51 @@ test_unique_index_added_while_running(void **state)
 	for (unsigned g = 201; g <= 400; g++)
 		for (unsigned op = 1; op < 3; op++)
 			moved_op(e->s, g, op, 0);
-	pgtest_proc_kill(run, SIGTERM);
-	rc = pgtest_proc_wait(run, 60);
-	if (rc != 0)
-		fail_msg("run exited %d:\n%s", rc, pgtest_proc_output(run));
-	print_message("refused rows applied again: %s\n",
-	              strstr(pgtest_proc_output(run), "applies them again") ? "yes" : "no (not met)");
-	pgtest_proc_free(run);
-	tm_catch_up(e, 60);
+	stop_after_retries(e, run);
 	tm_assert_rows_equal(e->s, "public.moved", e->t, "public.moved", "k, g, n");
+	tm_env_free(e);
+}
+
+/* Step i: a parent row, then (its own transaction) a child row that
+ * references it. */
+static void
+family_step(PGconn *conn, void *arg, unsigned i)
+{
+	(void) arg;
+	pgtest_exec(conn, "INSERT INTO parent VALUES (%u)", i + 1);
+	pgtest_exec(conn, "INSERT INTO child VALUES (%u, %u)", i + 1, i + 1);
+}
+
+/* The same with a foreign key of the target's own added while run runs:
+ * a child row sent apart can reach the key before its parent's group has
+ * committed. Applied again in the source's order, not a stop. */
+static void
+test_foreign_key_added_under_workers(void **state)
+{
+	tm_env *e = tm_env_new("parfk");
+	pgtest_workload *w;
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE parent (id int PRIMARY KEY);"
+	                  "CREATE TABLE child (id int PRIMARY KEY, pid int NOT NULL);"
+	                  "INSERT INTO parent VALUES (0); INSERT INTO child VALUES (0, 0)");
+	tm_setup_table(e, "parent");
+	tm_setup_table(e, "child");
+	tm_catch_up(e, 60);
+	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
+	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	/* both tables' constraints read: none of the target's own */
+	pgtest_exec(e->s, "DELETE FROM child; DELETE FROM parent");
+	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM parent", "0", 60));
+	pgtest_exec(e->t, "ALTER TABLE child ADD FOREIGN KEY (pid) REFERENCES parent");
+	w = pgtest_workload_start(e->src, family_step, NULL);
+	while (pgtest_workload_iterations(w) < 1500)
+		tm_sleep_ms(20);
+	pgtest_workload_stop(w, NULL);
+	stop_after_retries(e, run);
+	tm_assert_rows_equal(e->s, "public.parent", e->t, "public.parent", "id");
+	tm_assert_rows_equal(e->s, "public.child", e->t, "public.child", "id, pid");
 	tm_env_free(e);
 }
 
@@ -655,6 +707,7 @@ main(void)
 		cmocka_unit_test(test_keys_held_by_groups_in_flight),
 		cmocka_unit_test(test_trigger_sees_earlier_groups),
 		cmocka_unit_test(test_unique_index_added_while_running),
+		cmocka_unit_test(test_foreign_key_added_under_workers),
 		cmocka_unit_test(test_unique_refusal_still_stops),
 	};
 
