@@ -122,10 +122,11 @@ test_failure_holds_back_the_next_commit(void **state)
 	tm_env_free(e);
 }
 
-/* With sink_set_order_retry: a unique or foreign-key refusal (which rows
- * sent out of the source's order can meet) is a retry, not the target's
- * error; a CHECK refusal (no order causes it) stays the error; off, the
- * unique refusal is the error again. The connection goes on each time. */
+/* With sink_set_order_retry: a unique, exclusion or foreign-key refusal
+ * (which rows sent out of the source's order can meet) is a retry, not the
+ * target's error; a CHECK refusal (no order causes it) stays the error;
+ * off, the unique refusal is the error again. The connection goes on each
+ * time. */
 static void
 test_order_refusal_retried(void **state)
 {
@@ -134,11 +135,17 @@ test_order_refusal_retried(void **state)
 
 	(void) state;
 	pgtest_exec(e->t, "CREATE TABLE a (id int PRIMARY KEY CHECK (id <> 7));"
-	                  "CREATE TABLE c (id int REFERENCES a); INSERT INTO a VALUES (1)");
+	                  "CREATE TABLE c (id int REFERENCES a); INSERT INTO a VALUES (1);"
+	                  "CREATE TABLE x (id int, EXCLUDE USING gist (int4range(id, id + 2) WITH &&));"
+	                  "INSERT INTO x VALUES (10)");
 	s = open_sink(e);
 	sink_set_order_retry(s, true);
 	assert_int_equal(sink_begin(s), TM_OK);
 	assert_int_equal(insert_rows(s, "a", 1, 1), TM_OK);
+	assert_int_equal(sink_commit(s, NULL), PGCONN_RETRY_TARGET);
+	sink_rollback(s);
+	assert_int_equal(sink_begin(s), TM_OK);
+	assert_int_equal(insert_rows(s, "x", 11, 1), TM_OK); /* overlaps 10's [10,12) */
 	assert_int_equal(sink_commit(s, NULL), PGCONN_RETRY_TARGET);
 	sink_rollback(s);
 	assert_int_equal(sink_begin(s), TM_OK);
