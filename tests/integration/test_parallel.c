@@ -124,6 +124,28 @@ worker_groups(const char *out)
 	return count_before(out, "groups applied by the workers");
 }
 
+/* `run` with n apply workers, once they are connected. */
+static pgtest_proc *
+run_with_workers(tm_env *e, const char *n)
+{
+	pgtest_proc *run = tm_spawn(e, "run", "--apply-workers", n, NULL);
+
+	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	return run;
+}
+
+/* step(conn, arg, i) on the source, from a workload, until it has run
+ * steps times; the transactions it committed. */
+static unsigned
+steps_on_source(tm_env *e, pgtest_step_fn step, void *arg, unsigned steps)
+{
+	pgtest_workload *w = pgtest_workload_start(e->src, step, arg);
+
+	while (pgtest_workload_iterations(w) < steps)
+		tm_sleep_ms(20);
+	return pgtest_workload_stop(w, NULL);
+}
+
 static void
 test_order_and_atomicity(void **state)
 {
@@ -141,8 +163,7 @@ test_order_and_atomicity(void **state)
 	tm_catch_up(e, 120);
 	c.conninfo = e->dst;
 	pthread_create(&th, NULL, checker_main, &c);
-	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
-	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	run = run_with_workers(e, "3");
 	w = pgtest_workload_start(e->src, tm_bank_step, &accounts);
 	tm_wait_steps_and_reads(w, 2500, &c.reads, 200);
 	txs = pgtest_workload_stop(w, NULL);
@@ -151,10 +172,7 @@ test_order_and_atomicity(void **state)
 	assert_int_equal(pgtest_proc_wait(run, 60), 0);
 	out = strdup(pgtest_proc_output(run));
 	pgtest_proc_free(run);
-	w = pgtest_workload_start(e->src, tm_bank_step, &accounts);
-	while (pgtest_workload_iterations(w) < 1500)
-		tm_sleep_ms(50);
-	txs += pgtest_workload_stop(w, NULL);
+	txs += steps_on_source(e, tm_bank_step, &accounts, 1500);
 	run = tm_spawn(e, "run", "--until-caught-up", "--apply-workers", "2", NULL);
 	assert_int_equal(pgtest_proc_wait(run, 180), 0);
 	groups = worker_groups(out) + worker_groups(pgtest_proc_output(run));
@@ -297,8 +315,7 @@ test_tpcb_sums_stay_equal(void **state)
 	tm_catch_up(e, 120);
 	c.conninfo = e->dst;
 	pthread_create(&th, NULL, tpcb_checker_main, &c);
-	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
-	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	run = run_with_workers(e, "3");
 	for (int k = 0; k < 3; k++)
 		w[k] = pgtest_workload_start(e->src, tpcb_step, (void *) (uintptr_t) (k + 1));
 	tm_wait_steps_and_reads(w[0], 1000, &c.reads, 200);
@@ -338,7 +355,6 @@ static void
 test_schema_change_between_groups(void **state)
 {
 	tm_env *e = tm_env_new("parddl");
-	pgtest_workload *w;
 	pgtest_proc *run;
 	bool text = false;
 	char *type;
@@ -348,24 +364,14 @@ test_schema_change_between_groups(void **state)
 	                  "INSERT INTO items SELECT g, g, repeat('n', 1500) FROM generate_series(1, 300) g");
 	tm_setup_table(e, "items");
 	tm_catch_up(e, 120);
-	run = tm_spawn(e, "run", "--apply-workers", "2", NULL);
-	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
-	w = pgtest_workload_start(e->src, items_step, &text);
-	while (pgtest_workload_iterations(w) < 1000)
-		tm_sleep_ms(20);
-	pgtest_workload_stop(w, NULL);
+	run = run_with_workers(e, "2");
+	steps_on_source(e, items_step, &text, 1000);
 	/* the same statements' text after the change: their parameter's type is not */
 	pgtest_exec(e->s, "ALTER TABLE items ALTER COLUMN code TYPE text USING code::text");
 	text = true;
-	w = pgtest_workload_start(e->src, items_step, &text);
-	while (pgtest_workload_iterations(w) < 1000)
-		tm_sleep_ms(20);
-	pgtest_workload_stop(w, NULL);
+	steps_on_source(e, items_step, &text, 1000);
 	pgtest_exec(e->s, "ALTER TABLE items ADD COLUMN extra int DEFAULT 7");
-	w = pgtest_workload_start(e->src, items_step, &text);
-	while (pgtest_workload_iterations(w) < 500)
-		tm_sleep_ms(20);
-	pgtest_workload_stop(w, NULL);
+	steps_on_source(e, items_step, &text, 500);
 	tm_stop_and_catch_up(e, run, 120);
 	type = pgtest_query_value(e->t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
 	                                " WHERE attrelid = 'items'::regclass AND attname = 'code'");
@@ -442,7 +448,6 @@ static void
 test_keys_held_by_groups_in_flight(void **state)
 {
 	tm_env *e = tm_env_new("parheld");
-	pgtest_workload *w;
 	pgtest_proc *run;
 	long held, groups;
 	int rc;
@@ -479,12 +484,8 @@ test_keys_held_by_groups_in_flight(void **state)
 	/* a unique index of the target's own: a key moved keeps its g, so the
 	 * row under the new key may only go after the old one's delete */
 	pgtest_exec(e->t, "CREATE UNIQUE INDEX ON tied (g); CREATE UNIQUE INDEX ON tied_all (g)");
-	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
-	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
-	w = pgtest_workload_start(e->src, spelled_step, NULL);
-	while (pgtest_workload_iterations(w) < 4000)
-		tm_sleep_ms(20);
-	pgtest_workload_stop(w, NULL);
+	run = run_with_workers(e, "3");
+	steps_on_source(e, spelled_step, NULL, 4000);
 	/* last, rows updated, each then respelled: a row the respelling lost
 	 * on the target stays lost (a later insert or upsert would bring it
 	 * back); and rows moved, each then deleted: a delete that missed the
@@ -567,7 +568,6 @@ static void
 test_unique_index_added_while_running(void **state)
 {
 	tm_env *e = tm_env_new("paruniq");
-	pgtest_workload *w;
 	pgtest_proc *run;
 
 	(void) state;
@@ -575,16 +575,12 @@ test_unique_index_added_while_running(void **state)
 	                  "INSERT INTO moved SELECT g, g, 0 FROM generate_series(1, 500) g");
 	tm_setup_table(e, "moved");
 	tm_catch_up(e, 60);
-	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
-	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	run = run_with_workers(e, "3");
 	/* the table's constraints read: none of the target's own */
 	pgtest_exec(e->s, "UPDATE moved SET n = 7 WHERE g = 500");
 	assert_true(pgtest_wait_value(e->t, "SELECT n FROM moved WHERE g = 500", "7", 60));
 	pgtest_exec(e->t, "CREATE UNIQUE INDEX ON moved (g)");
-	w = pgtest_workload_start(e->src, moved_step, NULL);
-	while (pgtest_workload_iterations(w) < 3000)
-		tm_sleep_ms(20);
-	pgtest_workload_stop(w, NULL);
+	steps_on_source(e, moved_step, NULL, 3000);
 	/* rows moved, each then deleted */
 	for (unsigned g = 201; g <= 400; g++)
 		for (unsigned op = 1; op < 3; op++)
@@ -611,7 +607,6 @@ static void
 test_foreign_key_added_under_workers(void **state)
 {
 	tm_env *e = tm_env_new("parfk");
-	pgtest_workload *w;
 	pgtest_proc *run;
 
 	(void) state;
@@ -621,16 +616,12 @@ test_foreign_key_added_under_workers(void **state)
 	tm_setup_table(e, "parent");
 	tm_setup_table(e, "child");
 	tm_catch_up(e, 60);
-	run = tm_spawn(e, "run", "--apply-workers", "3", NULL);
-	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	run = run_with_workers(e, "3");
 	/* both tables' constraints read: none of the target's own */
 	pgtest_exec(e->s, "DELETE FROM child; DELETE FROM parent");
 	assert_true(pgtest_wait_value(e->t, "SELECT count(*) FROM parent", "0", 60));
 	pgtest_exec(e->t, "ALTER TABLE child ADD FOREIGN KEY (pid) REFERENCES parent");
-	w = pgtest_workload_start(e->src, family_step, NULL);
-	while (pgtest_workload_iterations(w) < 1500)
-		tm_sleep_ms(20);
-	pgtest_workload_stop(w, NULL);
+	steps_on_source(e, family_step, NULL, 1500);
 	stop_after_retries(e, run);
 	tm_assert_rows_equal(e->s, "public.parent", e->t, "public.parent", "id");
 	tm_assert_rows_equal(e->s, "public.child", e->t, "public.child", "id, pid");
@@ -680,8 +671,7 @@ test_trigger_sees_earlier_groups(void **state)
 	tm_trigger_tables(e);
 	tm_catch_up(e, 60);
 	tm_trigger_look(e);
-	run = tm_spawn(e, "run", "--apply-workers", "2", NULL);
-	assert_true(pgtest_proc_wait_output(run, "worker connections apply groups", 60));
+	run = run_with_workers(e, "2");
 	/* both tables' target definitions read (on the apply's own connection,
 	 * which would wait for every earlier group) */
 	pgtest_exec(e->s, "UPDATE a SET v = 5 WHERE k = 5; UPDATE b SET v = 5 WHERE k = 5");

@@ -122,6 +122,21 @@ test_failure_holds_back_the_next_commit(void **state)
 	tm_env_free(e);
 }
 
+/* One row inserted into table and committed: sink_commit's status; a
+ * failed transaction is rolled back. */
+static int
+insert_and_commit(sink *s, const char *table, int id)
+{
+	int rc;
+
+	assert_int_equal(sink_begin(s), TM_OK);
+	assert_int_equal(insert_rows(s, table, id, 1), TM_OK);
+	rc = sink_commit(s, NULL);
+	if (rc != TM_OK)
+		sink_rollback(s);
+	return rc;
+}
+
 /* With sink_set_order_retry: a unique, exclusion or foreign-key refusal
  * (which rows sent out of the source's order can meet) is a retry, not the
  * target's error; a CHECK refusal (no order causes it) stays the error;
@@ -140,30 +155,14 @@ test_order_refusal_retried(void **state)
 	                  "INSERT INTO x VALUES (10)");
 	s = open_sink(e);
 	sink_set_order_retry(s, true);
-	assert_int_equal(sink_begin(s), TM_OK);
-	assert_int_equal(insert_rows(s, "a", 1, 1), TM_OK);
-	assert_int_equal(sink_commit(s, NULL), PGCONN_RETRY_TARGET);
-	sink_rollback(s);
-	assert_int_equal(sink_begin(s), TM_OK);
-	assert_int_equal(insert_rows(s, "x", 11, 1), TM_OK); /* overlaps 10's [10,12) */
-	assert_int_equal(sink_commit(s, NULL), PGCONN_RETRY_TARGET);
-	sink_rollback(s);
-	assert_int_equal(sink_begin(s), TM_OK);
-	assert_int_equal(insert_rows(s, "c", 2, 1), TM_OK);
-	assert_int_equal(sink_commit(s, NULL), PGCONN_RETRY_TARGET);
-	sink_rollback(s);
-	assert_int_equal(sink_begin(s), TM_OK);
-	assert_int_equal(insert_rows(s, "a", 7, 1), TM_OK);
-	assert_int_equal(sink_commit(s, NULL), TM_EXIT_TARGET);
-	sink_rollback(s);
+	assert_int_equal(insert_and_commit(s, "a", 1), PGCONN_RETRY_TARGET);
+	/* [11,13) overlaps 10's [10,12) */
+	assert_int_equal(insert_and_commit(s, "x", 11), PGCONN_RETRY_TARGET);
+	assert_int_equal(insert_and_commit(s, "c", 2), PGCONN_RETRY_TARGET);
+	assert_int_equal(insert_and_commit(s, "a", 7), TM_EXIT_TARGET);
 	sink_set_order_retry(s, false);
-	assert_int_equal(sink_begin(s), TM_OK);
-	assert_int_equal(insert_rows(s, "a", 1, 1), TM_OK);
-	assert_int_equal(sink_commit(s, NULL), TM_EXIT_TARGET);
-	sink_rollback(s);
-	assert_int_equal(sink_begin(s), TM_OK);
-	assert_int_equal(insert_rows(s, "a", 2, 1), TM_OK);
-	assert_int_equal(sink_commit(s, NULL), TM_OK);
+	assert_int_equal(insert_and_commit(s, "a", 1), TM_EXIT_TARGET);
+	assert_int_equal(insert_and_commit(s, "a", 2), TM_OK);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM a"), 2);
 	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM c"), 0);
 	sink_close(s);
