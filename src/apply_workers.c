@@ -275,16 +275,25 @@ key_of_group(void *ctx, apply_rel *r, const net_entry *e)
 	return APPLY_HELD_NO;
 }
 
+/* What s has queued goes to the server, to execute while every earlier
+ * group is confirmed committed. */
+static int
+push_then_settle(apply *a, sink *s)
+{
+	int rc = sink_push(s);
+
+	return rc == TM_OK ? apply_workers_settle(a) : rc;
+}
+
 /* Rows of the group held: every earlier group committed first; its free
  * rows, sent, execute meanwhile. */
 static int
 settle_between(void *ctx)
 {
 	apply *a = ctx;
-	int rc = sink_push(a->sink);
 
 	a->par_waits++;
-	return rc == TM_OK ? apply_workers_settle(a) : rc;
+	return push_then_settle(a, a->sink);
 }
 
 /*
@@ -320,9 +329,7 @@ send_group(apply *a, apply_worker *w)
 	 * (done already when rows were held), the group's rows executing
 	 * meanwhile */
 	if (rc == TM_OK)
-		rc = sink_push(w->sink);
-	if (rc == TM_OK)
-		rc = apply_workers_settle(a);
+		rc = push_then_settle(a, w->sink);
 	if (rc == TM_OK)
 		rc = catalog_save_progress(w->sink, a->cfg.slot, a->group_end, a->group_commit_time);
 	if (rc == TM_OK)
