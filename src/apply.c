@@ -794,15 +794,18 @@ apply_begin(apply *a, const pgoutput_msg *m)
 	a->tx_messaged = false;
 	/* the server resumes after our position; this guards the rule */
 	a->skipping = m->u.begin.final_lsn < a->applied;
-	if (a->skipping || a->group_open)
+	if (a->skipping)
 		return TM_OK;
-	/* with parallel workers, BEGIN goes to the apply's own connection only
-	 * once something must (apply_workers.c) */
-	if (a->nworkers == 0 && (rc = sink_begin(a->sink)) != TM_OK)
-		return rc;
-	a->group_open = true;
-	a->group_begun = a->nworkers == 0;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &a->group_started);
+	if (!a->group_open) {
+		/* with parallel workers, BEGIN goes to the apply's own connection
+		 * only once something must (apply_workers.c) */
+		if (a->nworkers == 0 && (rc = sink_begin(a->sink)) != TM_OK)
+			return rc;
+		a->group_open = true;
+		a->group_begun = a->nworkers == 0;
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &a->group_started);
+	}
+	apply_net_reread_when_due(a);
 	return TM_OK;
 }
 

@@ -376,6 +376,9 @@ int apply_send_partial(apply *a, apply_rel *r, const bool *present, const char *
  *                   metadata columns or soft deletes) */
 typedef enum apply_net_way { APPLY_NET_NONE, APPLY_NET_ALL, APPLY_NET_ROWS } apply_net_way;
 apply_net_way apply_net_way_of(apply *a, apply_rel *r);
+/* At a source transaction's start: the loaded tables' constraints and
+ * triggers read again once APPLY_CONSTRAINTS_REREAD_S have passed. */
+void apply_net_reread_when_due(apply *a);
 /* APPLY_NET_ROWS: a whole row put, with its history entry (op). */
 int apply_net_history_row(apply *a, apply_rel *r, const char *op, const pgoutput_tuple *t,
                           arena *scratch);

@@ -43,10 +43,10 @@ static bool load_types(apply *a, apply_rel *r);
 /* Constraints and triggers of the target's own added or dropped while run
  * runs: every table's are read again APPLY_CONSTRAINTS_REREAD_S after the
  * last time, all at once (the queries go on the apply's own connection, in
- * one group), as a group's rows are collected, so that parallel apply
- * keeps whole the groups it must within that time. A foreign key that
- * comes to reference a table is seen at once (apply_net_put,
- * referenced_still_not). */
+ * one group), as the first source transaction after that begins, so that
+ * parallel apply keeps whole the groups it must within that time. A
+ * foreign key that comes to reference a table is seen at once
+ * (apply_net_put, referenced_still_not). */
 #define APPLY_CONSTRAINTS_REREAD_S 60
 
 static int read_constraints(apply *a, apply_rel *r);
@@ -69,11 +69,16 @@ reread_constraints(apply *a)
 	return rc;
 }
 
-apply_net_way
-apply_net_way_of(apply *a, apply_rel *r)
+void
+apply_net_reread_when_due(apply *a)
 {
 	if (clock_coarse_s() - a->constraints_at >= APPLY_CONSTRAINTS_REREAD_S)
 		(void) reread_constraints(a); /* a failure shows at the next statement */
+}
+
+apply_net_way
+apply_net_way_of(apply *a, apply_rel *r)
+{
 	if (!a->cfg.net_changes || a->net == NULL || r->table == NULL || r->nkeys == 0 ||
 	    !r->keys_ok)
 		return APPLY_NET_NONE;
