@@ -1,9 +1,9 @@
 /*
- * fuzz_ddl_event.c: the DDL capture message (ddl/ddl_event.c) and the plan
- * of a table's schema change (ddl/ddl_track.c), with the target DDL built
- * from the plan (core/target_ddl.c).
+ * fuzz_ddl_event.c: the DDL capture message (src/ddl/ddl_event.c) and the plan
+ * of a table's schema change (src/ddl/ddl_track.c), with the target DDL built
+ * from the plan (src/sink/target_ddl.c).
  *
- * Input: the message's content, JSON, signed or not (ddl/ddl_auth.h: the
+ * Input: the message's content, JSON, signed or not (src/ddl/ddl_auth.h: the
  * signature is checked with a fixed key, and the body is what is parsed;
  * a body signed again with that key checks as signed, in the old form and
  * in the bound one, with the xid and seq it was signed with, and another

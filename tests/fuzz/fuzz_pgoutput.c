@@ -1,5 +1,5 @@
 /*
- * fuzz_pgoutput.c: the replication stream decoder (core/pgoutput.c).
+ * fuzz_pgoutput.c: the replication stream decoder (src/decode/pgoutput.c).
  *
  * Input: records as in the files of fixtures/pgoutput, [Int32 length][CopyData
  * payload], the last one cut short by the end of the input. The records go

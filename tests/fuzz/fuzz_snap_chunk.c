@@ -1,5 +1,5 @@
 /*
- * fuzz_snap_chunk.c: the snapshot's COPY chunk parser (core/snap_chunk.c).
+ * fuzz_snap_chunk.c: the snapshot's COPY chunk parser (src/merge/snap_chunk.c).
  *
  * Input: a byte for the format (bit 0: binary), the column count (bits
  * 1-2: 1 to 4) and the key count (bits 3-4: 0 to 3); a byte choosing the

@@ -1,6 +1,6 @@
 /*
- * fuzz_sqltype_cast.c: type names (core/sqltype.c) and the casting matrix
- * (core/cast.c, cast_value.c, cast_time.c).
+ * fuzz_sqltype_cast.c: type names (src/cast/sqltype.c) and the casting matrix
+ * (src/cast/cast.c, cast_value.c, cast_time.c).
  *
  * Input: a mode byte, then two types, a column name and a value. Even
  * mode: the types are text lines (parsed with sqltype_parse), then a line

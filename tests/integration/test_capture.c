@@ -7,7 +7,7 @@
  * DDL inside DO blocks and functions, what is left out, and that the
  * capture never makes the DDL fail. Every message must carry the signature
  * that tidemark's C code computes with the source's capture key
- * (migrations/source/002_capture_key.sql, ddl/ddl_auth.h).
+ * (migrations/source/002_capture_key.sql, src/ddl/ddl_auth.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>

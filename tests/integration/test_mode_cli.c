@@ -1,5 +1,5 @@
 /*
- * Table modes set from the command line (src/mode.h), against real
+ * Table modes set from the command line (src/sink/mode.h), against real
  * servers: `setup --table-mode --metadata-columns` (stored, idempotent,
  * refused for a table that cannot keep the mode), `tidemark mode` on
  * tables already streaming (soft deletes on and off, a history on and

@@ -1,5 +1,5 @@
 /*
- * Schema-change policies kept in the target catalog (src/policy.h), against
+ * Schema-change policies kept in the target catalog (src/ddl/policy.h), against
  * real servers: set by setup and `tidemark policy`, used by every run
  * without flags (a restart by hand, another host), overridden by a run's
  * flags for that run only, shown by status, schema and `tidemark policy`.

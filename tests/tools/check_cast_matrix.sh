@@ -1,7 +1,7 @@
 #!/bin/bash
 # check_cast_matrix.sh: checks the casting matrix in fixtures/cast/ against
 # a real PostgreSQL 15 server. Not run by the test suite (it needs a
-# server); run it after changing src/core/cast*.c or the fixtures:
+# server); run it after changing src/cast/cast*.c or the fixtures:
 #
 #   tests/tools/check_cast_matrix.sh [BUILD_DIR]
 #

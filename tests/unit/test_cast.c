@@ -1,5 +1,5 @@
 /*
- * Unit tests of the casting matrix (core/cast.c): the fixtures under
+ * Unit tests of the casting matrix (src/cast/cast.c): the fixtures under
  * fixtures/cast/ (classify.txt, common.txt, fits.txt, checked against a
  * PostgreSQL 15 server by tests/tools/check_cast_matrix.sh), USING clauses
  * with hostile column names, and values no fixture line can hold.

@@ -1,7 +1,7 @@
 /*
  * Unit tests of what a captured change means for a replicated partitioned
- * table (ddl/ddl_partition.c), and of the partition fields of the capture
- * message (ddl/ddl_event.c).
+ * table (src/ddl/ddl_partition.c), and of the partition fields of the capture
+ * message (src/ddl/ddl_event.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /*
- * Unit tests of the DDL tracker (ddl/ddl_track.c) on the scenarios of
+ * Unit tests of the DDL tracker (src/ddl/ddl_track.c) on the scenarios of
  * fixtures/ddl_track/cases.txt, and of the capture message reader
- * (ddl/ddl_event.c) on fixtures/ddl_track/messages.
+ * (src/ddl/ddl_event.c) on fixtures/ddl_track/messages.
  */
 #include <setjmp.h>
 #include <stdarg.h>

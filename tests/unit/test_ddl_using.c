@@ -1,5 +1,5 @@
 /*
- * Unit tests of ddl/ddl_using.c: what a statement text says of how the
+ * Unit tests of src/ddl/ddl_using.c: what a statement text says of how the
  * columns of a table were converted, on texts parsed by ddl_parse (the
  * USING clause's kind and its text, cut from the statement).
  */

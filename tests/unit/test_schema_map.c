@@ -1,4 +1,4 @@
-/* Unit tests for src/core/schema_map.c: a pipeline's source schema ->
+/* Unit tests for src/ddl/schema_map.c: a pipeline's source schema ->
  * target schema, and how a setup's request joins the stored mapping. */
 #include <setjmp.h>
 #include <stdarg.h>

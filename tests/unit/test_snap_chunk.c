@@ -1,5 +1,5 @@
 /*
- * Unit tests of snapshot chunks (core/snap_chunk.c): COPY text and binary
+ * Unit tests of snapshot chunks (src/merge/snap_chunk.c): COPY text and binary
  * rows, their keys, reassembly of rows split across messages, and
  * malformed input.
  */

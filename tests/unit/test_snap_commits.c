@@ -1,5 +1,5 @@
 /*
- * Unit tests of the commit ring (core/snap_commits.c): the race of a
+ * Unit tests of the commit ring (src/merge/snap_commits.c): the race of a
  * commit written before the low watermark yet invisible to the read.
  */
 #include <setjmp.h>

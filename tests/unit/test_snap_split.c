@@ -1,6 +1,6 @@
 /*
  * Unit tests of the split of a large table into key ranges
- * (core/snap_split.c): when a table is split, into how many ranges, and
+ * (src/merge/snap_split.c): when a table is split, into how many ranges, and
  * which candidates become bounds.
  */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the chunk-window rule (core/snap_window.c): the scenarios
+ * Unit tests of the chunk-window rule (src/merge/snap_window.c): the scenarios
  * of fixtures/snap_window/ (*.seq) run against a model of source and target,
  * and direct tests of the COPY text handling.
  */

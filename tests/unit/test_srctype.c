@@ -1,6 +1,6 @@
 /*
  * Unit tests of the source's type and collation definitions
- * (src/core/srctype.c, srctype_steps.c): reading them from the capture's
+ * (src/ddl/srctype.c, srctype_steps.c): reading them from the capture's
  * JSON (and refusing malformed ones), writing them back, ordering types
  * after their dependencies, the steps from one enum or composite type to
  * the next, and whether two collations sort alike.

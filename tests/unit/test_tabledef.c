@@ -1,5 +1,5 @@
 /*
- * Unit tests of table definitions (src/core/tabledef.c): the capture's
+ * Unit tests of table definitions (src/ddl/tabledef.c): the capture's
  * columns with their type references, collations and generation
  * expressions, the table's types, copies, and the schema version's JSON
  * read back to the same definition.

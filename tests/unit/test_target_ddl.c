@@ -1,5 +1,5 @@
 /*
- * Unit tests of the target's table statements (src/core/target_ddl.c):
+ * Unit tests of the target's table statements (src/sink/target_ddl.c):
  * CREATE TABLE with collations (generated columns left for later), the
  * column changes with their COLLATE and GENERATED clauses.
  */

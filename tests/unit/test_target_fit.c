@@ -1,6 +1,6 @@
 /*
  * Unit tests of an existing target table against the source's definition
- * (src/core/target_fit.c): what keeps it from taking the rows (a column the
+ * (src/sink/target_fit.c): what keeps it from taking the rows (a column the
  * stream writes missing, a NOT NULL column of its own without a default,
  * no unique index on the key, an identity column GENERATED ALWAYS, a
  * unique index besides the key, a foreign key), what does not (extra

@@ -1,6 +1,6 @@
 /*
  * Unit tests of the target's type, collation and extension statements
- * (src/core/type_ddl.c): every name a quoted identifier, every value a
+ * (src/sink/type_ddl.c): every name a quoted identifier, every value a
  * quoted literal, every type re-rendered from its parse, and a type that
  * does not parse writes nothing.
  */

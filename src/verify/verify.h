@@ -6,14 +6,14 @@
  *
  * The pass: the source is walked in key order by keyset pages (WHERE key >
  * last ORDER BY key LIMIT n); each page is summed on the source (count, sum
- * of row hashes: core/verify_sql.h) and the same key range on the target,
+ * of row hashes: src/verify/verify_sql.h) and the same key range on the target,
  * (previous last key, this page's last key], the last page without an upper
  * bound so that target rows after the source's last key count as extra.
  * The target's range is summed while the source reads its next page. A
- * range whose sums differ is split into parts (core/verify_plan.h), all
+ * range whose sums differ is split into parts (src/verify/verify_plan.h), all
  * summed by one statement per side, and the parts that differ again, until
  * the rows of a part are few enough to be read from both sides and
- * compared one by one (core/verify_diff.h). What that finds is a candidate.
+ * compared one by one (src/verify/verify_diff.h). What that finds is a candidate.
  *
  * The re-check: the target lags the source, so a candidate may be a change
  * in flight. Candidates are read again by key, on the source first, then on

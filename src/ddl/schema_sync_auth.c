@@ -1,6 +1,6 @@
 /*
  * schema_sync_auth.c: which DDL capture messages schema_sync follows (see
- * ddl/ddl_auth.h). Anyone may write a message with the prefix
+ * src/ddl/ddl_auth.h). Anyone may write a message with the prefix
  * "tidemark.ddl"; tidemark's capture signs its own:
  *   - bound form (source migration 008): followed when its signature
  *     checks and it was written in the very transaction it arrives in, with

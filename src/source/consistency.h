@@ -2,7 +2,7 @@
  * consistency.h: before streaming, does the target's stored position fit
  * the slot and the source? The facts are read here (the target's position
  * and the source timeline it was streamed from, the slot, the source's WAL
- * position, timeline and history); the rule is core/resume_check.h.
+ * position, timeline and history); the rule is src/source/resume_check.h.
  *
  * `run` checks at the start of every session: a target restored from a
  * backup (behind the slot's confirmed position), a source restored or

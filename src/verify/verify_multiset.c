@@ -2,7 +2,7 @@
  * verify_multiset.c: comparing a table without a key (verify.h). There is
  * no key to page by or to name a row with, and rows may be exact
  * duplicates: each side is summed whole, the count of its rows and the sum
- * of their row hashes (the hash the keyed comparison uses, core/
+ * of their row hashes (the hash the keyed comparison uses,
  * verify_sql.h), which does not depend on the order rows are read in and
  * counts every duplicate. Equal sums mean equal multisets (up to a hash
  * collision); different sums say that they differ and both counts, not

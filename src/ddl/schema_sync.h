@@ -5,7 +5,7 @@
  * migrations/source/001_capture.sql) arrives in the stream inside the
  * transaction that ran the DDL, at its position. Here, inside the target
  * transaction that applies that source transaction:
- *   - a replicated table's change is planned (ddl/ddl_track.h) and run on
+ *   - a replicated table's change is planned (src/ddl/ddl_track.h) and run on
  *     the target with quoted identifiers only; a new schema version is
  *     recorded, valid from the message's position;
  *   - a table created in a replicated schema is created on the target and
@@ -15,7 +15,7 @@
  *   - a partitioned table is one target table, its root: its partitions are
  *     never registered, and what changes its rows without row changes in
  *     the stream (a table attached, a partition detached, dropped or
- *     truncated) makes it be copied again (ddl/ddl_partition.h);
+ *     truncated) makes it be copied again (src/ddl/ddl_partition.h);
  *   - every message lands in tidemark.ddl_log with what was done.
  * Rows before the DDL's position were applied under the old schema, rows
  * after it under the new one, because the target changes at that very

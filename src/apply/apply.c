@@ -1,6 +1,6 @@
 /*
  * apply.c: applying decoded changes (the logic; the wire format is in
- * core/pgoutput.c, the target connection in sink.c): each change's
+ * src/decode/pgoutput.c, the target connection in sink.c): each change's
  * statements, the groups of source transactions, durability. The
  * relations and their statements are in apply_rel.c.
  */

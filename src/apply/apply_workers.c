@@ -14,7 +14,7 @@
  *     by each group in its own transaction, stays exact); the UPDATE of the
  *     stored position, one row, orders them on the target too;
  *   - keys: the rows of a group whose keys a group not yet confirmed
- *     touched (core/key_set.h) are sent only once every earlier group is
+ *     touched (src/apply/key_set.h) are sent only once every earlier group is
  *     confirmed, since a statement does not see, nor wait for, a row an
  *     open transaction inserted; its other rows go at once, and execute
  *     beside the earlier groups' (no two of them touch one key). Some

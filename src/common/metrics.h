@@ -3,7 +3,7 @@
  * Prometheus at http://ADDR:PORT/metrics (text format 0.0.4).
  *
  * The metrics (the README's "Metrics" section lists them) live in a
- * registry (core/prom.h) that the run loop, the apply, the schema changes
+ * registry (src/common/prom.h) that the run loop, the apply, the schema changes
  * and the snapshot readers update; libmicrohttpd serves them from a thread
  * of its own, rendering the registry at each scrape.
  *

@@ -1,6 +1,6 @@
 /*
  * schema_sync_part.c: captured changes of partitioned tables (see
- * schema_sync_int.h and ddl/ddl_partition.h).
+ * schema_sync_int.h and src/ddl/ddl_partition.h).
  *
  * A replicated partitioned table is one target table, its root. Its
  * partitions are recorded (tidemark.partitions), never registered: a

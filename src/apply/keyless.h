@@ -6,7 +6,7 @@
  * replicated as a multiset: the target table has no primary key and may
  * hold exact duplicates. An insert is a plain INSERT; an update or a delete
  * changes one row equal to the whole old row the stream sent (FULL sends
- * it), as PostgreSQL's own replication does (core/keyless_sql.h says how
+ * it), as PostgreSQL's own replication does (src/apply/keyless_sql.h says how
  * each column is compared). When no row is equal, the change is skipped
  * with a warning naming the table, counted in the log, never a failure.
  *
