@@ -666,13 +666,32 @@ catalog_upgrade(run_state *st)
 /* Replicated tables the publication no longer publishes (ALTER
  * PUBLICATION ... DROP TABLE): their changes are not sent, so their target
  * tables fall behind. Said at the start of each run, with the fix. */
+/* A table made UNLOGGED on the source (or a partition of one): its
+ * changes leave the WAL, so the target keeps the rows of the copy its SET
+ * UNLOGGED made. Its SET LOGGED makes it be copied again (schema_sync.c). */
+static void
+warn_unlogged(const source_unlogged *u)
+{
+	const char *name = u->name, *root = u->partition_of;
+	bool part = root[0] != '\0';
+
+	log_warn("source: %s%s%s%s is UNLOGGED there: its changes are not written to the WAL, so "
+	         "none reach the target, which holds the rows of the copy made when it became "
+	         "unlogged. Fix: ALTER TABLE %s SET LOGGED on the source (%s is then copied again)",
+	         name, part ? ", a partition of " : "", root, part ? "," : "", name,
+	         part ? root : "it");
+}
+
+/* The replicated tables the publication no longer publishes, and those
+ * (or their partitions) unlogged on the source: named once per run. */
 static int
-warn_unpublished(run_state *st)
+warn_unfollowed(run_state *st)
 {
 	catalog_table *tables = NULL;
 	uint32_t *relids = NULL;
 	char **names = NULL;
-	int n = 0, m = 0;
+	source_unlogged *unlogged = NULL;
+	int n = 0, m = 0, nunlogged = 0;
 	int rc = catalog_load_tables(st->sink, st->opts->slot, &tables, &n);
 
 	relids = xcalloc((size_t) n + 1, sizeof *relids);
@@ -684,7 +703,12 @@ warn_unpublished(run_state *st)
 		                              &names);
 	for (int i = 0; names != NULL && names[i] != NULL; i++)
 		pub_watch_warn_left(st->opts->publication, names[i]);
+	if (rc == TM_OK && m > 0)
+		rc = source_query_unlogged(st->control, relids, m, &unlogged, &nunlogged);
+	for (int i = 0; i < nunlogged; i++)
+		warn_unlogged(&unlogged[i]);
 	xstrings_free(names);
+	source_unlogged_free(unlogged, nunlogged);
 	free(relids);
 	catalog_tables_free(tables, n);
 	return rc;
@@ -727,7 +751,8 @@ check_unlogged(run_state *st)
  * whose order is not known (registered before it was recorded:
  * migrations/target/005_target_types.sql); unlogged target tables emptied
  * by a crash; and, once per run, the tables registered for an earlier
- * slot, and those the publication no longer publishes, named. */
+ * slot, those the publication no longer publishes and those unlogged on
+ * the source, named. */
 static int
 catalog_at_start(run_state *st)
 {
@@ -744,7 +769,7 @@ catalog_at_start(run_state *st)
 	if (rc == TM_OK && !st->warned)
 		rc = catalog_warn_interrupted(st->sink, st->opts->slot);
 	if (rc == TM_OK && !st->warned)
-		rc = warn_unpublished(st);
+		rc = warn_unfollowed(st);
 	st->warned |= rc == TM_OK;
 	return rc;
 }

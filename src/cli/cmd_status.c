@@ -17,7 +17,45 @@
 #include "pgconn.h"
 #include "pipeline.h"
 #include "policy.h"
+#include "source_query.h"
 #include "strbuf.h"
+#include "xalloc.h"
+
+/* Each table's relations UNLOGGED on the source (the table or its
+ * partitions: their changes never reach the WAL), as the table's
+ * "unlogged_on_source" list; the source's oid, read for it, is not
+ * shown. */
+static int
+unlogged_part(PGconn *src, json_t *tables)
+{
+	uint32_t *relids = xcalloc(json_array_size(tables) + 1, sizeof *relids);
+	source_unlogged *u = NULL;
+	int n = 0, nu = 0, rc = TM_OK;
+	size_t i;
+	json_t *t;
+
+	json_array_foreach(tables, i, t) {
+		uint32_t relid = (uint32_t) json_integer_value(json_object_get(t, "source_relid"));
+
+		if (relid != 0 && strcmp(report_str(t, "state"), "dropped") != 0)
+			relids[n++] = relid;
+	}
+	if (n > 0)
+		rc = source_query_unlogged(src, relids, n, &u, &nu);
+	json_array_foreach(tables, i, t) {
+		uint32_t relid = (uint32_t) json_integer_value(json_object_get(t, "source_relid"));
+		json_t *names = json_array();
+
+		for (int k = 0; k < nu; k++)
+			if (u[k].table == relid)
+				json_array_append_new(names, json_string(u[k].name));
+		json_object_set_new(t, "unlogged_on_source", names);
+		json_object_del(t, "source_relid");
+	}
+	source_unlogged_free(u, nu);
+	free(relids);
+	return rc;
+}
 
 static int
 source_part(const cli_options *o, PGconn *target, json_t *out)
@@ -48,6 +86,8 @@ source_part(const cli_options *o, PGconn *target, json_t *out)
 		rc = TM_EXIT_CONFIG;
 	} else if (rc == TM_OK)
 		json_object_set_new(out, "source", report_row(r, 0));
+	if (rc == TM_OK)
+		rc = unlogged_part(conn, json_object_get(out, "tables"));
 	PQclear(r);
 	PQfinish(conn);
 	return rc;
@@ -157,7 +197,7 @@ target_part(const cli_options *o, PGconn *conn, json_t *out)
 		/* through the row's JSON: a catalog before migration 014 has no modes */
 		strbuf_append(&sql, ", coalesce(to_jsonb(t) ->> 'mode', 'mirror') AS mode,"
 		              " coalesce((to_jsonb(t) ->> 'metadata_columns')::boolean, false)"
-		              "   AS metadata_columns");
+		              "   AS metadata_columns, coalesce(source_relid, 0)::bigint AS source_relid");
 		strbuf_append(&sql, " FROM tidemark.tables t WHERE slot_name = $1 ORDER BY 1");
 		rc = pgconn_exec(conn, PGCONN_TARGET, "reading the tables", sql.data, 1, p, &r);
 	}
@@ -185,6 +225,8 @@ print_table(json_t *t)
 {
 	const char *state = report_str(t, "state");
 	long long rows = num(t, "rows_copied");
+	size_t i;
+	json_t *u;
 	long long est = num(t, "rows_estimate");
 
 	bool keyless = strcmp(report_str(t, "copy"), "one read") == 0;
@@ -215,6 +257,10 @@ print_table(json_t *t)
 		       report_str(t, "policy_set_by"));
 	printf("  %-40s mode %s%s\n", "", report_str(t, "mode"),
 	       json_is_true(json_object_get(t, "metadata_columns")) ? ", metadata columns" : "");
+	json_array_foreach(json_object_get(t, "unlogged_on_source"), i, u)
+		printf("  %-40s %s is UNLOGGED on the source: its changes are not in the WAL and do not "
+		       "reach the target (fix: ALTER TABLE %s SET LOGGED there; the table is then copied "
+		       "again)\n", "", json_string_value(u), json_string_value(u));
 	if (num(t, "rows_to_read_again") > 0)
 		printf("  %-40s %lld row(s) to read again (moved by key changes while being copied)\n", "",
 		       num(t, "rows_to_read_again"));

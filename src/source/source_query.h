@@ -101,6 +101,22 @@ int source_query_check_whole(PGconn *conn, const char *publication);
 int source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *relids, int n,
                              bool excepted_only, char ***out);
 
+/* A relation unlogged on the source (source_query_unlogged): its changes
+ * are not written to the WAL, so the stream never has them. */
+typedef struct source_unlogged {
+	uint32_t table;          /* the replicated table's oid */
+	char *name;              /* owned: the relation, "schema.name" quoted as SQL needs */
+	char *partition_of;      /* owned: "" for the table itself; for a partition,
+	                          * the table's name */
+} source_unlogged;
+
+/* The relations among the tables (by oid; those gone are left out) and
+ * their partitions that are UNLOGGED on the source: *out a new array of
+ * *nout (source_unlogged_free). */
+int source_query_unlogged(PGconn *conn, const uint32_t *relids, int n, source_unlogged **out,
+                          int *nout);
+void source_unlogged_free(source_unlogged *u, int n);
+
 /* The publication's state as pub_state.h describes it, for the tables
  * with these oids (those gone are left out); *out is filled
  * (pub_state_free, also after a failure). */

@@ -388,3 +388,55 @@ source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *
 	PQclear(r);
 	return TM_OK;
 }
+
+int
+source_query_unlogged(PGconn *conn, const uint32_t *relids, int n, source_unlogged **out,
+                      int *nout)
+{
+	strbuf arr = STRBUF_INIT;
+	const char *p[1];
+	PGresult *r = NULL;
+	int rc;
+
+	oid_array(&arr, relids, n);
+	p[0] = arr.data;
+	/* pg_partition_tree lists a partitioned table and its partitions, and
+	 * nothing for a table that is not partitioned */
+	rc = pgconn_exec(conn, SRC, "checking whether the tables are logged",
+	                 "SELECT u.relid, format('%I.%I', n.nspname, c.relname),"
+	                 " CASE WHEN m.relid <> u.relid THEN format('%I.%I', rn.nspname, rc.relname)"
+	                 "  ELSE '' END"
+	                 " FROM unnest($1::oid[]) u (relid)"
+	                 " JOIN pg_class rc ON rc.oid = u.relid"
+	                 " JOIN pg_namespace rn ON rn.oid = rc.relnamespace"
+	                 " CROSS JOIN LATERAL (SELECT u.relid UNION"
+	                 "  SELECT t.relid FROM pg_catalog.pg_partition_tree(u.relid) t) m (relid)"
+	                 " JOIN pg_class c ON c.oid = m.relid"
+	                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
+	                 " WHERE c.relpersistence = 'u' ORDER BY 2", 1, p, &r);
+	strbuf_free(&arr);
+	*out = NULL;
+	*nout = 0;
+	if (rc != TM_OK)
+		return rc;
+	*out = xcalloc((size_t) PQntuples(r) + 1, sizeof **out);
+	for (int i = 0; i < PQntuples(r); i++) {
+		source_unlogged *u = &(*out)[(*nout)++];
+
+		u->table = (uint32_t) strtoul(PQgetvalue(r, i, 0), NULL, 10);
+		u->name = xstrdup(PQgetvalue(r, i, 1));
+		u->partition_of = xstrdup(PQgetvalue(r, i, 2));
+	}
+	PQclear(r);
+	return TM_OK;
+}
+
+void
+source_unlogged_free(source_unlogged *u, int n)
+{
+	for (int i = 0; u != NULL && i < n; i++) {
+		free(u[i].name);
+		free(u[i].partition_of);
+	}
+	free(u);
+}

@@ -20,39 +20,12 @@
 
 #include "tm_fixture.h"
 
-/* The JSON document in a command's output (after its log lines). */
-static json_t *
-json_of(const char *out)
-{
-	json_error_t err;
-	const char *start = strchr(out, '{');
-	json_t *doc = start != NULL ? json_loads(start, 0, &err) : NULL;
-
-	if (doc == NULL)
-		fail_msg("no JSON document in:\n%s", out);
-	return doc;
-}
-
-/* The entry of table in a document's "tables". */
-static json_t *
-table_of(json_t *doc, const char *table)
-{
-	size_t i;
-	json_t *t;
-
-	json_array_foreach(json_object_get(doc, "tables"), i, t)
-		if (strcmp(json_string_value(json_object_get(t, "table")), table) == 0)
-			return t;
-	fail_msg("no table %s in the document", table);
-	return NULL;
-}
-
 /* status --json says the table's mode and metadata columns. */
 static void
 assert_status_mode(tm_env *e, const char *table, const char *mode, bool metadata)
 {
 	char *out = tm_expect(e, 0, "status", "--json");
-	json_t *doc = json_of(out), *t = table_of(doc, table);
+	json_t *doc = tm_json_of(out), *t = tm_json_table(doc, table);
 
 	assert_string_equal(json_string_value(json_object_get(t, "mode")), mode);
 	assert_int_equal(json_is_true(json_object_get(t, "metadata_columns")), metadata);
@@ -212,8 +185,8 @@ test_mode_soft_delete(void **state)
 	assert_status_mode(e, "public.t", "soft-delete", false);
 
 	out = tm_expect(e, 0, "mode", "public.t=mirror", "--json");
-	doc = json_of(out);
-	assert_string_equal(json_string_value(json_object_get(table_of(doc, "public.t"), "mode")),
+	doc = tm_json_of(out);
+	assert_string_equal(json_string_value(json_object_get(tm_json_table(doc, "public.t"), "mode")),
 	                    "mirror");
 	tm_assert_has(json_string_value(json_array_get(json_object_get(json_array_get(
 	               json_object_get(doc, "changes"), 0), "done"), 0)),
@@ -276,7 +249,7 @@ test_mode_history(void **state)
 	                                         " tidemark_lsn IS NOT NULL"), 1);
 	out = tm_expect(e, 0, "mode", "--json");
 	{
-		json_t *doc = json_of(out), *t = table_of(doc, "public.h");
+		json_t *doc = tm_json_of(out), *t = tm_json_table(doc, "public.h");
 
 		assert_string_equal(json_string_value(json_object_get(t, "mode")), "mirror");
 		assert_true(json_is_true(json_object_get(t, "metadata_columns")));

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+
 #include <cmocka.h>
 
 #include "tm_fixture.h"
@@ -720,6 +721,24 @@ test_table_recreated_in_schema(void **state)
 	tm_env_free(e);
 }
 
+/* status --json's unlogged_on_source of a table, its names joined by
+ * commas (a static buffer; "" for none) */
+static const char *
+unlogged_on_source(const char *status_json, const char *table)
+{
+	static char names[256];
+	json_t *doc = tm_json_of(status_json);
+	size_t k;
+	json_t *name;
+
+	names[0] = '\0';
+	json_array_foreach(json_object_get(tm_json_table(doc, table), "unlogged_on_source"), k, name)
+		snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k > 0 ? "," : "",
+		         json_string_value(name));
+	json_decref(doc);
+	return names;
+}
+
 /* SET UNLOGGED on the source (a bulk-load trick; PostgreSQL refuses it
  * only for a table its publication names, not one of a schema's or a
  * partition of a published root): the table's changes leave the WAL until
@@ -751,6 +770,26 @@ test_unlogged_for_a_while(void **state)
 	                  "DELETE FROM app.t WHERE id > 450; INSERT INTO app.t VALUES (1000, 'new');"
 	                  "UPDATE app.p SET v = 'unlogged' WHERE id <= 100;"
 	                  "DELETE FROM app.p WHERE id > 450");
+	/* while they stay unlogged, the target keeps the rows of the copy
+	 * that SET UNLOGGED made; status shows it, and each run says so at
+	 * its start, with the fix */
+	tm_stop_and_catch_up(e, run, 120);
+	pgtest_exec(e->s, "UPDATE app.t SET v = 'unseen' WHERE id = 1");
+	assert_int_equal(tm_run(e, 60, &out, "status", NULL), 0);
+	tm_assert_has(out, "app.t is UNLOGGED on the source");
+	tm_assert_has(out, "app.p1 is UNLOGGED on the source");
+	free(out);
+	assert_int_equal(tm_run(e, 60, &out, "status", "--json", NULL), 0);
+	assert_string_equal(unlogged_on_source(out, "app.p"), "app.p1");
+	assert_string_equal(unlogged_on_source(out, "app.t"), "app.t");
+	free(out);
+	assert_int_equal(tm_run(e, 60, &out, "run", "--until-caught-up", NULL), 0);
+	tm_assert_has(out, "app.t is UNLOGGED there");
+	tm_assert_has(out, "app.p1, a partition of app.p, is UNLOGGED there");
+	tm_assert_has(out, "ALTER TABLE app.p1 SET LOGGED");
+	free(out);
+	assert_int_equal(pgtest_query_long(e->t, "SELECT count(*) FROM app.t WHERE v = 'unseen'"), 0);
+	run = tm_start_run(e, NULL);
 	pgtest_exec(e->s, "ALTER TABLE app.t SET LOGGED; ALTER TABLE app.p1 SET LOGGED");
 	pgtest_exec(e->s, "UPDATE app.t SET v = 'logged' WHERE id %% 7 = 0;"
 	                  "UPDATE app.p SET v = 'logged' WHERE id %% 7 = 0");

@@ -431,3 +431,28 @@ tm_trigger_held_groups(tm_env *e)
 	PQfinish(holder);
 	assert_true(pgtest_wait_value(e->t, "SELECT v FROM b WHERE k = 2", "1", 60));
 }
+
+json_t *
+tm_json_of(const char *out)
+{
+	json_error_t err;
+	const char *start = strchr(out, '{');
+	json_t *doc = start != NULL ? json_loads(start, 0, &err) : NULL;
+
+	if (doc == NULL)
+		fail_msg("no JSON document in:\n%s", out);
+	return doc;
+}
+
+json_t *
+tm_json_table(json_t *doc, const char *table)
+{
+	size_t i;
+	json_t *t;
+
+	json_array_foreach(json_object_get(doc, "tables"), i, t)
+		if (strcmp(json_string_value(json_object_get(t, "table")), table) == 0)
+			return t;
+	fail_msg("no table %s in the document", table);
+	return NULL;
+}

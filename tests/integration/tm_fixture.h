@@ -8,6 +8,8 @@
 
 #include <stdbool.h>
 
+#include <jansson.h>
+
 #include "pgtest.h"
 
 typedef struct tm_env {
@@ -47,6 +49,11 @@ pgtest_proc *tm_start_run(tm_env *e, ...);
 
 /* Fails the test unless out holds needle (showing out). */
 void tm_assert_has(const char *out, const char *needle);
+/* The JSON document in a command's output (after its log lines; the
+ * caller json_decrefs it), and the entry of table in its "tables"
+ * (borrowed); each fails the test when there is none. */
+json_t *tm_json_of(const char *out);
+json_t *tm_json_table(json_t *doc, const char *table);
 /* Fails the test if a background run's session started again (its stream
  * lost, a failure), saying while what. */
 void tm_assert_no_restart(pgtest_proc *run, const char *while_what);
