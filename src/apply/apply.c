@@ -307,8 +307,9 @@ change_rel(apply *a, uint32_t relid, const pgoutput_msg *m, int *rc)
 
 /* Is a change of r applied? Not when its table is not replicated, or the
  * transaction was applied already or committed before the table joined;
- * when the stream's columns lack the table's key, the table is set aside
- * (and the change is not applied: its copy starts again). */
+ * when the stream's columns lack the table's key, or differ from its
+ * schema version in force, the table is set aside (and the change is not
+ * applied: its copy starts again). */
 static bool
 applies(apply *a, apply_rel *r, int *rc)
 {
@@ -317,7 +318,7 @@ applies(apply *a, apply_rel *r, int *rc)
 		return false;
 	if (!r->keys_ok)
 		*rc = apply_use_table(a, r, r->table);
-	if (*rc == TM_OK && !r->keys_ok)
+	if (*rc == TM_OK && (!r->keys_ok || r->uncaptured))
 		*rc = apply_set_aside(a, r);
 	return *rc == TM_OK && r->table != NULL && r->keys_ok &&
 	       (a->replaying || !apply_before_join(a, r->table));

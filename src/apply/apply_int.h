@@ -103,6 +103,10 @@ typedef struct apply_rel {
 	bool keys_ok;           /* key_idx holds table's key (else looked for again at
 	                         * the next change that applies: apply_set_aside when
 	                         * the stream's columns lack it) */
+	bool uncaptured;        /* its columns differ from the schema version in force
+	                         * (a schema change the capture did not see): set
+	                         * aside at the next change that applies */
+	int version_cols;       /* ... which has that many of the columns streamed */
 	bool unmatched;         /* no registered table yet: looked at again at the commit
 	                         * of a transaction with changes of it (a partition
 	                         * never has one, see attach_table) */

@@ -202,6 +202,7 @@ rel_forget_table(apply *a, apply_rel *r)
 	r->key_idx = NULL;
 	r->nkeys = 0;
 	r->keys_ok = false;
+	r->uncaptured = false;
 }
 
 void
@@ -281,28 +282,43 @@ type_of(PGresult *r, const char *name)
 	return NULL;
 }
 
+/* The type oid the schema version gives a column (the query's fourth
+ * column; 0: not recorded, as by an older tidemark). */
+static uint32_t
+type_oid_of(PGresult *r, const char *name)
+{
+	for (int i = 0; r != NULL && i < PQntuples(r); i++)
+		if (strcmp(PQgetvalue(r, i, 0), name) == 0 && !PQgetisnull(r, i, 3))
+			return (uint32_t) strtoul(PQgetvalue(r, i, 3), NULL, 10);
+	return 0;
+}
+
 /*
  * pgoutput's Relation message describes the columns the rows it sends have;
- * the schema version in force must list the same. A difference means a
- * schema change the capture did not report (e.g. DDL while the capture was
- * not installed): said once, loudly; rows follow the stream's description.
+ * the schema version in force must list the same, by name and type. A
+ * difference means a schema change the capture did not report (DDL while
+ * its event trigger was disabled, or the capture not installed): the table
+ * is then set aside and copied again (apply_set_aside), as its rows no
+ * longer fit what the target was made for. Returns whether they differ;
+ * *streamed is the version's count of the columns the stream sends.
  */
-static void
-cross_check(const apply_rel *r, PGresult *version)
+static bool
+cross_check(const apply_rel *r, PGresult *version, int *streamed)
 {
-	int streamed = 0;
-	bool same = true;
+	bool same;
 
+	*streamed = 0;
 	/* generated columns (third column) are never sent by the stream */
 	for (int i = 0; i < PQntuples(version); i++)
-		streamed += PQgetisnull(version, i, 2);
-	same = streamed == r->ncols;
-	for (int i = 0; same && i < r->ncols; i++)
-		same = type_of(version, r->colnames[i]) != NULL;
-	if (!same && PQntuples(version) > 0)
-		log_warn("the stream describes %s.%s with %d columns that differ from its schema version "
-		         "in force (%d columns): a schema change was not captured; rows follow the "
-		         "stream's description", r->nspname, r->relname, r->ncols, streamed);
+		*streamed += PQgetisnull(version, i, 2);
+	same = *streamed == r->ncols;
+	for (int i = 0; same && i < r->ncols; i++) {
+		uint32_t oid = type_oid_of(version, r->colnames[i]);
+
+		same = type_of(version, r->colnames[i]) != NULL &&
+		       (oid == 0 || r->coltypes[i] == 0 || oid == r->coltypes[i]);
+	}
+	return !same && PQntuples(version) > 0;
 }
 
 /* Each key column's base type on the target (codec.h), from the target's
@@ -339,7 +355,8 @@ load_checks(apply *a, apply_rel *r)
 	snprintf(id, sizeof id, "%d", r->table->table_id);
 	rc = sink_query(a->sink, "reading the source types in force",
 	                /* the source's type, or its counterpart on the target */
-	                "SELECT c->>'name', coalesce(c->>'target_type', c->>'type'), c->>'generated'"
+	                "SELECT c->>'name', coalesce(c->>'target_type', c->>'type'), c->>'generated',"
+	                " c->>'type_oid'"
 	                " FROM tidemark.schema_versions v,"
 	                " jsonb_array_elements(v.columns) c WHERE v.table_id = $1::int"
 	                " AND v.version = (SELECT max(version) FROM tidemark.schema_versions"
@@ -357,8 +374,8 @@ load_checks(apply *a, apply_rel *r)
 		abort();
 	/* rows of a transaction from before the table joined follow another
 	 * definition, and are not applied */
-	if (rc == TM_OK && !apply_before_join(a, r->table))
-		cross_check(r, src);
+	r->uncaptured = rc == TM_OK && !apply_before_join(a, r->table) &&
+	                cross_check(r, src, &r->version_cols);
 	if (rc == TM_OK && r->keys_ok)
 		load_key_types(r, tgt);
 	for (int i = 0; rc == TM_OK && i < r->ncols; i++) {

@@ -322,6 +322,8 @@ direct_rel(apply *a, uint32_t relid, tm_lsn lsn, const pgoutput_tuple *t, const 
 		*why = "a change of a table that may join at its commit";
 	else if (!r->keys_ok || r->table->nkeys == 0)
 		*why = "a change of a table without its key";
+	else if (r->uncaptured)
+		*why = "a change of a table whose columns differ from its schema version";
 	else if (apply_shaped(r))
 		*why = "a change of a table kept in another mode than mirror";
 	else if (r->nchecked > 0)
