@@ -438,11 +438,11 @@ apply_set_aside(apply *a, apply_rel *r)
 		         "source's definition now and copied again; the other tables go on",
 		         strbuf_str(&name), t->nkeys, r->ncols);
 	else
-		log_warn("source table %s: the stream sends %d columns that differ, by name or type, "
-		         "from the %d of its schema version in force: a schema change was not captured "
-		         "(DDL while the capture's event trigger was disabled?). The table is set aside: "
-		         "registered again from the source's definition now and copied again; the "
-		         "other tables go on", strbuf_str(&name), r->ncols, r->version_cols);
+		log_warn("source table %s: the stream describes %d columns that differ, by name, type "
+		         "or key, from the %d of its schema version in force: a schema change was not "
+		         "captured (DDL while the capture's event trigger was disabled?). The table is "
+		         "set aside: registered again from the source's definition now and copied "
+		         "again; the other tables go on", strbuf_str(&name), r->ncols, r->version_cols);
 	if (a->cfg.resolve != NULL)
 		rc = a->cfg.resolve(a->cfg.resolve_ctx, r->nspname, r->relname, &def, &at);
 	if (rc == TM_OK && def != NULL)

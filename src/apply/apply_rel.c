@@ -293,9 +293,32 @@ type_oid_of(PGresult *r, const char *name)
 	return 0;
 }
 
+/* Are the columns the stream marks as the replica identity the table's
+ * key? They are where the identity is the default (the primary key) or an
+ * index, which is then the key tidemark takes (migrations/source:
+ * table_keycols); a FULL identity marks every column, and none is marked
+ * under NOTHING, so those say nothing of the key. */
+static bool
+same_key(const apply_rel *r)
+{
+	int marked = 0;
+
+	if ((r->replident != 'd' && r->replident != 'i') || !r->keys_ok)
+		return true;
+	for (int i = 0; i < r->ncols; i++)
+		marked += r->colkeys[i];
+	if (marked == 0)
+		return true;
+	for (int k = 0; k < r->nkeys; k++)
+		if (!r->colkeys[r->key_idx[k]])
+			return false;
+	return marked == r->nkeys;
+}
+
 /*
  * pgoutput's Relation message describes the columns the rows it sends have;
- * the schema version in force must list the same, by name and type. A
+ * the schema version in force must list the same, by name and type, with
+ * the same key. A
  * difference means a schema change the capture did not report (DDL while
  * its event trigger was disabled, or the capture not installed): the table
  * is then set aside and copied again (apply_set_aside), as its rows no
@@ -311,7 +334,7 @@ cross_check(const apply_rel *r, PGresult *version, int *streamed)
 	/* generated columns (third column) are never sent by the stream */
 	for (int i = 0; i < PQntuples(version); i++)
 		*streamed += PQgetisnull(version, i, 2);
-	same = *streamed == r->ncols;
+	same = *streamed == r->ncols && same_key(r);
 	for (int i = 0; same && i < r->ncols; i++) {
 		uint32_t oid = type_oid_of(version, r->colnames[i]);
 
