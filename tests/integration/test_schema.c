@@ -830,7 +830,9 @@ test_unlogged_for_a_while(void **state)
  * was disabled): a column added with a default (which the source wrote
  * into every row), a type changed with USING, a column renamed, a NOT
  * NULL column dropped, and the primary key moved to other columns (which
- * let two rows share the old key's value). The stream's description of
+ * let two rows share the old key's value); and, with the capture on, a
+ * typed table's type given an attribute (ALTER TYPE ... CASCADE, which
+ * the capture reports as the type's change). The stream's description of
  * each table then
  * differs from its schema version in force: the table is set aside,
  * registered again from the source's definition and copied again, and
@@ -842,7 +844,7 @@ static void
 test_uncaptured_column_changes(void **state)
 {
 	static const char *const changed[] = {"app.added", "app.retyped", "app.renamed",
-	                                      "app.dropped", "app.rekeyed"};
+	                                      "app.dropped", "app.rekeyed", "app.typed"};
 	tm_env *e = tm_env_new("uncaptured");
 	pgtest_proc *run;
 	char *out = NULL, name[64];
@@ -854,8 +856,10 @@ test_uncaptured_column_changes(void **state)
 	                  "CREATE TABLE app.renamed (id int PRIMARY KEY, v text);"
 	                  "CREATE TABLE app.dropped (id int PRIMARY KEY, v text, gone int NOT NULL);"
 	                  "CREATE TABLE app.rekeyed (id int PRIMARY KEY, v text);"
+	                  "CREATE TYPE app.pt AS (id int, v text);"
+	                  "CREATE TABLE app.typed OF app.pt (PRIMARY KEY (id));"
 	                  "CREATE TABLE app.quiet (id int PRIMARY KEY, v text)");
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		pgtest_exec(e->s, "INSERT INTO %s SELECT g, %s FROM generate_series(1, 300) g",
 		            changed[i], i == 1 ? "g" : i == 3 ? "'v' || g, g" : "'v' || g");
 	pgtest_exec(e->s, "INSERT INTO app.quiet SELECT g, 'q' FROM generate_series(1, 300) g");
@@ -876,13 +880,15 @@ test_uncaptured_column_changes(void **state)
 	                  "UPDATE app.renamed SET label = 'l' WHERE id %% 3 = 0;"
 	                  "INSERT INTO app.dropped VALUES (1000, 'new');"
 	                  "INSERT INTO app.rekeyed VALUES (1, 'same id'), (2, 'same id');"
+	                  "ALTER TYPE app.pt ADD ATTRIBUTE w int CASCADE;"
+	                  "UPDATE app.typed SET w = id WHERE id <= 5;"
 	                  "UPDATE app.quiet SET v = 'r' WHERE id <= 5");
 	pgtest_exec(e->s, "UPDATE app.added SET w = 9 WHERE id <= 20;"
 	                  "DELETE FROM app.dropped WHERE id > 290");
 	if (!pgtest_proc_wait_output(run, "a schema change was not captured", 60))
 		fail_msg("no table was set aside:\n%s", pgtest_proc_output(run));
 	tm_stop_and_catch_up(e, run, 120);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		tm_assert_rows_equal(e->s, changed[i], e->t, changed[i], "*");
 		snprintf(name, sizeof name, "SELECT to_regclass('app.\"%s (set aside)\"') IS NOT NULL",
 		         changed[i] + 4);
