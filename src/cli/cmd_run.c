@@ -607,7 +607,7 @@ stream_loop(run_state *st)
 		if (rc == TM_OK && !apply_in_transaction(st->apply))
 			rc = resync_watch_poll(&st->resync, st->sink, st->opts->slot, false);
 		if (rc == TM_OK && !apply_in_transaction(st->apply))
-			rc = pub_watch_poll(&st->pub, st->control, st->sink, st->snap);
+			rc = pub_watch_poll(&st->pub, st->control, st->sink, st->snap, st->metrics);
 		if (rc == TM_OK)
 			rc = slot_watch_poll(&st->slot_wal, st->control, st->metrics);
 		log_progress(st, false);

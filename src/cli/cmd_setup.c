@@ -434,6 +434,23 @@ check_pipeline(const cli_options *o, PGconn *src, const setup_tables *t, setup_p
 	return rc;
 }
 
+/* The capture's event triggers made whole again (one dropped, disabled, or
+ * enabled without ALWAYS by hand), each mending said. */
+static int
+repair_capture(PGconn *src)
+{
+	PGresult *r = NULL;
+	int rc = pgconn_exec(src, PGCONN_SOURCE, "mending the DDL capture's event triggers",
+	                     "SELECT unnest(tidemark.capture_repair())", 0, NULL, &r);
+
+	for (int i = 0; rc == TM_OK && i < PQntuples(r); i++)
+		log_warn("source: DDL capture event trigger %s (schema changes made while it did not "
+		         "fire were not captured: tables whose columns the stream describes otherwise "
+		         "are set aside and copied again when run meets them)", PQgetvalue(r, i, 0));
+	PQclear(r);
+	return rc;
+}
+
 static int
 prepare_source(PGconn *src, setup_done *done)
 {
@@ -452,6 +469,8 @@ prepare_source(PGconn *src, setup_done *done)
 		}
 		rc = migrate_apply(src, PGCONN_SOURCE, &done->source_migrations);
 	}
+	if (rc == TM_OK)
+		rc = repair_capture(src);
 	return rc;
 }
 

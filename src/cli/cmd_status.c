@@ -57,6 +57,22 @@ unlogged_part(PGconn *src, json_t *tables)
 	return rc;
 }
 
+/* What is wrong with the DDL capture's event triggers, as "capture_gaps"
+ * (a list of sentences; empty when it is whole). */
+static int
+capture_part(PGconn *src, json_t *out)
+{
+	char **gaps = NULL;
+	json_t *list = json_array();
+	int rc = source_query_capture_gaps(src, &gaps);
+
+	for (int i = 0; rc == TM_OK && gaps[i] != NULL; i++)
+		json_array_append_new(list, json_string(gaps[i]));
+	json_object_set_new(out, "capture_gaps", list);
+	xstrings_free(gaps);
+	return rc;
+}
+
 static int
 source_part(const cli_options *o, PGconn *target, json_t *out)
 {
@@ -88,6 +104,8 @@ source_part(const cli_options *o, PGconn *target, json_t *out)
 		json_object_set_new(out, "source", report_row(r, 0));
 	if (rc == TM_OK)
 		rc = unlogged_part(conn, json_object_get(out, "tables"));
+	if (rc == TM_OK)
+		rc = capture_part(conn, out);
 	PQclear(r);
 	PQfinish(conn);
 	return rc;
@@ -298,6 +316,10 @@ print_text(json_t *doc)
 	       report_str(tgt, "applied_lsn"), report_str(tgt, "source_commit_time"),
 	       num(doc, "lag_bytes"), json_number_value(json_object_get(doc, "lag_seconds")));
 	print_resync(json_object_get(doc, "resync"));
+	json_array_foreach(json_object_get(doc, "capture_gaps"), i, t)
+		printf("DDL capture: event trigger %s: schema changes are not captured (fix: "
+		       "`tidemark setup` again as a superuser, or ALTER EVENT TRIGGER ... ENABLE "
+		       "ALWAYS)\n", json_string_value(t));
 	printf("tables:\n");
 	json_array_foreach(json_object_get(doc, "tables"), i, t)
 		print_table(t);

@@ -130,6 +130,10 @@ define_positions(metrics *m)
 		single(m, "tidemark_slot_retained_wal_bytes", PROM_GAUGE, 1,
 		       "Bytes of WAL the source keeps for the replication slot (its current "
 		       "position minus the slot's restart point), read every 10 s.");
+	m->gauges[METRICS_CAPTURE_GAPS] =
+		single(m, "tidemark_capture_gaps", PROM_GAUGE, 1,
+		       "The DDL capture's event triggers on the source that are missing or not "
+		       "enabled ALWAYS (schema changes go uncaptured while above 0), read every 10 s.");
 }
 
 static void

@@ -58,6 +58,7 @@ typedef enum metrics_gauge {
 	METRICS_LAG_US,
 	METRICS_TABLES_PENDING,  /* tables whose copy is not finished */
 	METRICS_SLOT_RETAINED,   /* WAL the source keeps for the slot (slot_watch.h) */
+	METRICS_CAPTURE_GAPS,    /* capture event triggers not whole (pub_watch.h) */
 	METRICS_NGAUGES
 } metrics_gauge;
 

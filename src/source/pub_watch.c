@@ -25,6 +25,8 @@ pub_watch_free(pub_watch *w)
 {
 	pub_state_free(&w->last);
 	free(w->own);
+	free(w->capture_gaps);
+	w->capture_gaps = NULL;
 	w->own = NULL;
 	w->nown = 0;
 	w->read = false;
@@ -124,8 +126,39 @@ source_relids(const catalog_table *tables, int n, int *m)
 	return relids;
 }
 
+/* The capture's event triggers, said when what is wrong with them changes. */
+static int
+watch_capture(pub_watch *w, PGconn *control, metrics *m)
+{
+	char **gaps = NULL;
+	strbuf now = STRBUF_INIT;
+	int rc = source_query_capture_gaps(control, &gaps), n = 0;
+
+	for (int i = 0; rc == TM_OK && gaps[i] != NULL; i++, n++)
+		strbuf_appendf(&now, "%s%s", i > 0 ? "; " : "", gaps[i]);
+	if (rc == TM_OK)
+		metrics_set(m, METRICS_CAPTURE_GAPS, (uint64_t) n);
+	if (rc == TM_OK && now.len > 0 &&
+	    (w->capture_gaps == NULL || strcmp(w->capture_gaps, strbuf_str(&now)) != 0))
+		log_warn("source: the DDL capture's event triggers are not whole: %s. Schema changes "
+		         "made meanwhile are not captured: a table whose columns the stream then "
+		         "describes otherwise is set aside and copied again, and a table renamed or "
+		         "dropped is not followed. Fix: run `tidemark setup` again as a superuser (it "
+		         "makes them whole), or ALTER EVENT TRIGGER ... ENABLE ALWAYS; for each",
+		         strbuf_str(&now));
+	else if (rc == TM_OK && now.len == 0 && w->capture_gaps != NULL && w->capture_gaps[0] != '\0')
+		log_info("source: the DDL capture's event triggers are all enabled again");
+	if (rc == TM_OK) {
+		free(w->capture_gaps);
+		w->capture_gaps = strbuf_steal(&now);
+	}
+	strbuf_free(&now);
+	xstrings_free(gaps);
+	return rc;
+}
+
 int
-pub_watch_poll(pub_watch *w, PGconn *control, sink *s, snapshot *snap)
+pub_watch_poll(pub_watch *w, PGconn *control, sink *s, snapshot *snap, metrics *mx)
 {
 	catalog_table *tables = NULL;
 	uint32_t *relids = NULL;
@@ -146,6 +179,8 @@ pub_watch_poll(pub_watch *w, PGconn *control, sink *s, snapshot *snap)
 		source_query_publication_missing(w->publication);
 		rc = TM_EXIT_CONFIG;
 	}
+	if (rc == TM_OK)
+		rc = watch_capture(w, control, mx);
 	if (rc == TM_OK)
 		rc = compare(w, s, snap, tables, n, &now);
 	if (rc == TM_OK) {

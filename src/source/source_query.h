@@ -101,6 +101,12 @@ int source_query_check_whole(PGconn *conn, const char *publication);
 int source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *relids, int n,
                              bool excepted_only, char ***out);
 
+/* The DDL capture's event triggers (migrations/source) that are missing,
+ * disabled, or enabled for sessions of one replication role only (not
+ * ALWAYS), each a new "name is ..." string of *out, a new NULL-terminated
+ * array (empty when the capture is whole). */
+int source_query_capture_gaps(PGconn *conn, char ***out);
+
 /* A relation unlogged on the source (source_query_unlogged): its changes
  * are not written to the WAL, so the stream never has them. */
 typedef struct source_unlogged {

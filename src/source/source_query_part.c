@@ -440,3 +440,30 @@ source_unlogged_free(source_unlogged *u, int n)
 	}
 	free(u);
 }
+
+int
+source_query_capture_gaps(PGconn *conn, char ***out)
+{
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, SRC, "checking the DDL capture's event triggers",
+	                     "SELECT w.name || CASE WHEN e.oid IS NULL THEN ' is missing'"
+	                     "  WHEN e.evtenabled = 'D' THEN ' is disabled'"
+	                     "  WHEN e.evtenabled = 'O' THEN ' fires only in sessions whose"
+	                     " session_replication_role is origin (ENABLE without ALWAYS)'"
+	                     "  ELSE ' fires only in sessions whose session_replication_role is"
+	                     " replica (ENABLE REPLICA)' END"
+	                     " FROM (VALUES ('tidemark_ddl_end'), ('tidemark_sql_drop'),"
+	                     "  ('tidemark_table_rewrite'), ('tidemark_partition_truncate')) w (name)"
+	                     " LEFT JOIN pg_event_trigger e ON e.evtname = w.name"
+	                     " WHERE e.oid IS NULL OR e.evtenabled <> 'A' ORDER BY 1",
+	                     0, NULL, &r);
+
+	*out = NULL;
+	if (rc != TM_OK)
+		return rc;
+	*out = xcalloc((size_t) PQntuples(r) + 1, sizeof(char *));
+	for (int i = 0; i < PQntuples(r); i++)
+		(*out)[i] = xstrdup(PQgetvalue(r, i, 0));
+	PQclear(r);
+	return TM_OK;
+}

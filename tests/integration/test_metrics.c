@@ -373,6 +373,31 @@ test_counters_match_workload(void **state)
 	tm_env_free(e);
 }
 
+/* tidemark_capture_gaps: 0 while the capture's event triggers are whole,
+ * the count of those that are not (disabled, enabled without ALWAYS) within
+ * a reading or two, and 0 again once mended. */
+static void
+test_capture_gaps_gauge(void **state)
+{
+	tm_env *e = tm_env_new("capgaps");
+	pgtest_proc *run;
+	int port;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE TABLE items (id int PRIMARY KEY, v text)");
+	tm_setup_table(e, "items");
+	run = start_with_metrics(e, &port, NULL, NULL);
+	wait_metric(port, "tidemark_capture_gaps", 0, 30);
+	pgtest_exec(e->s, "ALTER EVENT TRIGGER tidemark_ddl_end DISABLE;"
+	                  "ALTER EVENT TRIGGER tidemark_sql_drop ENABLE");
+	wait_metric(port, "tidemark_capture_gaps", 2, 30);
+	pgtest_exec(e->s, "ALTER EVENT TRIGGER tidemark_ddl_end ENABLE ALWAYS;"
+	                  "ALTER EVENT TRIGGER tidemark_sql_drop ENABLE ALWAYS");
+	wait_metric(port, "tidemark_capture_gaps", 0, 30);
+	tm_stop_and_catch_up(e, run, 60);
+	tm_env_free(e);
+}
+
 /*
  * What the slot keeps of the source's WAL: the gauge follows it, and with
  * max_slot_wal_keep_size set, a transaction left open on the source (it
@@ -553,6 +578,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counters_match_workload),
 		cmocka_unit_test(test_slot_wal_watched),
+		cmocka_unit_test(test_capture_gaps_gauge),
 		cmocka_unit_test(test_quarantine_counted),
 		cmocka_unit_test(test_retry_counted),
 		cmocka_unit_test(test_streamed_counted),

@@ -900,6 +900,59 @@ test_uncaptured_column_changes(void **state)
 	tm_env_free(e);
 }
 
+/* The capture's event triggers disabled, enabled without ALWAYS or
+ * dropped by hand: run says so within its publication reading's interval
+ * (and again when what is wrong changes), status shows it, and the next
+ * setup makes them whole, saying what it mended; run then says they are
+ * whole again. */
+static void
+test_capture_triggers_watched(void **state)
+{
+	tm_env *e = tm_env_new("capwatch");
+	pgtest_proc *run;
+	char *out = NULL;
+	json_t *doc;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA app; CREATE TABLE app.t (id int PRIMARY KEY, v text);"
+	                  "INSERT INTO app.t VALUES (1, 'a')");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 0);
+	free(out);
+	run = tm_start_run(e, NULL);
+	pgtest_exec(e->s, "ALTER EVENT TRIGGER tidemark_ddl_end DISABLE");
+	if (!pgtest_proc_wait_output(run, "event triggers are not whole: tidemark_ddl_end is disabled",
+	                             60))
+		fail_msg("a disabled capture was not said:\n%s", pgtest_proc_output(run));
+	assert_int_equal(tm_run(e, 60, &out, "status", NULL), 0);
+	tm_assert_has(out, "DDL capture: event trigger tidemark_ddl_end is disabled");
+	free(out);
+	pgtest_exec(e->s, "ALTER EVENT TRIGGER tidemark_sql_drop ENABLE;"
+	                  "DROP EVENT TRIGGER tidemark_table_rewrite");
+	if (!pgtest_proc_wait_output(run, "tidemark_table_rewrite is missing", 60))
+		fail_msg("a change of what is wrong was not said:\n%s", pgtest_proc_output(run));
+	assert_int_equal(tm_run(e, 60, &out, "status", "--json", NULL), 0);
+	doc = tm_json_of(out);
+	assert_int_equal(json_array_size(json_object_get(doc, "capture_gaps")), 3);
+	json_decref(doc);
+	free(out);
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "app", NULL), 0);
+	tm_assert_has(out, "tidemark_table_rewrite made again");
+	tm_assert_has(out, "tidemark_ddl_end was disabled: enabled ALWAYS");
+	tm_assert_has(out, "tidemark_sql_drop fired in sessions of one replication role only");
+	free(out);
+	tm_assert_value(e->s, "SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'tidemark%'"
+	                      " AND evtenabled = 'A'", "4");
+	if (!pgtest_proc_wait_output(run, "event triggers are all enabled again", 60))
+		fail_msg("the mending was not said:\n%s", pgtest_proc_output(run));
+	/* captured again: a column added now is followed, not set aside */
+	pgtest_exec(e->s, "ALTER TABLE app.t ADD COLUMN w int DEFAULT 3;"
+	                  "INSERT INTO app.t VALUES (2, 'b', 4)");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_rows_equal(e->s, "app.t", e->t, "app.t", "*");
+	tm_assert_value(e->t, "SELECT to_regclass('app.\"t (set aside)\"') IS NULL", "t");
+	tm_env_free(e);
+}
+
 /* A table without columns (CREATE TABLE t (), or only generated ones):
  * its rows carry nothing but their number. It is not
  * replicated until it has a column, then it joins with all its rows; setup
@@ -1024,6 +1077,7 @@ main(void)
 		cmocka_unit_test(test_table_recreated_in_schema),
 		cmocka_unit_test(test_unlogged_for_a_while),
 		cmocka_unit_test(test_uncaptured_column_changes),
+		cmocka_unit_test(test_capture_triggers_watched),
 		cmocka_unit_test(test_table_without_columns),
 		cmocka_unit_test(test_ddl_in_replica_role_session),
 		cmocka_unit_test(test_forged_capture_messages_ignored),
