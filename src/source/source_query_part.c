@@ -359,6 +359,19 @@ source_query_pub_state(PGconn *conn, const char *publication, const uint32_t *re
 	return rc;
 }
 
+/* A result's first column as a new NULL-terminated array of new strings;
+ * r is cleared. */
+static char **
+first_column(PGresult *r)
+{
+	char **out = xcalloc((size_t) PQntuples(r) + 1, sizeof(char *));
+
+	for (int i = 0; i < PQntuples(r); i++)
+		out[i] = xstrdup(PQgetvalue(r, i, 0));
+	PQclear(r);
+	return out;
+}
+
 int
 source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *relids, int n,
                          bool excepted_only, char ***out)
@@ -382,10 +395,7 @@ source_query_unpublished(PGconn *conn, const char *publication, const uint32_t *
 	*out = NULL;
 	if (rc != TM_OK)
 		return rc;
-	*out = xcalloc((size_t) PQntuples(r) + 1, sizeof(char *));
-	for (int i = 0; i < PQntuples(r); i++)
-		(*out)[i] = xstrdup(PQgetvalue(r, i, 0));
-	PQclear(r);
+	*out = first_column(r);
 	return TM_OK;
 }
 
@@ -461,9 +471,6 @@ source_query_capture_gaps(PGconn *conn, char ***out)
 	*out = NULL;
 	if (rc != TM_OK)
 		return rc;
-	*out = xcalloc((size_t) PQntuples(r) + 1, sizeof(char *));
-	for (int i = 0; i < PQntuples(r); i++)
-		(*out)[i] = xstrdup(PQgetvalue(r, i, 0));
-	PQclear(r);
+	*out = first_column(r);
 	return TM_OK;
 }
