@@ -318,12 +318,12 @@ same_key(const apply_rel *r)
 /*
  * pgoutput's Relation message describes the columns the rows it sends have;
  * the schema version in force must list the same, by name and type, with
- * the same key. A
- * difference means a schema change the capture did not report (DDL while
- * its event trigger was disabled, or the capture not installed): the table
- * is then set aside and copied again (apply_set_aside), as its rows no
- * longer fit what the target was made for. Returns whether they differ;
- * *streamed is the version's count of the columns the stream sends.
+ * the same key. A difference means a schema change the capture did not
+ * report (DDL while its event trigger was disabled, or the capture not
+ * installed): the table is then set aside and copied again
+ * (apply_set_aside), as its rows no longer fit what the target was made
+ * for. Returns whether they differ; *streamed is the version's count of
+ * the columns the stream sends.
  */
 static bool
 cross_check(const apply_rel *r, PGresult *version, int *streamed)

@@ -663,9 +663,6 @@ catalog_upgrade(run_state *st)
 }
 
 
-/* Replicated tables the publication no longer publishes (ALTER
- * PUBLICATION ... DROP TABLE): their changes are not sent, so their target
- * tables fall behind. Said at the start of each run, with the fix. */
 /* A table made UNLOGGED on the source (or a partition of one): its
  * changes leave the WAL, so the target keeps the rows of the copy its SET
  * UNLOGGED made. Its SET LOGGED makes it be copied again (schema_sync.c). */
@@ -682,8 +679,10 @@ warn_unlogged(const source_unlogged *u)
 	         part ? root : "it");
 }
 
-/* The replicated tables the publication no longer publishes, and those
- * (or their partitions) unlogged on the source: named once per run. */
+/* The replicated tables the publication no longer publishes (ALTER
+ * PUBLICATION ... DROP TABLE: their changes are not sent, so their target
+ * tables fall behind), and those (or their partitions) unlogged on the
+ * source: named at the start of each run, with the fix. */
 static int
 warn_unfollowed(run_state *st)
 {
