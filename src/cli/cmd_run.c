@@ -679,6 +679,24 @@ warn_unlogged(const source_unlogged *u)
 	         part ? root : "it");
 }
 
+/* A capture installed by an older tidemark lacks the newer one's fixes:
+ * said once per run, with the fix (setup runs the source migrations; run's
+ * role may not). */
+static int
+warn_old_capture(run_state *st)
+{
+	int version = -1, latest = migrate_latest(PGCONN_SOURCE);
+	int rc = source_query_capture_version(st->control, &version);
+
+	if (rc == TM_OK && version >= 0 && version < latest)
+		log_warn("source: the DDL capture installed there is %s%d, older than this tidemark's "
+		         "(%d): the fixes of the later ones are not in force. Fix: run `tidemark setup` "
+		         "again with the same tables, as a superuser (it installs only what is missing)",
+		         version > 0 ? "migration " : "from before migration ",
+		         version > 0 ? version : 18, latest);
+	return rc;
+}
+
 /* The replicated tables the publication no longer publishes (ALTER
  * PUBLICATION ... DROP TABLE: their changes are not sent, so their target
  * tables fall behind), and those (or their partitions) unlogged on the
@@ -751,7 +769,7 @@ check_unlogged(run_state *st)
  * migrations/target/005_target_types.sql); unlogged target tables emptied
  * by a crash; and, once per run, the tables registered for an earlier
  * slot, those the publication no longer publishes and those unlogged on
- * the source, named. */
+ * the source, named, and a capture older than this tidemark's. */
 static int
 catalog_at_start(run_state *st)
 {
@@ -769,6 +787,8 @@ catalog_at_start(run_state *st)
 		rc = catalog_warn_interrupted(st->sink, st->opts->slot);
 	if (rc == TM_OK && !st->warned)
 		rc = warn_unfollowed(st);
+	if (rc == TM_OK && !st->warned)
+		rc = warn_old_capture(st);
 	st->warned |= rc == TM_OK;
 	return rc;
 }

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "lsn.h"
 #include "report.h"
+#include "migrate.h"
 #include "pgconn.h"
 #include "pipeline.h"
 #include "policy.h"
@@ -64,12 +65,18 @@ capture_part(PGconn *src, json_t *out)
 {
 	char **gaps = NULL;
 	json_t *list = json_array();
+	int version = -1;
 	int rc = source_query_capture_gaps(src, &gaps);
 
 	for (int i = 0; rc == TM_OK && gaps[i] != NULL; i++)
 		json_array_append_new(list, json_string(gaps[i]));
 	json_object_set_new(out, "capture_gaps", list);
 	xstrings_free(gaps);
+	if (rc == TM_OK)
+		rc = source_query_capture_version(src, &version);
+	/* 0: from before migration 018, which made the version readable */
+	json_object_set_new(out, "capture_version", version >= 0 ? json_integer(version) : json_null());
+	json_object_set_new(out, "capture_latest", json_integer(migrate_latest(PGCONN_SOURCE)));
 	return rc;
 }
 
@@ -316,6 +323,13 @@ print_text(json_t *doc)
 	       report_str(tgt, "applied_lsn"), report_str(tgt, "source_commit_time"),
 	       num(doc, "lag_bytes"), json_number_value(json_object_get(doc, "lag_seconds")));
 	print_resync(json_object_get(doc, "resync"));
+	if (json_is_integer(json_object_get(doc, "capture_version")) &&
+	    num(doc, "capture_version") < num(doc, "capture_latest"))
+		printf("DDL capture: installed by an older tidemark (%s%lld; this one's: %lld): the "
+		       "later fixes are not in force (fix: `tidemark setup` again as a superuser)\n",
+		       num(doc, "capture_version") > 0 ? "migration " : "before migration ",
+		       num(doc, "capture_version") > 0 ? num(doc, "capture_version") : 18,
+		       num(doc, "capture_latest"));
 	json_array_foreach(json_object_get(doc, "capture_gaps"), i, t)
 		printf("DDL capture: event trigger %s: schema changes are not captured (fix: "
 		       "`tidemark setup` again as a superuser, or ALTER EVENT TRIGGER ... ENABLE "

@@ -107,6 +107,12 @@ int source_query_unpublished(PGconn *conn, const char *publication, const uint32
  * array (empty when the capture is whole). */
 int source_query_capture_gaps(PGconn *conn, char ***out);
 
+/* The version of the DDL capture installed on the source (the latest
+ * source migration `setup` applied there): *version is it; 0 when the
+ * capture predates migration 018 (which lets any role read it); -1 when
+ * no capture is installed. */
+int source_query_capture_version(PGconn *conn, int *version);
+
 /* A relation unlogged on the source (source_query_unlogged): its changes
  * are not written to the WAL, so the stream never has them. */
 typedef struct source_unlogged {

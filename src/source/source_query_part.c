@@ -474,3 +474,27 @@ source_query_capture_gaps(PGconn *conn, char ***out)
 	*out = first_column(r);
 	return TM_OK;
 }
+
+int
+source_query_capture_version(PGconn *conn, int *version)
+{
+	PGresult *r = NULL;
+	int rc = pgconn_exec(conn, SRC, "reading the DDL capture's version",
+	                     "SELECT to_regnamespace('tidemark') IS NOT NULL,"
+	                     " to_regprocedure('tidemark.capture_version()') IS NOT NULL", 0, NULL,
+	                     &r);
+
+	*version = -1;
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0)
+		*version = 0;
+	if (rc == TM_OK && strcmp(PQgetvalue(r, 0, 1), "t") == 0) {
+		PQclear(r);
+		r = NULL;
+		rc = pgconn_exec(conn, SRC, "reading the DDL capture's version",
+		                 "SELECT tidemark.capture_version()", 0, NULL, &r);
+		if (rc == TM_OK)
+			*version = atoi(PQgetvalue(r, 0, 0));
+	}
+	PQclear(r);
+	return rc;
+}
