@@ -834,10 +834,9 @@ test_unlogged_for_a_while(void **state)
  * each table then differs from its schema version in force: the table is
  * set aside, registered again from the source's definition and copied
  * again, and equals the source. A table the DDL did not touch is left
- * alone. Before,
- * the first row of an added column stopped run with a wrong fix ("the
- * target table was altered by hand"), and a rename or a type change went
- * unseen. */
+ * alone. Before, the first row of an added column stopped run with a
+ * wrong fix ("the target table was altered by hand"), a rename or a type
+ * change went unseen, and the moved key merged two rows. */
 static void
 test_uncaptured_column_changes(void **state)
 {
