@@ -272,14 +272,23 @@ resolve_keys(apply_rel *r)
 
 /* ---- values that no longer fit the target's type (quarantine) ---- */
 
+/* The row of a query's result whose first column is name; -1 if none. */
+static int
+row_named(PGresult *r, const char *name)
+{
+	for (int i = 0; r != NULL && i < PQntuples(r); i++)
+		if (strcmp(PQgetvalue(r, i, 0), name) == 0)
+			return i;
+	return -1;
+}
+
 /* name -> type text pairs of a query's two columns */
 static const char *
 type_of(PGresult *r, const char *name)
 {
-	for (int i = 0; r != NULL && i < PQntuples(r); i++)
-		if (strcmp(PQgetvalue(r, i, 0), name) == 0)
-			return PQgetvalue(r, i, 1);
-	return NULL;
+	int i = row_named(r, name);
+
+	return i >= 0 ? PQgetvalue(r, i, 1) : NULL;
 }
 
 /* The type oid the schema version gives a column (the query's fourth
@@ -287,10 +296,10 @@ type_of(PGresult *r, const char *name)
 static uint32_t
 type_oid_of(PGresult *r, const char *name)
 {
-	for (int i = 0; r != NULL && i < PQntuples(r); i++)
-		if (strcmp(PQgetvalue(r, i, 0), name) == 0 && !PQgetisnull(r, i, 3))
-			return (uint32_t) strtoul(PQgetvalue(r, i, 3), NULL, 10);
-	return 0;
+	int i = row_named(r, name);
+
+	return i >= 0 && !PQgetisnull(r, i, 3) ? (uint32_t) strtoul(PQgetvalue(r, i, 3), NULL, 10)
+	                                       : 0;
 }
 
 /* Are the columns the stream marks as the replica identity the table's

@@ -687,13 +687,13 @@ warn_old_capture(run_state *st)
 {
 	int version = -1, latest = migrate_latest(PGCONN_SOURCE);
 	int rc = source_query_capture_version(st->control, &version);
+	char name[48];
 
 	if (rc == TM_OK && version >= 0 && version < latest)
-		log_warn("source: the DDL capture installed there is %s%d, older than this tidemark's "
+		log_warn("source: the DDL capture installed there is %s, older than this tidemark's "
 		         "(%d): the fixes of the later ones are not in force. Fix: run `tidemark setup` "
 		         "again with the same tables, as a superuser (it installs only what is missing)",
-		         version > 0 ? "migration " : "from before migration ",
-		         version > 0 ? version : 18, latest);
+		         source_query_capture_version_name(version, name, sizeof name), latest);
 	return rc;
 }
 
@@ -711,10 +711,7 @@ warn_unfollowed(run_state *st)
 	int n = 0, m = 0, nunlogged = 0;
 	int rc = catalog_load_tables(st->sink, st->opts->slot, &tables, &n);
 
-	relids = xcalloc((size_t) n + 1, sizeof *relids);
-	for (int i = 0; rc == TM_OK && i < n; i++)
-		if (tables[i].source_relid != 0 && strcmp(tables[i].state, "dropped") != 0)
-			relids[m++] = tables[i].source_relid;
+	relids = catalog_source_relids(tables, rc == TM_OK ? n : 0, &m);
 	if (rc == TM_OK && m > 0)
 		rc = source_query_unpublished(st->control, st->opts->publication, relids, m, false,
 		                              &names);

@@ -74,7 +74,7 @@ capture_part(PGconn *src, json_t *out)
 	xstrings_free(gaps);
 	if (rc == TM_OK)
 		rc = source_query_capture_version(src, &version);
-	/* 0: from before migration 018, which made the version readable */
+	/* 0: from before SOURCE_CAPTURE_VERSION_SINCE, which made it readable */
 	json_object_set_new(out, "capture_version", version >= 0 ? json_integer(version) : json_null());
 	json_object_set_new(out, "capture_latest", json_integer(migrate_latest(PGCONN_SOURCE)));
 	return rc;
@@ -313,6 +313,7 @@ print_text(json_t *doc)
 {
 	json_t *src = json_object_get(doc, "source");
 	json_t *tgt = json_object_get(doc, "target");
+	char name[48];
 	size_t i;
 	json_t *t;
 
@@ -325,10 +326,10 @@ print_text(json_t *doc)
 	print_resync(json_object_get(doc, "resync"));
 	if (json_is_integer(json_object_get(doc, "capture_version")) &&
 	    num(doc, "capture_version") < num(doc, "capture_latest"))
-		printf("DDL capture: installed by an older tidemark (%s%lld; this one's: %lld): the "
-		       "later fixes are not in force (fix: `tidemark setup` again as a superuser)\n",
-		       num(doc, "capture_version") > 0 ? "migration " : "before migration ",
-		       num(doc, "capture_version") > 0 ? num(doc, "capture_version") : 18,
+		printf("DDL capture: installed by an older tidemark (%s; this one's: %lld): the later "
+		       "fixes are not in force (fix: `tidemark setup` again as a superuser)\n",
+		       source_query_capture_version_name((int) num(doc, "capture_version"), name,
+		                                         sizeof name),
 		       num(doc, "capture_latest"));
 	json_array_foreach(json_object_get(doc, "capture_gaps"), i, t)
 		printf("DDL capture: event trigger %s: schema changes are not captured (fix: "

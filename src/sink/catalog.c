@@ -1166,6 +1166,18 @@ catalog_tables_free(catalog_table *arr, int n)
 	free(arr);
 }
 
+uint32_t *
+catalog_source_relids(const catalog_table *tables, int n, int *m)
+{
+	uint32_t *relids = xcalloc((size_t) n + 1, sizeof *relids);
+
+	*m = 0;
+	for (int i = 0; i < n; i++)
+		if (tables[i].source_relid != 0 && strcmp(tables[i].state, "dropped") != 0)
+			relids[(*m)++] = tables[i].source_relid;
+	return relids;
+}
+
 int
 catalog_quarantine(sink *s, const char *slot, int table_id, const char *source_table,
                    tm_lsn position, const char *change, const char *key_json,

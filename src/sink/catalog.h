@@ -217,6 +217,9 @@ int catalog_load_table(sink *s, const char *slot, const char *schema, const char
 int catalog_load_table_relid(sink *s, const char *slot, uint32_t relid, catalog_table **out);
 void catalog_table_free(catalog_table *t);
 void catalog_tables_free(catalog_table *arr, int n);
+/* The source oids of the tables that are not dropped (those known): a new
+ * array (free), *m of them. */
+uint32_t *catalog_source_relids(const catalog_table *tables, int n, int *m);
 
 /* Queues a quarantined row change (inside the caller's transaction). */
 int catalog_quarantine(sink *s, const char *slot, int table_id, const char *source_table,

@@ -113,19 +113,6 @@ compare(pub_watch *w, sink *s, snapshot *snap, const catalog_table *tables, int 
 	return rc;
 }
 
-/* The replicated tables' oids (not those dropped): a new array. */
-static uint32_t *
-source_relids(const catalog_table *tables, int n, int *m)
-{
-	uint32_t *relids = xcalloc((size_t) n + 1, sizeof *relids);
-
-	*m = 0;
-	for (int i = 0; i < n; i++)
-		if (tables[i].source_relid != 0 && strcmp(tables[i].state, "dropped") != 0)
-			relids[(*m)++] = tables[i].source_relid;
-	return relids;
-}
-
 /* The capture's event triggers, said when what is wrong with them changes. */
 static int
 watch_capture(pub_watch *w, PGconn *control, metrics *m)
@@ -172,7 +159,7 @@ pub_watch_poll(pub_watch *w, PGconn *control, sink *s, snapshot *snap, metrics *
 	memset(&now, 0, sizeof now); /* pub_state_free frees nothing of it */
 	rc = catalog_load_tables(s, w->slot, &tables, &n);
 	if (rc == TM_OK) {
-		relids = source_relids(tables, n, &m);
+		relids = catalog_source_relids(tables, n, &m);
 		rc = source_query_pub_state(control, w->publication, relids, m, &now);
 	}
 	if (rc == TM_OK && now.pub_oid == 0) {

@@ -107,11 +107,18 @@ int source_query_unpublished(PGconn *conn, const char *publication, const uint32
  * array (empty when the capture is whole). */
 int source_query_capture_gaps(PGconn *conn, char ***out);
 
+/* The source migration that made the capture's version readable by any
+ * role (tidemark.capture_version). */
+#define SOURCE_CAPTURE_VERSION_SINCE 18
+
 /* The version of the DDL capture installed on the source (the latest
  * source migration `setup` applied there): *version is it; 0 when the
- * capture predates migration 018 (which lets any role read it); -1 when
- * no capture is installed. */
+ * capture predates SOURCE_CAPTURE_VERSION_SINCE; -1 when no capture is
+ * installed. */
 int source_query_capture_version(PGconn *conn, int *version);
+/* A version as the messages say it: "migration N", or for 0 "from before
+ * migration 18"; written into buf (n bytes), which is returned. */
+const char *source_query_capture_version_name(int version, char *buf, size_t n);
 
 /* A relation unlogged on the source (source_query_unlogged): its changes
  * are not written to the WAL, so the stream never has them. */

@@ -498,3 +498,13 @@ source_query_capture_version(PGconn *conn, int *version)
 	PQclear(r);
 	return rc;
 }
+
+const char *
+source_query_capture_version_name(int version, char *buf, size_t n)
+{
+	if (version > 0)
+		snprintf(buf, n, "migration %d", version);
+	else
+		snprintf(buf, n, "from before migration %d", SOURCE_CAPTURE_VERSION_SINCE);
+	return buf;
+}
