@@ -829,8 +829,10 @@ test_unlogged_for_a_while(void **state)
 /* Schema changes the capture did not see (made while its event trigger
  * was disabled): a column added with a default (which the source wrote
  * into every row), a type changed with USING, a column renamed, a NOT
- * NULL column dropped, and the primary key moved to other columns (which
- * let two rows share the old key's value). The stream's description of
+ * NULL column dropped, the primary key moved to other columns (which
+ * let two rows share the old key's value), and a column added to a
+ * partitioned table and to a table without a key (REPLICA IDENTITY FULL,
+ * rows with duplicates). The stream's description of
  * each table then differs from its schema version in force: the table is
  * set aside, registered again from the source's definition and copied
  * again, and equals the source. A table the DDL did not touch is left
@@ -841,7 +843,7 @@ static void
 test_uncaptured_column_changes(void **state)
 {
 	static const char *const changed[] = {"app.added", "app.retyped", "app.renamed",
-	                                      "app.dropped", "app.rekeyed"};
+	                                      "app.dropped", "app.rekeyed", "app.parted"};
 	tm_env *e = tm_env_new("uncaptured");
 	pgtest_proc *run;
 	char *out = NULL, name[64];
@@ -853,8 +855,17 @@ test_uncaptured_column_changes(void **state)
 	                  "CREATE TABLE app.renamed (id int PRIMARY KEY, v text);"
 	                  "CREATE TABLE app.dropped (id int PRIMARY KEY, v text, gone int NOT NULL);"
 	                  "CREATE TABLE app.rekeyed (id int PRIMARY KEY, v text);"
+	                  "CREATE TABLE app.parted (id int PRIMARY KEY, v text)"
+	                  " PARTITION BY RANGE (id);"
+	                  "CREATE TABLE app.parted_lo PARTITION OF app.parted"
+	                  " FOR VALUES FROM (0) TO (150);"
+	                  "CREATE TABLE app.parted_hi PARTITION OF app.parted"
+	                  " FOR VALUES FROM (150) TO (2000);"
+	                  "CREATE TABLE app.loose (id int, v text);"
+	                  "ALTER TABLE app.loose REPLICA IDENTITY FULL;"
+	                  "INSERT INTO app.loose SELECT g %% 100, 'v' FROM generate_series(1, 300) g;"
 	                  "CREATE TABLE app.quiet (id int PRIMARY KEY, v text)");
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		pgtest_exec(e->s, "INSERT INTO %s SELECT g, %s FROM generate_series(1, 300) g",
 		            changed[i], i == 1 ? "g" : i == 3 ? "'v' || g, g" : "'v' || g");
 	pgtest_exec(e->s, "INSERT INTO app.quiet SELECT g, 'q' FROM generate_series(1, 300) g");
@@ -869,24 +880,32 @@ test_uncaptured_column_changes(void **state)
 	                  "ALTER TABLE app.dropped DROP COLUMN gone;"
 	                  "ALTER TABLE app.rekeyed DROP CONSTRAINT rekeyed_pkey,"
 	                  " ADD PRIMARY KEY (id, v);"
+	                  "ALTER TABLE app.parted ADD COLUMN w int DEFAULT 4;"
+	                  "ALTER TABLE app.loose ADD COLUMN w int DEFAULT 4;"
 	                  "ALTER EVENT TRIGGER tidemark_ddl_end ENABLE ALWAYS");
 	pgtest_exec(e->s, "INSERT INTO app.added VALUES (1000, 'new', 8);"
 	                  "UPDATE app.retyped SET v = v || '!' WHERE id <= 10;"
 	                  "UPDATE app.renamed SET label = 'l' WHERE id %% 3 = 0;"
 	                  "INSERT INTO app.dropped VALUES (1000, 'new');"
 	                  "INSERT INTO app.rekeyed VALUES (1, 'same id'), (2, 'same id');"
+	                  "INSERT INTO app.parted VALUES (1000, 'new', 5);"
+	                  "UPDATE app.parted SET w = 6 WHERE id %% 50 = 0;"
+	                  "UPDATE app.loose SET w = 7 WHERE id = 5;"
+	                  "INSERT INTO app.loose VALUES (1, 'v', 8);"
 	                  "UPDATE app.quiet SET v = 'r' WHERE id <= 5");
 	pgtest_exec(e->s, "UPDATE app.added SET w = 9 WHERE id <= 20;"
 	                  "DELETE FROM app.dropped WHERE id > 290");
 	if (!pgtest_proc_wait_output(run, "a schema change was not captured", 60))
 		fail_msg("no table was set aside:\n%s", pgtest_proc_output(run));
 	tm_stop_and_catch_up(e, run, 120);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		tm_assert_rows_equal(e->s, changed[i], e->t, changed[i], "*");
 		snprintf(name, sizeof name, "SELECT to_regclass('app.\"%s (set aside)\"') IS NOT NULL",
 		         changed[i] + 4);
 		tm_assert_value(e->t, name, "t");
 	}
+	tm_assert_multiset_equal(e, "app.loose", "id, v, w");
+	tm_assert_value(e->t, "SELECT to_regclass('app.\"loose (set aside)\"') IS NOT NULL", "t");
 	tm_assert_rows_equal(e->s, "app.quiet", e->t, "app.quiet", "*");
 	tm_assert_value(e->t, "SELECT to_regclass('app.\"quiet (set aside)\"') IS NULL", "t");
 	assert_int_equal(tm_run(e, 60, NULL, "verify", NULL), 0);
