@@ -902,6 +902,7 @@ apply_type_boundary(apply *a)
 
 	if (!a->in_source_tx || a->skipping)
 		return TM_OK;
+	apply_keep_type_changed(a);
 	a->commit_after_tx = true;
 	if (a->tx_wrote || !a->group_open || a->group_txs == 0)
 		return TM_OK;

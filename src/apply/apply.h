@@ -286,7 +286,10 @@ uint32_t apply_current_xid(const apply *a);
  * transaction; and when this transaction has sent nothing to the target
  * yet (the message comes first), the group's earlier transactions are
  * committed now and this one gets a target transaction of its own. Called
- * from an on_message hook, before the message changes anything.
+ * from an on_message hook, before the message changes anything. The
+ * changes kept so far for tables that join at the commit are given up
+ * (those tables are copied): their values are spelt under the type's old
+ * definition.
  */
 int apply_type_boundary(apply *a);
 /* The group ends with the source transaction being applied (the second

@@ -431,6 +431,11 @@ void apply_keep(apply *a, apply_rel *r, const pgoutput_msg *m);
 /* The stream describes r again (m): its kept changes stay of use only
  * when the columns did not change. */
 void apply_keep_described(apply *a, apply_rel *r, const pgoutput_msg *m);
+/* A type changed in the transaction (ALTER TYPE ... RENAME VALUE, an
+ * attribute): the values kept so far may be spelt under its old
+ * definition, which the target never has, so every relation's kept
+ * changes are given up (its table, if it joins, is copied). */
+void apply_keep_type_changed(apply *a);
 /* Frees what r kept. */
 void apply_keep_free(apply *a, apply_rel *r);
 

@@ -110,6 +110,18 @@ give_up(apply *a, apply_rel *r, const char *why)
 }
 
 void
+apply_keep_type_changed(apply *a)
+{
+	for (int i = 0; i < a->nrels; i++) {
+		apply_rel *r = a->rels[i];
+
+		if (r->kept != NULL && !r->kept->given_up && r->kept->n > 0)
+			give_up(a, r, "a type changed after they were written, which may spell their "
+			        "values apart");
+	}
+}
+
+void
 apply_keep(apply *a, apply_rel *r, const pgoutput_msg *m)
 {
 	const pgoutput_tuple *oldt = m->kind == PGOUTPUT_UPDATE ? &m->u.update.oldtup

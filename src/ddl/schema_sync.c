@@ -302,13 +302,18 @@ static int
 run_table_action(schema_sync *ss, target_name *tn, const ddl_action *a, const target_cols *tc,
                  tabledef *now, strbuf *sql)
 {
+	int rc;
+
 	switch (a->kind) {
 	case DDL_ACT_RENAME_TABLE:
+		/* the name of a table dropped earlier: the kept one moves aside */
+		rc = catalog_retire_dropped(ss->sink, ss->cfg.slot, now->schema, a->name);
 		target_ddl_rename_table(sql, tn->schema, tn->table, a->name);
 		rename_to(&tn->table, a->name);
-		return exec(ss, "renaming a target table", sql);
+		return rc == TM_OK ? exec(ss, "renaming a target table", sql) : rc;
 	case DDL_ACT_SET_SCHEMA:
-		return move_to_schema(ss, tn, a->name, sql);
+		rc = catalog_retire_dropped(ss->sink, ss->cfg.slot, a->name, now->name);
+		return rc == TM_OK ? move_to_schema(ss, tn, a->name, sql) : rc;
 	case DDL_ACT_SET_KEY:
 		target_ddl_set_key(sql, tn->schema, tn->table, tc->pk, a->nkeys, a->keys);
 		return exec(ss, "changing a target table's key", sql);

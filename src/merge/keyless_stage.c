@@ -180,22 +180,42 @@ keyless_stage_data(keyless_stage *st, const char *buf, int len)
 	return TM_OK;
 }
 
+/* A value the staging table's type does not take (class 22, a data
+ * exception): the COPY's error, kept for the caller instead of logged. */
+static bool
+value_refused(const PGresult *r)
+{
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+	return state != NULL && strncmp(state, "22", 2) == 0;
+}
+
 int
-keyless_stage_commit(keyless_stage *st, long long *rows)
+keyless_stage_commit(keyless_stage *st, long long *rows, char **refused)
 {
 	PGresult *r;
 	int rc = TM_OK;
 
 	*rows = 0;
+	*refused = NULL;
 	if (PQputCopyEnd(st->conn, NULL) != 1)
 		rc = pgconn_fail(st->conn, TGT, "ending the COPY into a staging table", NULL);
 	st->in_copy = false;
 	while ((r = PQgetResult(st->conn)) != NULL) {
-		if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TM_OK)
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TM_OK && *refused == NULL &&
+		    value_refused(r))
+			*refused = xstrdup(PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
+			                       ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
+			                       : PQresultErrorMessage(r));
+		else if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TM_OK && *refused == NULL)
 			rc = pgconn_fail(st->conn, TGT, "loading rows into a staging table", r);
-		else if (rc == TM_OK)
+		else if (rc == TM_OK && *refused == NULL)
 			*rows = atoll(PQcmdTuples(r));
 		PQclear(r);
+	}
+	if (*refused != NULL) {
+		keyless_stage_abort(st);
+		return TM_OK;
 	}
 	if (rc == TM_OK)
 		rc = pgconn_command(st->conn, TGT, "committing a staging table", "COMMIT", 0, NULL);

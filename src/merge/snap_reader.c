@@ -27,6 +27,10 @@
  * or a prepared transaction holds it): never returned by this module; the
  * table is left for LOCKED_PAUSE_S and the others read meanwhile. */
 #define READ_LOCKED 1000
+/* A read named a column or the table by a definition the source no longer
+ * has (changed since load_columns): the failure is kept in the cursor and
+ * logged only when the definition turns out unchanged (read_or_gone). */
+#define READ_STALE 1001
 #define LOCK_TIMEOUT_S 5.0 /* the readers' lock_timeout (open_conn) */
 #define LOCKED_PAUSE_S 5.0
 #define LOCKED_WARN_EVERY_S 60.0
@@ -81,6 +85,9 @@ typedef struct table_cursor {
 	int ncols;
 	char **colnames;         /* owned */
 	char **coltypes;         /* owned: each column's base type (codec.h) */
+	strbuf definition;       /* the columns as read: "name type, ..." (format_type) */
+	char *stale_failure;     /* owned: a READ_STALE failure's text, not logged yet */
+	int stale_rc;            /* its status */
 	int *key_idx;            /* owned */
 	char **next_after;       /* owned: key of the last row read */
 	long long estimate;
@@ -182,6 +189,8 @@ result_free(snap_result *res)
 	snap_keys_free(res->last_key, res->nkeys);
 	free(res->xip);
 	snap_visible_clear(&res->snap);
+	free(res->refused);
+	free(res->definition);
 	free(res);
 }
 
@@ -193,6 +202,8 @@ cursor_clear(table_cursor *c)
 	snap_keys_free(c->next_after, c->job.nkeys);
 	snap_keys_free(c->colnames, c->ncols);
 	snap_keys_free(c->coltypes, c->ncols);
+	strbuf_free(&c->definition);
+	free(c->stale_failure);
 	free(c->key_idx);
 	free(c->owner);
 	snap_job_clear(&c->job);
@@ -316,9 +327,12 @@ load_columns(PGconn *conn, table_cursor *c, bool *gone)
 	c->coltypes = xcalloc((size_t) c->ncols + 1, sizeof(char *));
 	c->key_idx = xcalloc((size_t) c->job.nkeys + 1, sizeof(int));
 	c->format = SNAP_CHUNK_BINARY;
+	strbuf_reset(&c->definition);
 	for (int i = 0; i < c->ncols; i++) {
 		strbuf type = STRBUF_INIT;
 
+		strbuf_appendf(&c->definition, "%s%s %s", i ? ", " : "", PQgetvalue(r, i, 0),
+		               PQgetvalue(r, i, 3));
 		c->colnames[i] = xstrdup(PQgetvalue(r, i, 0));
 		strbuf_append_qualified(&type, PQgetvalue(r, i, 5), PQgetvalue(r, i, 6));
 		c->coltypes[i] = strbuf_steal(&type);
@@ -527,6 +541,29 @@ lock_timed_out(const PGresult *r)
 	return state != NULL && strcmp(state, "55P03") == 0;
 }
 
+/* A read that did not start: a lock wait given up (READ_LOCKED), a column
+ * or the table missing, which a change of the definition since it was
+ * read explains (READ_STALE, kept in c, not logged yet), or logged and
+ * classified. */
+static int
+read_refused(PGconn *conn, table_cursor *c, const char *what, const PGresult *r)
+{
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	const char *message = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+	pgconn_subject subject = {c->job.schema, c->job.name, c->owner};
+	strbuf text = STRBUF_INIT;
+
+	if (lock_timed_out(r))
+		return READ_LOCKED;
+	if (state == NULL || (strcmp(state, "42703") != 0 && strcmp(state, "42P01") != 0))
+		return pgconn_fail_on(conn, SRC, what, r, &subject);
+	strbuf_appendf(&text, "%s: %s SQLSTATE %s", what, message ? message : "", state);
+	free(c->stale_failure);
+	c->stale_failure = strbuf_steal(&text);
+	c->stale_rc = pgconn_classify(SRC, state, true);
+	return READ_STALE;
+}
+
 /*
  * Reads the rows of a COPY TO STDOUT into the chunk. Once the rows held
  * reach max_bytes (at least one row read), the read stops there and *cut
@@ -534,7 +571,7 @@ lock_timed_out(const PGresult *r)
  * statement would have returned, so the chunk ends at the last of them.
  */
 static int
-copy_rows(PGconn *conn, const table_cursor *c, const char *sql, snap_chunk *chunk,
+copy_rows(PGconn *conn, table_cursor *c, const char *sql, snap_chunk *chunk,
           long long max_bytes, bool *cut)
 {
 	PGresult *r = PQexec(conn, sql);
@@ -545,9 +582,7 @@ copy_rows(PGconn *conn, const table_cursor *c, const char *sql, snap_chunk *chun
 
 	*cut = false;
 	if (PQresultStatus(r) != PGRES_COPY_OUT) {
-		int rc = lock_timed_out(r) ? READ_LOCKED
-		                           : pgconn_fail_on(conn, SRC, "reading a snapshot chunk", r,
-		                                            &subject);
+		int rc = read_refused(conn, c, "reading a snapshot chunk", r);
 
 		PQclear(r);
 		return rc;
@@ -599,7 +634,7 @@ whole_sql(const table_cursor *c, strbuf *sql)
 
 /* The source's COPY data, as it comes, into the staging COPY. */
 static int
-forward_rows(PGconn *conn, const table_cursor *c, keyless_stage *stage, const char *sql)
+forward_rows(PGconn *conn, table_cursor *c, keyless_stage *stage, const char *sql)
 {
 	PGresult *r = PQexec(conn, sql);
 	pgconn_subject subject = {c->job.schema, c->job.name, c->owner};
@@ -607,9 +642,7 @@ forward_rows(PGconn *conn, const table_cursor *c, keyless_stage *stage, const ch
 	int n, rc = TM_OK;
 
 	if (PQresultStatus(r) != PGRES_COPY_OUT) {
-		rc = lock_timed_out(r) ? READ_LOCKED
-		                       : pgconn_fail_on(conn, SRC, "reading a table without a key", r,
-		                                        &subject);
+		rc = read_refused(conn, c, "reading a table without a key", r);
 		PQclear(r);
 		return rc;
 	}
@@ -648,9 +681,16 @@ read_whole(PGconn *conn, table_cursor *c, snap_result *res)
 	else if (rc == TM_OK)
 		rc = forward_rows(conn, c, stage, sql.data);
 	if (rc == TM_OK && !behind)
-		rc = keyless_stage_commit(stage, &res->rows_staged);
+		rc = keyless_stage_commit(stage, &res->rows_staged, &res->refused);
 	else if (rc != TM_OK)
 		keyless_stage_abort(stage);
+	if (res->refused != NULL) {
+		log_info("snapshot of %s.%s: the target table refused a value read (%s): a change of a "
+		         "column's type may not have reached it yet; it is read again once the stream "
+		         "has passed the read", c->job.schema, c->job.name, res->refused);
+		res->definition = xstrdup(strbuf_str(&c->definition));
+		behind = true;
+	}
 	snap_chunk_free(res->chunk);
 	res->chunk = snap_chunk_new(c->format, c->ncols, (const char *const *) c->colnames, 0,
 	                            c->key_idx);
@@ -969,6 +1009,11 @@ read_or_gone(PGconn *conn, table_cursor *c, snap_result *res, bool *gone)
 		cursor_clear(c);
 		*c = fresh;
 		rc = read_chunk(conn, c, res);
+	}
+	if (rc == READ_STALE) {
+		/* no change of the definition explains it */
+		log_error("source: %s", c->stale_failure);
+		rc = c->stale_rc;
 	}
 	return rc;
 }

@@ -106,7 +106,10 @@ typedef struct snap_result {
 	                          * table (chunk holds only the column names) */
 	long long rows_staged;
 	bool behind;             /* not staged: the target table lacked columns the read
-	                          * met (their change had not reached the target) */
+	                          * met, or refused a value read (refused): the source's
+	                          * change of them had not reached the target */
+	char *refused;           /* owned: the target's message for the value refused */
+	char *definition;        /* owned, with refused: the columns and types read */
 	long long estimate;      /* pg_class.reltuples at the first chunk */
 	bool table_gone;         /* the table no longer exists on the source */
 	/* The target does not order the key as the source does (another type or

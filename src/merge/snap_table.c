@@ -31,6 +31,7 @@ snap_table_free(snap_table *t)
 	snap_keys_free(t->check_cols, t->nchecks);
 	free(t->check_src);
 	free(t->check_tgt);
+	free(t->refused_definition);
 	snap_ranges_free(t->ranges, t->nranges, t->nkeys);
 	snap_keys_free(t->reread_keys, t->nreread * t->nkeys);
 	snap_reader_release(NULL, t->reread);

@@ -63,6 +63,8 @@ typedef struct snap_table {
 	sqltype *check_src;      /* owned: the source type in force */
 	sqltype *check_tgt;      /* owned: the target column's type */
 	char wm_id[96];          /* keyless: its read's watermark id */
+	char *refused_definition; /* owned, keyless: the columns as read when the target
+	                          * last refused a value read; NULL when it did not */
 	tm_lsn low_lsn;          /* the low watermark of the read (or of the chunk) loading */
 	/* A table with a key: its ranges (snap_range.h), one (no -1) when it is
 	 * copied whole; none until the copy is planned (snapshot.c). */

@@ -878,6 +878,8 @@ keyless_done(snapshot *s, snap_table *t, const snap_keyless_loaded *out)
 	t->rows = out->rows;
 	t->chunks = 1;
 	t->done = true;
+	free(t->refused_definition);
+	t->refused_definition = NULL;
 	metrics_stage_chunk(s->cfg.metrics, t->schema, t->name, (uint64_t) out->rows);
 	snap_reader_forget(s->reader, t->table_id);
 	log_status_line(NULL);
@@ -911,16 +913,31 @@ keyless_load(snapshot *s, snap_table *t, snap_result *res)
 	return rc;
 }
 
-/* A read given up for columns the target lacked: they must be there now. */
+/* A read given up for columns the target lacked: they must be there now.
+ * One given up for a value the target refused: read again, since the
+ * stream has now brought every change of the table up to the read; but a
+ * second refusal of the same columns read is no change on its way: the
+ * target's column was altered by hand. */
 static int
-keyless_target_ready(snapshot *s, const snap_table *t, const snap_result *res)
+keyless_target_ready(snapshot *s, snap_table *t, const snap_result *res)
 {
 	char display[256];
 
 	snprintf(display, sizeof display, "%s.%s", t->schema, t->name);
-	return snap_keyless_check_target(s->sink, t->table_id, t->target_schema, t->target_table,
-	                                 res->chunk->ncols, (const char *const *) res->chunk->colnames,
-	                                 display);
+	if (res->refused == NULL)
+		return snap_keyless_check_target(s->sink, t->table_id, t->target_schema,
+		                                 t->target_table, res->chunk->ncols,
+		                                 (const char *const *) res->chunk->colnames, display);
+	if (t->refused_definition != NULL && strcmp(t->refused_definition, res->definition) == 0) {
+		log_error("target: %s.%s: a value of %s read from the source is refused again, with no "
+		          "change of its columns on the way (%s): a target column's type no longer "
+		          "takes the source's values: it was altered by hand. Fix: give it back a type "
+		          "that holds them", t->target_schema, t->target_table, display, res->refused);
+		return TM_EXIT_TARGET;
+	}
+	free(t->refused_definition);
+	t->refused_definition = xstrdup(res->definition);
+	return TM_OK;
 }
 
 static int

@@ -384,12 +384,10 @@ move_aside(sink *s, const char *id, const char *tschema, const char *ttable, con
 	return rc;
 }
 
-/* A table of this name dropped on the source earlier: out of the new one's
- * way, on the target and in the catalog. */
-static int
-retire_dropped(sink *s, const char *slot, const tabledef *def)
+int
+catalog_retire_dropped(sink *s, const char *slot, const char *schema, const char *name)
 {
-	const char *p[] = {slot, def->schema, def->name};
+	const char *p[] = {slot, schema, name};
 	PGresult *r = NULL;
 	int rc = sink_query(s, "looking for a dropped table of the same name",
 	                    "SELECT table_id, target_schema, target_table FROM tidemark.tables"
@@ -397,8 +395,7 @@ retire_dropped(sink *s, const char *slot, const tabledef *def)
 	                    " AND state = 'dropped'", 3, p, &r);
 
 	if (rc == TM_OK && PQntuples(r) == 1)
-		rc = move_aside(s, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
-		                def->name);
+		rc = move_aside(s, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), name);
 	PQclear(r);
 	return rc;
 }
@@ -440,7 +437,7 @@ catalog_add_table(sink *s, const char *slot, const tabledef *def, tm_lsn valid_f
 	tabledef *t = tabledef_copy(def);
 	typesync_result ts = {false, STRBUF_INIT};
 	char *tschema = NULL;
-	int rc = retire_dropped(s, slot, t);
+	int rc = catalog_retire_dropped(s, slot, t->schema, t->name);
 
 	if (rc == TM_OK)
 		rc = target_name_for(s, slot, t, &tschema);

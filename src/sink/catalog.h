@@ -231,6 +231,11 @@ int catalog_quarantine(sink *s, const char *slot, int table_id, const char *sour
  * renamed to it, takes its place.) */
 int catalog_dropped_named(sink *s, const char *slot, const char *schema, const char *name,
                           bool *was);
+/* A table of this name dropped on the source earlier (kept on the target):
+ * out of the way of a table that takes the name (created, renamed or moved
+ * to it), its target table and catalog row renamed "name (dropped)" (or
+ * "(dropped 2)", ...). Nothing when there is none. */
+int catalog_retire_dropped(sink *s, const char *slot, const char *schema, const char *name);
 /* A replicated table renamed from old_schema.old_name to schema.name: the
  * old name is noted as left (catalog_dropped_named), the new one as held
  * (also called with the same names for a table that joins). */

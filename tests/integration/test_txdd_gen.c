@@ -6,13 +6,18 @@
  * Each sequence gets a schema of its own (g<seed>) replicated with
  * `setup --schema`, sometimes with tables made before the setup, then a
  * few source transactions of a few statements each, drawn from: CREATE
- * TABLE (with or without a key), CREATE TABLE AS with rows, ADD PRIMARY
- * KEY, DROP CONSTRAINT of the key, ADD COLUMN (a constant default, none, a
- * volatile one), ADD COLUMN ... PRIMARY KEY (identity or serial), DROP
- * COLUMN (of the key too), DROP COLUMN and ADD PRIMARY KEY in one
- * statement, REPLICA IDENTITY FULL / DEFAULT, RENAME COLUMN, DROP TABLE
- * (and so creation again under the name), TRUNCATE, INSERT, UPDATE (of the
- * key too) and DELETE. What a statement may do is drawn from the table as
+ * TABLE (with or without a key, with a column of the schema's enum type),
+ * CREATE TABLE AS with rows, ADD PRIMARY KEY, DROP CONSTRAINT of the key,
+ * ADD COLUMN (a constant default, none, a volatile one, of the enum type),
+ * ADD COLUMN ... PRIMARY KEY (identity or serial), DROP COLUMN (of the key
+ * too), DROP COLUMN and ADD PRIMARY KEY in one statement, REPLICA IDENTITY
+ * FULL / DEFAULT / USING INDEX (a unique index made for it), ALTER COLUMN
+ * ... TYPE (integer to bigint and back, to text, with USING, text to
+ * varchar, to another collation, to integer by USING, the enum to text;
+ * the key's columns too), SET / DROP NOT NULL, RENAME COLUMN, RENAME TO a
+ * free name of the sequence, ALTER TYPE of the enum (ADD VALUE, at its end
+ * or BEFORE another, RENAME VALUE), DROP TABLE (and so creation again
+ * under the name), TRUNCATE, INSERT, UPDATE (of the key too) and DELETE. What a statement may do is drawn from the table as
  * the source's catalog has it at that point (a key only over columns whose
  * rows take it). Each statement runs under a savepoint: a row write the
  * source refuses (an UPDATE without a replica identity) is rolled back to
@@ -37,7 +42,8 @@
  * table created again under its name without a key, keyed later; DROP
  * COLUMN id, ADD PRIMARY KEY (a, b); ADD COLUMN ... PRIMARY KEY on a
  * keyless table with rows; REPLICA IDENTITY FULL then a key), checked the
- * same way.
+ * same way; and types changed after rows used them in the transaction
+ * that created the table or gave it the column.
  *
  * Settings: TXDD_SEQUENCES sequences (default 12), from TXDD_SEED (default
  * 1; sequence i uses seed TXDD_SEED + i), TXDD_TXS transactions of at most
@@ -75,7 +81,8 @@ env_int(const char *name, int dflt)
 
 typedef struct column {
 	char name[64];
-	bool is_int;         /* else text */
+	bool is_int;         /* integer or bigint */
+	bool is_enum;        /* of the schema's enum type mood; else text */
 	bool generated;      /* GENERATED ALWAYS AS IDENTITY: never written */
 	bool defaulted;      /* serial and identity columns take their default */
 	bool in_pk;          /* a column of the primary key */
@@ -167,10 +174,10 @@ fail_sequence(sequence *q, const char *fmt, ...)
 	         "and what run said are above)", q->seed, q->seed, why);
 }
 
-/* Reads table t<i> from the source's catalog (inside the open
- * transaction, which sees its own changes). */
+/* Reads a table (schema-qualified) from the source's catalog (inside the
+ * open transaction, which sees its own changes). */
 static void
-read_table(sequence *q, int i, table_state *st)
+read_named(sequence *q, const char *table, table_state *st)
 {
 	char *def = pgtest_query_value(
 		q->e->s,
@@ -180,10 +187,12 @@ read_table(sequence *q, int i, table_state *st)
 		"   || (a.atttypid = 'int'::regtype OR a.atttypid = 'bigint'::regtype)::text || ':'"
 		"   || (a.attidentity = 'a')::text || ':' || a.atthasdef::text || ':'"
 		"   || (a.attnum = ANY (coalesce((SELECT conkey FROM pg_constraint WHERE conrelid = c.oid"
-		"     AND contype = 'p'), '{}')))::text, ',' ORDER BY a.attnum)"
+		"     AND contype = 'p'), '{}')))::text || ':'"
+		"   || (SELECT t.typtype = 'e' FROM pg_type t WHERE t.oid = a.atttypid)::text,"
+		"   ',' ORDER BY a.attnum)"
 		"   FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0"
 		"   AND NOT a.attisdropped), '')"
-		" FROM pg_class c WHERE c.oid = to_regclass('%s.t%d')", q->schema, i);
+		" FROM pg_class c WHERE c.oid = to_regclass('%s')", table);
 	char *save = NULL, *part;
 
 	memset(st, 0, sizeof *st);
@@ -199,15 +208,26 @@ read_table(sequence *q, int i, table_state *st)
 	     c = strtok_r(NULL, ",", &save)) {
 		column *col = &st->cols[st->ncols++];
 		char *f2 = strchr(c, ':'), *f3 = strchr(f2 + 1, ':'), *f4 = strchr(f3 + 1, ':');
-		char *f5 = strchr(f4 + 1, ':');
+		char *f5 = strchr(f4 + 1, ':'), *f6 = strchr(f5 + 1, ':');
 
 		snprintf(col->name, sizeof col->name, "%.*s", (int) (f2 - c), c);
 		col->is_int = strncmp(f2 + 1, "true", 4) == 0;
 		col->generated = strncmp(f3 + 1, "true", 4) == 0;
 		col->defaulted = col->generated || strncmp(f4 + 1, "true", 4) == 0;
 		col->in_pk = strncmp(f5 + 1, "true", 4) == 0;
+		col->is_enum = strncmp(f6 + 1, "true", 4) == 0;
 	}
 	free(def);
+}
+
+/* Reads table t<i>. */
+static void
+read_table(sequence *q, int i, table_state *st)
+{
+	char table[64];
+
+	snprintf(table, sizeof table, "%s.t%d", q->schema, i);
+	read_named(q, table, st);
 }
 
 static bool
@@ -266,6 +286,46 @@ writable_column(sequence *q, const table_state *st, bool want_int)
 	return n > 0 ? found[pick(q, n)] : NULL;
 }
 
+/* A label of the schema's enum type as the open transaction sees it (one
+ * added by this transaction is refused by the source when used, and the
+ * row write rolled back). Owned by the caller. */
+static char *
+enum_label(sequence *q)
+{
+	char *labels = pgtest_query_value(q->e->s, "SELECT string_agg(enumlabel, ',' ORDER BY"
+	                                           " enumsortorder) FROM pg_enum WHERE enumtypid ="
+	                                           " to_regtype('%s.mood')", q->schema);
+	char *save = NULL, *found = NULL;
+	int n = 0, want;
+
+	if (labels == NULL)
+		return strdup("a");
+	for (const char *c = labels; *c; c++)
+		n += *c == ',';
+	want = pick(q, n + 1);
+	for (char *l = strtok_r(labels, ",", &save); l != NULL; l = strtok_r(NULL, ",", &save))
+		if (want-- == 0)
+			found = strdup(l);
+	free(labels);
+	return found != NULL ? found : strdup("a");
+}
+
+/* A value for column c of a new row: v is the sequence's next value. */
+static void
+append_value(sequence *q, const column *c, int v, strbuf *sql)
+{
+	char *label;
+
+	if (c->is_int)
+		strbuf_appendf(sql, "%d", v);
+	else if (c->is_enum) {
+		label = enum_label(q);
+		strbuf_appendf(sql, "'%s'", label);
+		free(label);
+	} else
+		strbuf_appendf(sql, "'v%d'", v);
+}
+
 /* ---- the statements ---- */
 
 static void
@@ -274,10 +334,14 @@ gen_create(sequence *q, int i, strbuf *sql)
 	int from = q->next_value;
 
 	q->next_value += 40;
-	switch (pick(q, 4)) {
+	switch (pick(q, 5)) {
 	case 0:
 		strbuf_appendf(sql, "CREATE TABLE %s.t%d (id int PRIMARY KEY, a int, b text)", q->schema,
 		               i);
+		break;
+	case 3:
+		strbuf_appendf(sql, "CREATE TABLE %s.t%d (id bigint PRIMARY KEY, e %s.mood, b text)",
+		               q->schema, i, q->schema);
 		break;
 	case 1:
 		strbuf_appendf(sql, "CREATE TABLE %s.t%d (id int, a int, b text)", q->schema, i);
@@ -313,10 +377,8 @@ gen_insert(sequence *q, const table_state *st, const char *table, strbuf *sql)
 		n = 0;
 		for (int c = 0; c < st->ncols; c++)
 			if (!st->cols[c].defaulted) {
-				if (st->cols[c].is_int)
-					strbuf_appendf(sql, "%s%d", n++ ? ", " : "", v);
-				else
-					strbuf_appendf(sql, "%s'v%d'", n++ ? ", " : "", v);
+				strbuf_append(sql, n++ ? ", " : "");
+				append_value(q, &st->cols[c], v, sql);
 			}
 		strbuf_appendc(sql, ')');
 	}
@@ -331,7 +393,10 @@ gen_update(sequence *q, const table_state *st, const char *table, strbuf *sql)
 		return;
 	if (set->is_int)
 		strbuf_appendf(sql, "UPDATE %s SET %s = %s + 1000000", table, set->name, set->name);
-	else
+	else if (set->is_enum) {
+		strbuf_appendf(sql, "UPDATE %s SET %s = ", table, set->name);
+		append_value(q, set, 0, sql);
+	} else
 		strbuf_appendf(sql, "UPDATE %s SET %s = %s || 'u'", table, set->name, set->name);
 	if (where != NULL)
 		strbuf_appendf(sql, " WHERE %s %% 3 = %d", where->name, pick(q, 3));
@@ -344,8 +409,12 @@ gen_add_column(sequence *q, const table_state *st, const char *table, strbuf *sq
 	/* a second primary key is refused */
 	const char *pk = st->pk[0] == '\0' ? " PRIMARY KEY" : "";
 
-	switch (pick(q, 7)) {
+	switch (pick(q, 8)) {
 	case 0: strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN c%d int DEFAULT %d", table, n, n); break;
+	case 7:
+		strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN e%d %s.mood DEFAULT 'a'", table, n,
+		               q->schema);
+		break;
 	case 1: strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN c%d text", table, n); break;
 	case 2:
 		/* a volatile default: the source computes each existing row's value */
@@ -415,12 +484,115 @@ gen_drop_column(sequence *q, const table_state *st, const char *table, strbuf *s
 		strbuf_appendf(sql, "ALTER TABLE %s DROP COLUMN %s", table, c->name);
 }
 
+/* A column's type changed: widened, narrowed, to text, with USING (the
+ * source computes the values: the table is copied again), or its
+ * collation; the key's columns too. Only to types whose values print as
+ * the old ones did (no numeric scale), so that both sides' text compares. */
 static void
-gen_alter(sequence *q, const table_state *st, const char *table, strbuf *sql)
+gen_retype(sequence *q, const table_state *st, const char *table, strbuf *sql)
+{
+	const column *c = &st->cols[pick(q, st->ncols)];
+	const char *to = NULL;
+	char using[128] = "";
+
+	if (st->ncols == 0)
+		return;
+	if (c->is_int)
+		switch (pick(q, 4)) {
+		case 0: to = "bigint"; break;
+		case 1: to = "int"; break;
+		case 2:
+			to = "bigint";
+			snprintf(using, sizeof using, " USING %s * 2", c->name);
+			break;
+		default: to = c->defaulted ? "bigint" : "text";
+		}
+	else if (c->is_enum)
+		to = "text";
+	else
+		switch (pick(q, 3)) {
+		case 0: to = "varchar(100)"; break;
+		case 1: to = "text COLLATE \"C\""; break;
+		default:
+			if (!c->in_pk) {
+				to = "int";
+				snprintf(using, sizeof using, " USING length(%s)", c->name);
+			}
+		}
+	if (to != NULL)
+		strbuf_appendf(sql, "ALTER TABLE %s ALTER COLUMN %s TYPE %s%s", table, c->name, to, using);
+}
+
+/* The table renamed to a name of the sequence that is free. */
+static void
+gen_rename_table(sequence *q, int i, const char *table, strbuf *sql)
+{
+	int j = pick(q, NTABLES);
+	table_state other;
+
+	if (j == i)
+		return;
+	read_table(q, j, &other);
+	if (!other.exists)
+		strbuf_appendf(sql, "ALTER TABLE %s RENAME TO t%d", table, j);
+}
+
+/* NOT NULL set on a column without NULLs, or dropped from one outside the
+ * key. */
+static void
+gen_not_null(sequence *q, const table_state *st, const char *table, strbuf *sql)
 {
 	const column *c = &st->cols[pick(q, st->ncols)];
 
-	switch (pick(q, 9)) {
+	if (st->ncols == 0)
+		return;
+	if (pick(q, 2) == 0 && !c->in_pk)
+		strbuf_appendf(sql, "ALTER TABLE %s ALTER COLUMN %s DROP NOT NULL", table, c->name);
+	else if (key_fits(q, table, c, c))
+		strbuf_appendf(sql, "ALTER TABLE %s ALTER COLUMN %s SET NOT NULL", table, c->name);
+}
+
+/* A unique index over a column without NULLs or duplicates made the
+ * replica identity (the key tidemark matches rows by when there is no
+ * primary key). */
+static void
+gen_identity_index(sequence *q, const table_state *st, const char *table, strbuf *sql)
+{
+	const column *c = &st->cols[pick(q, st->ncols)];
+	int n = q->next_column++;
+
+	if (st->ncols == 0 || !key_fits(q, table, c, c))
+		return;
+	strbuf_appendf(sql, "ALTER TABLE %s ALTER COLUMN %s SET NOT NULL; CREATE UNIQUE INDEX u%d ON"
+	               " %s (%s); ALTER TABLE %s REPLICA IDENTITY USING INDEX u%d", table, c->name, n,
+	               table, c->name, table, n);
+}
+
+/* The schema's enum type given a value (at its end or before another), or
+ * a value renamed. */
+static void
+gen_enum_change(sequence *q, strbuf *sql)
+{
+	char *label = enum_label(q);
+	int n = q->next_column++;
+
+	switch (pick(q, 3)) {
+	case 0: strbuf_appendf(sql, "ALTER TYPE %s.mood ADD VALUE 'm%d'", q->schema, n); break;
+	case 1:
+		strbuf_appendf(sql, "ALTER TYPE %s.mood ADD VALUE 'm%d' BEFORE '%s'", q->schema, n, label);
+		break;
+	default:
+		strbuf_appendf(sql, "ALTER TYPE %s.mood RENAME VALUE '%s' TO 'm%d'", q->schema, label, n);
+	}
+	free(label);
+}
+
+static void
+gen_alter(sequence *q, const table_state *st, int i, const char *table, strbuf *sql)
+{
+	const column *c = &st->cols[pick(q, st->ncols)];
+
+	switch (pick(q, 14)) {
 	case 0:
 	case 1: gen_add_column(q, st, table, sql); break;
 	case 2:
@@ -441,6 +613,11 @@ gen_alter(sequence *q, const table_state *st, const char *table, strbuf *sql)
 			               q->next_column++);
 		break;
 	case 7: strbuf_appendf(sql, "DROP TABLE %s", table); break;
+	case 9: gen_retype(q, st, table, sql); break;
+	case 10: gen_rename_table(q, i, table, sql); break;
+	case 11: gen_not_null(q, st, table, sql); break;
+	case 12: gen_identity_index(q, st, table, sql); break;
+	case 13: gen_enum_change(q, sql); break;
 	default: strbuf_appendf(sql, "TRUNCATE %s", table);
 	}
 }
@@ -469,7 +646,7 @@ gen_step(sequence *q, int i)
 				strbuf_appendf(&sql, "DELETE FROM %s WHERE %s %% 4 = %d", table, w->name,
 				               pick(q, 4));
 			break;
-		default: gen_alter(q, &st, table, &sql);
+		default: gen_alter(q, &st, i, table, &sql);
 		}
 	if (sql.len > 0)
 		statement(q, strbuf_str(&sql));
@@ -524,18 +701,18 @@ setup_schema(sequence *q)
 
 /* The source's columns of a table, quoted, for both sides' SELECT. */
 static char *
-column_list(sequence *q, int i)
+column_list(sequence *q, const char *table)
 {
 	return pgtest_query_value(q->e->s,
 	                          "SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum)"
-	                          " FROM pg_attribute WHERE attrelid = to_regclass('%s.t%d')"
-	                          " AND attnum > 0 AND NOT attisdropped", q->schema, i);
+	                          " FROM pg_attribute WHERE attrelid = to_regclass('%s')"
+	                          " AND attnum > 0 AND NOT attisdropped", table);
 }
 
 static void
-check_equal(sequence *q, int i, const char *table)
+check_equal(sequence *q, const char *table)
 {
-	char *cols = column_list(q, i);
+	char *cols = column_list(q, table);
 	int ns, nt;
 	char **src, **dst;
 
@@ -576,7 +753,7 @@ check_table(sequence *q, int i)
 		if (registered != 1)
 			fail_sequence(q, "%s has %s but is not replicated", table,
 			              st.has_key ? "a key" : "REPLICA IDENTITY FULL");
-		check_equal(q, i, table);
+		check_equal(q, table);
 		return;
 	}
 	snprintf(said, sizeof said, "%s.t%d in a replicated schema has no primary key", q->schema, i);
@@ -611,7 +788,8 @@ run_steps(sequence *q, int ntxs, int nsteps)
 
 	for (int i = 0; i < 4; i++)
 		next_rand(q);
-	pgtest_exec(q->e->s, "CREATE SCHEMA %s", q->schema);
+	pgtest_exec(q->e->s, "CREATE SCHEMA %s; CREATE TYPE %s.mood AS ENUM ('a', 'b')", q->schema,
+	            q->schema);
 	before_setup(q);
 	setup_schema(q);
 	live = pick(q, 2) == 0;
@@ -638,6 +816,8 @@ run_steps(sequence *q, int ntxs, int nsteps)
 	catch_up(q);
 	if (strstr(strbuf_str(&q->output), "set aside") != NULL)
 		fail_sequence(q, "a table was set aside");
+	if (strstr(strbuf_str(&q->output), " tidemark error: ") != NULL)
+		fail_sequence(q, "run logged an error");
 	for (int i = 0; i < NTABLES; i++)
 		check_table(q, i);
 }
@@ -722,6 +902,34 @@ static const script scripts[] = {
 	  " ALTER TABLE @.t0 ADD PRIMARY KEY (id); ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey;"
 	  " INSERT INTO @.t0 VALUES (100, 100); ALTER TABLE @.t0 ADD PRIMARY KEY (a); COMMIT",
 	  "UPDATE @.t0 SET id = -id WHERE a < 5"}},
+	{"an enum value renamed after rows of a new table used it", NULL,
+	 {"BEGIN; CREATE TABLE @.t0 (id int PRIMARY KEY, e @.mood); INSERT INTO @.t0 VALUES (1, 'a'),"
+	  " (2, 'b'); ALTER TYPE @.mood RENAME VALUE 'a' TO 'z'; INSERT INTO @.t0 VALUES (3, 'z');"
+	  " COMMIT"}},
+	{"a type changed after rows used it, in the transaction that gave a table its column",
+	 "CREATE TABLE @.t0 (id int PRIMARY KEY); INSERT INTO @.t0 VALUES (1), (2)",
+	 {"BEGIN; ALTER TABLE @.t0 ADD COLUMN e @.mood; UPDATE @.t0 SET e = 'a';"
+	  " ALTER TYPE @.mood RENAME VALUE 'a' TO 'z'; INSERT INTO @.t0 VALUES (3, 'z'); COMMIT",
+	  "BEGIN; CREATE TABLE @.t1 (id int PRIMARY KEY, c @.pair); INSERT INTO @.t1 VALUES (1,"
+	  " '(1,2)'); ALTER TYPE @.pair ADD ATTRIBUTE z int CASCADE; INSERT INTO @.t1 VALUES (2,"
+	  " '(3,4,5)'); COMMIT",
+	  "BEGIN; ALTER TABLE @.t1 ADD COLUMN d @.pair; UPDATE @.t1 SET d = '(7,8,9)';"
+	  " ALTER TYPE @.pair DROP ATTRIBUTE y CASCADE; INSERT INTO @.t1 VALUES (3, '(1,2)', '(4,5)');"
+	  " COMMIT"}},
+	{"a table renamed to the name of one dropped, twice over (nothing written after)",
+	 "CREATE TABLE @.t1 (id int PRIMARY KEY, a int); INSERT INTO @.t1 VALUES (1, 1);"
+	 " CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (5, 5)",
+	 {"DROP TABLE @.t1",
+	  "CREATE TABLE @.t1 (id bigint PRIMARY KEY, b text); INSERT INTO @.t1 VALUES (2, 'x')",
+	  "BEGIN; DROP TABLE @.t1; ALTER TABLE @.t0 RENAME TO t1; COMMIT",
+	  "INSERT INTO @.t1 VALUES (6, 6)"}},
+	{"a table without a key renamed to the name of one dropped, in one catch-up",
+	 "CREATE TABLE @.t1 (id int PRIMARY KEY, a int); INSERT INTO @.t1 VALUES (1, 1);"
+	 " CREATE TABLE @.t0 (id int, a int, b text); ALTER TABLE @.t0 REPLICA IDENTITY FULL;"
+	 " INSERT INTO @.t0 VALUES (5, 5, 'x')",
+	 {"DROP TABLE @.t1; CREATE TABLE @.t1 (id bigint PRIMARY KEY, b text);"
+	  " INSERT INTO @.t1 VALUES (2, 'x'); BEGIN; DROP TABLE @.t1; ALTER TABLE @.t0 RENAME TO t1;"
+	  " COMMIT"}},
 	{"a table that ends its transaction without a key", NULL,
 	 {"BEGIN; CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1);"
 	  " ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey; COMMIT",
@@ -751,7 +959,8 @@ run_script(tm_env *e, int n, const script *s)
 	snprintf(q->schema, sizeof q->schema, "p%d", n);
 	current = q;
 	say(q, "-- pinned sequence %d: %s", n, s->name);
-	pgtest_exec(e->s, "CREATE SCHEMA %s", q->schema);
+	pgtest_exec(e->s, "CREATE SCHEMA %s; CREATE TYPE %s.mood AS ENUM ('a', 'b');"
+	            "CREATE TYPE %s.pair AS (x int, y int)", q->schema, q->schema, q->schema);
 	if (s->before != NULL) {
 		expand(s->before, q->schema, &sql);
 		pgtest_exec(e->s, "%s", strbuf_str(&sql));
@@ -766,8 +975,13 @@ run_script(tm_env *e, int n, const script *s)
 	}
 	if (strstr(strbuf_str(&q->output), "set aside") != NULL)
 		fail_sequence(q, "a table was set aside");
+	if (strstr(strbuf_str(&q->output), " tidemark error: ") != NULL)
+		fail_sequence(q, "run logged an error");
 	for (int i = 0; i < NTABLES; i++)
 		check_table(q, i);
+	if (env_int("TXDD_VERBOSE", 0) != 0)
+		printf("-- pinned sequence %d:\n%s-- what run said:\n%s", n, strbuf_str(&q->log),
+		       strbuf_str(&q->output));
 	current = NULL;
 	strbuf_free(&sql);
 	strbuf_free(&q->log);
