@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "exitcode.h"
 #include "log.h"
+#include "part_tree_sql.h"
 #include "pgconn.h"
 #include "strbuf.h"
 #include "xalloc.h"
@@ -97,8 +98,8 @@ apply_net_way_of(apply *a, apply_rel *r)
  * every earlier group): its rows must then go in the group's order, after
  * every earlier group (APPLY_APART_GROUP); and whether
  * foreign keys reference it (r->referenced: apply_net_put). A target table
- * partitioned by hand counts with its partitions (pg_partition_tree, which
- * has no rows for a table of no tree): a foreign key may reference one of
+ * partitioned by hand counts with its partitions (part_tree_sql.h, which
+ * does not wait behind a lock on any of them): a foreign key may reference one of
  * them, a unique index be on one alone. */
 static int
 load_constraints(apply *a, apply_rel *r, apply_apart *apart, bool *referenced)
@@ -107,7 +108,8 @@ load_constraints(apply *a, apply_rel *r, apply_apart *apart, bool *referenced)
 	PGresult *res = NULL;
 	int rc = sink_query(a->sink, "reading a target table's constraints",
 	                    "WITH r AS (SELECT format('%I.%I', $1::text, $2::text)::regclass AS oid),"
-	                    " t AS (SELECT oid FROM r UNION SELECT relid FROM r, pg_partition_tree(r.oid))"
+	                    " t AS (SELECT oid FROM r UNION SELECT relid FROM r,"
+	                    "  LATERAL " PART_TREE_SQL("r.oid") " p)"
 	                    " SELECT i.indexrelid::int8, a.attname,"
 	                    " CASE WHEN i.indexprs IS NOT NULL OR i.indpred IS NOT NULL THEN 'e' END"
 	                    " FROM t JOIN pg_index i ON i.indrelid = t.oid AND i.indisunique"

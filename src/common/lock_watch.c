@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lock_holders.h"
+#include "part_tree_sql.h"
 #include "xalloc.h"
 
 /* Every row: waiting, pid (0: a prepared transaction), gid, role,
@@ -32,7 +33,7 @@ static const char holders_sql[] =
 	"WITH t AS (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
 	"  WHERE n.nspname = $1 AND c.relname = $2),"
 	" rel AS (SELECT oid AS relid FROM t"
-	"  UNION SELECT p.relid FROM t, pg_partition_tree(t.oid) p),"
+	"  UNION SELECT p.relid FROM t, LATERAL " PART_TREE_SQL("t.oid") " p),"
 	" l AS (SELECT l.granted, l.pid, l.virtualtransaction FROM pg_locks l"
 	"  WHERE l.locktype = 'relation' AND l.mode = 'AccessExclusiveLock'"
 	"   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"

@@ -1130,6 +1130,8 @@ on_ddl(schema_sync *ss, ddl_event *e, tm_lsn pos, sync_note *note, schema_sync_r
 		schema_sync_note_table(note, et->def->schema, et->def->name);
 		rc = on_ddl_table(ss, e, et, pos, note, res);
 	}
+	if (rc == TM_OK)
+		rc = schema_sync_join_partitions(ss, e, pos, note, res);
 	catalog_partition_roots_free(roots, nroots);
 	return rc;
 }
@@ -1180,6 +1182,8 @@ on_drop(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note,
 	/* a partition's rows leave its root */
 	if (rc == TM_OK)
 		rc = schema_sync_part_follow(ss, e, roots, nroots, pos, note, res);
+	if (rc == TM_OK)
+		rc = schema_sync_join_partitions(ss, e, pos, note, res);
 	catalog_partition_roots_free(roots, nroots);
 
 	for (int i = 0; rc == TM_OK && i < e->ndropped; i++) {

@@ -36,7 +36,12 @@ typedef struct sync_join {
 	bool decided;            /* the commit came (the entry stays for
 	                          * schema_sync_described until the next one) */
 	bool created;            /* created by the transaction */
-	bool rewritten;          /* the source rewrote it in the transaction */
+	bool rewritten;          /* the source rewrote it in the transaction, or rows came
+	                          * into it or left it without row changes (a partition
+	                          * attached, detached, dropped or truncated) */
+	bool partition;          /* a partition at its last message: no table of its own */
+	ddl_part_root tree;      /* a partitioned table: its partitions as the
+	                          * transaction's messages listed them (owned) */
 } sync_join;
 
 /* A replicated table whose key went in the transaction: said at its
@@ -182,6 +187,16 @@ void schema_sync_join_note(schema_sync *ss, const ddl_event *e, const ddl_event_
 void schema_sync_join_rewritten(schema_sync *ss, uint32_t relid);
 /* A table dropped: when it was to join at this commit, it does not. */
 bool schema_sync_join_dropped(schema_sync *ss, uint32_t relid, sync_note *note);
+/* A table listed as a partition: when it was to join at this commit by
+ * itself (made in the transaction, then attached), it does not. */
+void schema_sync_join_partitioned(schema_sync *ss, uint32_t relid);
+/* After a ddl or drop message: what it did to the partitions of the
+ * partitioned tables that join at this commit. A partition attached with
+ * rows, detached or dropped moves rows into or out of the root without row
+ * changes, so the root's rows of the transaction are copied, not applied;
+ * a partition detached into a replicated schema is a table of its own. */
+int schema_sync_join_partitions(schema_sync *ss, const ddl_event *e, tm_lsn pos,
+                                sync_note *note, schema_sync_result *res);
 /* The table to join at this commit with this relid, or NULL. */
 const sync_join *schema_sync_join_find(const schema_sync *ss, uint32_t relid);
 /* A replicated table's key state after a message (table without a key:
@@ -214,9 +229,16 @@ int schema_sync_part_listed(schema_sync *ss, const ddl_event *e, const ddl_event
 /* A registered partitioned table: its partitions, as the source has them
  * now, are recorded (nothing for a table without partitions). */
 int schema_sync_part_record_tree(schema_sync *ss, const tabledef *def);
+/* The same with the partitions given (tree's members, borrowed). */
+int schema_sync_part_record_members(schema_sync *ss, const tabledef *def,
+                                    const ddl_part_root *tree);
 /* Did the source rewrite a partition of this table in the message's
  * transaction (a root's rows are its partitions')? */
 bool schema_sync_part_rewritten(const schema_sync *ss, const ddl_event *e, uint32_t relid);
+/* A partition detached into a replicated schema: registered like a new
+ * table, with the source's definition of it now. */
+int schema_sync_part_register_detached(schema_sync *ss, const ddl_part_member *m, tm_lsn pos,
+                                       sync_note *note, schema_sync_result *res);
 /* A truncate message (a partition or a partitioned table was truncated):
  * pgoutput sends nothing for a partition truncated by itself, so its root
  * is copied again. *log: the audit log records it. */

@@ -26,6 +26,9 @@
 /* ---- the transaction's gathering ---- */
 
 static void
+join_clear(sync_join *j);
+
+static void
 event_table_clear(ddl_event_table *t)
 {
 	for (int i = 0; t->def != NULL && i < t->def->ncols; i++)
@@ -63,7 +66,7 @@ void
 schema_sync_join_reset(schema_sync *ss)
 {
 	for (int i = 0; i < ss->njoins; i++)
-		event_table_clear(&ss->joins[i].table);
+		join_clear(&ss->joins[i]);
 	free(ss->joins);
 	ss->joins = NULL;
 	ss->njoins = 0;
@@ -110,7 +113,7 @@ schema_sync_created(const schema_sync *ss, uint32_t relid)
 {
 	const sync_join *j = join_find(ss, relid);
 
-	return j != NULL && j->created && !j->rewritten && !j->dropped;
+	return j != NULL && j->created && !j->rewritten && !j->dropped && !j->partition;
 }
 
 static bool
@@ -132,11 +135,13 @@ schema_sync_join_note(schema_sync *ss, const ddl_event *e, const ddl_event_table
 		j = &ss->joins[ss->njoins++];
 		memset(j, 0, sizeof *j);
 		j->created = e->command_tag != NULL && creates_table(e);
+		j->tree.relid = et->def->relid;
 	} else
 		event_table_clear(&j->table);
 	event_table_copy(&j->table, et);
 	j->position = pos;
 	j->dropped = false;
+	j->partition = false;
 	schema_sync_note_list(&note->actions, "new table: joins replication at the commit of its "
 	                                      "transaction, with its definition then");
 }
@@ -148,6 +153,85 @@ schema_sync_join_rewritten(schema_sync *ss, uint32_t relid)
 
 	if (j != NULL)
 		j->rewritten = true;
+}
+
+void
+schema_sync_join_partitioned(schema_sync *ss, uint32_t relid)
+{
+	sync_join *j = join_find(ss, relid);
+
+	if (j != NULL)
+		j->partition = true;
+}
+
+static void
+join_clear(sync_join *j)
+{
+	event_table_clear(&j->table);
+	ddl_part_root_clear(&j->tree);
+}
+
+/* The plan's changes made to the partitions known of a joining root. */
+static void
+tree_follow(ddl_part_root *tree, const ddl_part_plan *plan)
+{
+	ddl_part_root kept = {0};
+
+	for (int i = 0; i < tree->nmembers; i++) {
+		const ddl_part_member *m = &tree->members[i];
+		bool gone = false;
+
+		for (int k = 0; k < plan->nremove && !gone; k++)
+			gone = plan->remove[k] == m->relid;
+		for (int k = 0; k < plan->nadd && !gone; k++)
+			gone = plan->add[k].relid == m->relid; /* added again below, as it is now */
+		if (!gone)
+			ddl_part_root_add(&kept, m->relid, m->parent, m->schema, m->name);
+	}
+	for (int k = 0; k < plan->nadd; k++)
+		ddl_part_root_add(&kept, plan->add[k].relid, plan->add[k].parent, plan->add[k].schema,
+		                  plan->add[k].name);
+	kept.relid = tree->relid;
+	ddl_part_root_clear(tree);
+	*tree = kept;
+}
+
+/* One joining partitioned table after a message: *detached (new, the
+ * caller frees it with ddl_part_root_clear) gets the partitions that left
+ * it into a table of their own. */
+static void
+join_tree(sync_join *j, const ddl_event *e, ddl_part_root *detached)
+{
+	ddl_part_plan plan;
+
+	ddl_partition_plan(e, &j->tree, &plan);
+	j->rewritten |= plan.recopy;
+	for (int k = 0; e->kind == DDL_EVENT_DDL && k < plan.nremove; k++) {
+		const ddl_part_member *m = ddl_part_root_find(&j->tree, plan.remove[k]);
+
+		if (m != NULL && ddl_event_table_by_relid(e, m->relid) == NULL)
+			ddl_part_root_add(detached, m->relid, m->parent, m->schema, m->name);
+	}
+	tree_follow(&j->tree, &plan);
+	ddl_part_plan_free(&plan);
+}
+
+int
+schema_sync_join_partitions(schema_sync *ss, const ddl_event *e, tm_lsn pos, sync_note *note,
+                            schema_sync_result *res)
+{
+	ddl_part_root detached = {0};
+	int rc = TM_OK;
+
+	for (int i = 0; i < ss->njoins; i++)
+		if (ss->joins[i].table.relkind == 'p' && !ss->joins[i].dropped)
+			join_tree(&ss->joins[i], e, &detached);
+	/* listed in the message, a detached table is followed as a new table
+	 * already; this is for those it does not list */
+	for (int i = 0; rc == TM_OK && i < detached.nmembers; i++)
+		rc = schema_sync_part_register_detached(ss, &detached.members[i], pos, note, res);
+	ddl_part_root_clear(&detached);
+	return rc;
 }
 
 bool
@@ -246,7 +330,10 @@ join_table(schema_sync *ss, const sync_join *j, tm_lsn end_lsn, schema_sync_resu
 	else if (rc == TM_OK) {
 		rc = schema_sync_add_table(ss, j->table.def, end_lsn, &note, res, &added);
 		if (rc == TM_OK && added && j->table.relkind == 'p')
-			rc = schema_sync_part_record_tree(ss, j->table.def);
+			/* made in the transaction, its partitions are those its
+			 * messages listed; the source's now may be later ones */
+			rc = j->created ? schema_sync_part_record_members(ss, j->table.def, &j->tree)
+			                : schema_sync_part_record_tree(ss, j->table.def);
 		if (rc == TM_OK)
 			rc = log_outcome(ss, j, note.actions.len > 0 ? strbuf_str(&note.actions)
 			                                             : "nothing", added ? 1 : 0);
@@ -276,7 +363,7 @@ schema_sync_commit(schema_sync *ss, tm_lsn end_lsn, schema_sync_result *res)
 
 	memset(res, 0, sizeof *res);
 	for (int i = 0; rc == TM_OK && i < ss->njoins; i++) {
-		if (!ss->joins[i].dropped && !ss->joins[i].decided)
+		if (!ss->joins[i].dropped && !ss->joins[i].decided && !ss->joins[i].partition)
 			rc = join_table(ss, &ss->joins[i], end_lsn, res);
 		ss->joins[i].decided = true;
 	}

@@ -82,26 +82,36 @@ int
 schema_sync_part_record_tree(schema_sync *ss, const tabledef *def)
 {
 	ddl_part_root tree = {0};
-	catalog_table *t = NULL;
 	int rc = TM_OK;
 
 	if (ss->cfg.source.partitions != NULL)
 		rc = ss->cfg.source.partitions(ss->cfg.source.ctx, def->relid, &tree);
-	if (rc == TM_OK && tree.nmembers > 0)
+	if (rc == TM_OK)
+		rc = schema_sync_part_record_members(ss, def, &tree);
+	ddl_part_root_clear(&tree);
+	return rc;
+}
+
+int
+schema_sync_part_record_members(schema_sync *ss, const tabledef *def, const ddl_part_root *tree)
+{
+	catalog_table *t = NULL;
+	int rc = TM_OK;
+
+	if (tree->nmembers > 0)
 		rc = catalog_load_table(ss->sink, ss->cfg.slot, def->schema, def->name, &t);
 	if (rc == TM_OK && t != NULL)
-		rc = catalog_partitions_replace(ss->sink, t->table_id, tree.members, tree.nmembers);
+		rc = catalog_partitions_replace(ss->sink, t->table_id, tree->members, tree->nmembers);
 	catalog_table_free(t);
-	ddl_part_root_clear(&tree);
 	return rc;
 }
 
 /* A partition detached into a replicated schema is a table of its own
  * now: registered like a new table, with the source's definition of it
  * (nothing when it is gone, or a partition again, by now). */
-static int
-register_detached(schema_sync *ss, const ddl_part_member *m, tm_lsn pos, sync_note *note,
-                  schema_sync_result *res)
+int
+schema_sync_part_register_detached(schema_sync *ss, const ddl_part_member *m, tm_lsn pos,
+                                   sync_note *note, schema_sync_result *res)
 {
 	bool replicated = false, excluded = false, added = false;
 	tabledef *def = NULL;
@@ -141,7 +151,8 @@ follow_root(schema_sync *ss, const ddl_event *e, const ddl_part_root *root, tm_l
 		schema_sync_note_list(&note->actions, plan.why);
 	}
 	for (int i = 0; rc == TM_OK && e->kind == DDL_EVENT_DDL && i < plan.nremove; i++)
-		rc = register_detached(ss, ddl_part_root_find(root, plan.remove[i]), pos, note, res);
+		rc = schema_sync_part_register_detached(ss, ddl_part_root_find(root, plan.remove[i]),
+		                                        pos, note, res);
 	ddl_part_plan_free(&plan);
 	return rc;
 }
@@ -258,6 +269,7 @@ schema_sync_part_listed(schema_sync *ss, const ddl_event *e, const ddl_event_tab
 	int rc = catalog_load_table_relid(ss->sink, ss->cfg.slot, et->def->relid, &own);
 
 	*done = true;
+	schema_sync_join_partitioned(ss, et->def->relid);
 	if (rc == TM_OK && root == NULL && schema_sync_join_find(ss, et->partition_root) != NULL)
 		schema_sync_note_list(&note->actions, "a partition of a table that joins replication "
 		                                      "at the commit of its transaction");
@@ -306,6 +318,9 @@ schema_sync_part_truncate(schema_sync *ss, const ddl_event *e, sync_note *note,
 		(void) schema_sync_truncated_first(ss, e->xid, et->def->relid);
 		return TM_OK;
 	}
+	/* a root that joins at this commit: its rows of the transaction are
+	 * copied, not applied */
+	schema_sync_join_rewritten(ss, et->partition_root);
 	rc = schema_sync_part_roots(ss, e, &roots, &nroots);
 	root = rc == TM_OK ? root_by_relid(roots, nroots, et->partition_root) : NULL;
 	if (root != NULL)

@@ -7,6 +7,7 @@
 
 #include "codec.h"
 #include "log.h"
+#include "part_tree_sql.h"
 #include "pgconn.h"
 #include "snap_reader.h"
 #include "snap_split.h"
@@ -41,10 +42,10 @@ read_facts(PGconn *conn, const snap_range_source *src, split_facts *f)
 	int rc = pgconn_exec(
 		conn, SRC, "reading the size of a table to copy",
 		"SELECT CASE WHEN c.relkind <> 'p' THEN " FACT_ROWS("c") " ELSE"
-		"   (SELECT sum(" FACT_ROWS("l") ")::bigint FROM pg_partition_tree(c.oid) t"
+		"   (SELECT sum(" FACT_ROWS("l") ")::bigint FROM " PART_TREE_SQL("c.oid") " t"
 		"   JOIN pg_class l ON l.oid = t.relid WHERE t.isleaf) END,"
 		" CASE WHEN c.relkind <> 'p' THEN " FACT_BYTES("c") " ELSE"
-		"   (SELECT sum(" FACT_BYTES("l") ")::bigint FROM pg_partition_tree(c.oid) t"
+		"   (SELECT sum(" FACT_BYTES("l") ")::bigint FROM " PART_TREE_SQL("c.oid") " t"
 		"   JOIN pg_class l ON l.oid = t.relid WHERE t.isleaf) END, c.relkind = 'p',"
 		CODEC_KEY_TYPE_COLUMNS ","
 		" (SELECT cn.nspname FROM pg_collation co JOIN pg_namespace cn"

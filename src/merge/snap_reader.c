@@ -17,6 +17,7 @@
 #include "keyless_stage.h"
 #include "lock_watch.h"
 #include "log.h"
+#include "part_tree_sql.h"
 #include "pgconn.h"
 #include "source_query.h"
 #include "strbuf.h"
@@ -282,7 +283,7 @@ load_scope(PGconn *conn, table_cursor *c)
 	                     " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,"
 	                     " LATERAL (SELECT sum(greatest(l.reltuples, 0))::bigint AS rows,"
 	                     "   sum(" PAGES_BYTES("l") ")::bigint AS bytes"
-	                     "   FROM pg_partition_tree(c.oid) t JOIN pg_class l ON l.oid = t.relid"
+	                     "   FROM " PART_TREE_SQL("c.oid") " t JOIN pg_class l ON l.oid = t.relid"
 	                     "   WHERE t.isleaf AND c.relkind = 'p') s"
 	                     " WHERE n.nspname = $1 AND c.relname = $2", 2, p, &r);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "part_tree_sql.h"
 #include "pgconn.h"
 #include "strbuf.h"
 #include "xalloc.h"
@@ -33,7 +34,7 @@ source_query_partitions(PGconn *conn, uint32_t relid, ddl_part_root *out)
 	PGresult *r = NULL;
 	int rc = oid_query(conn, "listing the partitions of a partitioned table",
 	                   "SELECT t.relid::oid, t.parentrelid::oid, n.nspname, c.relname"
-	                   " FROM pg_partition_tree($1::oid) t JOIN pg_class c ON c.oid = t.relid"
+	                   " FROM " PART_TREE_SQL("$1::oid") " t JOIN pg_class c ON c.oid = t.relid"
 	                   " JOIN pg_namespace n ON n.oid = c.relnamespace"
 	                   " WHERE t.level > 0 ORDER BY t.level, t.relid", relid, &r);
 
@@ -410,8 +411,8 @@ source_query_unlogged(PGconn *conn, const uint32_t *relids, int n, source_unlogg
 
 	oid_array(&arr, relids, n);
 	p[0] = arr.data;
-	/* pg_partition_tree lists a partitioned table and its partitions, and
-	 * nothing for a table that is not partitioned */
+	/* the tree lists a partitioned table and its partitions, and the
+	 * table alone for one that is not partitioned */
 	rc = pgconn_exec(conn, SRC, "checking whether the tables are logged",
 	                 "SELECT u.relid, format('%I.%I', n.nspname, c.relname),"
 	                 " CASE WHEN m.relid <> u.relid THEN format('%I.%I', rn.nspname, rc.relname)"
@@ -420,7 +421,7 @@ source_query_unlogged(PGconn *conn, const uint32_t *relids, int n, source_unlogg
 	                 " JOIN pg_class rc ON rc.oid = u.relid"
 	                 " JOIN pg_namespace rn ON rn.oid = rc.relnamespace"
 	                 " CROSS JOIN LATERAL (SELECT u.relid UNION"
-	                 "  SELECT t.relid FROM pg_catalog.pg_partition_tree(u.relid) t) m (relid)"
+	                 "  SELECT t.relid FROM " PART_TREE_SQL("u.relid") " t) m (relid)"
 	                 " JOIN pg_class c ON c.oid = m.relid"
 	                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
 	                 " WHERE c.relpersistence = 'u' ORDER BY 2", 1, p, &r);

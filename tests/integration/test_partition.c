@@ -443,6 +443,52 @@ test_partition_refused_and_publication(void **state)
 	tm_env_free(e);
 }
 
+/* A migration holds a partition's ACCESS EXCLUSIVE lock (an ALTER of it,
+ * or CREATE TABLE ... PARTITION OF beside a default partition) while run
+ * catches up with the root's creation and copies it. tidemark's reads of
+ * the hierarchy take no lock on the partitions (pg_partition_tree would
+ * wait behind the migration, and may deadlock with it): the stream goes
+ * on, and the copy's wait names the migration's session. */
+static void
+test_partition_locked_by_a_migration(void **state)
+{
+	tm_env *e = tm_env_new("partlocked");
+	PGconn *mig = pgtest_connect_str(e->src);
+	char *out = NULL, pid[32], *mig_pid;
+	pgtest_proc *run;
+
+	(void) state;
+	pgtest_exec(e->s, "CREATE SCHEMA pt; CREATE TABLE pt.other (id int PRIMARY KEY)");
+	assert_int_equal(tm_run(e, 60, &out, "setup", "--schema", "pt", NULL), 0);
+	free(out);
+	pgtest_exec(e->s, "CREATE TABLE pt.r (id int, k int, PRIMARY KEY (id, k)) PARTITION BY RANGE (k);"
+	                  "CREATE TABLE pt.r_a PARTITION OF pt.r FOR VALUES FROM (0) TO (10);"
+	                  "CREATE TABLE pt.r_d PARTITION OF pt.r DEFAULT");
+	/* rows of a later transaction: the table joins, and is copied */
+	pgtest_exec(e->s, "INSERT INTO pt.r SELECT g, g %% 20 FROM generate_series(1, 200) g");
+	mig_pid = pgtest_query_value(mig, "SELECT pg_backend_pid()");
+	pgtest_exec(mig, "BEGIN; LOCK TABLE pt.r_d IN ACCESS EXCLUSIVE MODE");
+	pgtest_exec(e->s, "INSERT INTO pt.other VALUES (1)");
+	run = tm_start_run(e, NULL);
+	if (!pgtest_wait_value(e->t, "SELECT count(*) FROM pt.other", "1", 60))
+		fail_msg("the stream waited behind the partition's lock:\n%s", pgtest_proc_output(run));
+	if (!pgtest_proc_wait_output(run, "snapshot of pt.r waits for a lock on the table", 60))
+		fail_msg("the copy's wait is not named:\n%s", pgtest_proc_output(run));
+	snprintf(pid, sizeof pid, "pid %s (", mig_pid);
+	tm_assert_has(pgtest_proc_output(run), pid);
+	tm_assert_no_restart(run, "the copy waited for a partition's lock");
+	pgtest_exec(mig, "COMMIT");
+	if (!pgtest_wait_value(e->t, "SELECT state FROM tidemark.tables WHERE source_table = 'r'",
+	                       "streaming", 60))
+		fail_msg("the copy did not end:\n%s", pgtest_proc_output(run));
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_multiset_equal(e, "pt.r", "id, k");
+	tm_assert_multiset_equal(e, "pt.other", "id");
+	free(mig_pid);
+	PQfinish(mig);
+	tm_env_free(e);
+}
+
 /* ---- plain inheritance: each table its own rows ---- */
 
 static void
@@ -486,6 +532,7 @@ main(void)
 		cmocka_unit_test(test_attach_detach_drop_truncate),
 		cmocka_unit_test(test_schema_pipeline),
 		cmocka_unit_test(test_partition_refused_and_publication),
+		cmocka_unit_test(test_partition_locked_by_a_migration),
 		cmocka_unit_test(test_inheritance),
 	};
 

@@ -780,8 +780,31 @@ before_setup(sequence *q)
 	}
 }
 
+/* What a kind of sequence draws its statements from. */
+typedef struct vocabulary {
+	const char *prefix;                 /* of the sequences' schemas */
+	void (*before_setup)(sequence *q);
+	void (*step)(sequence *q);          /* one statement */
+	void (*check)(sequence *q);         /* the tables against the source */
+} vocabulary;
+
 static void
-run_steps(sequence *q, int ntxs, int nsteps)
+flat_step(sequence *q)
+{
+	gen_step(q, pick(q, NTABLES));
+}
+
+static void
+flat_check(sequence *q)
+{
+	for (int i = 0; i < NTABLES; i++)
+		check_table(q, i);
+}
+
+static const vocabulary flat_tables = {"g", before_setup, flat_step, flat_check};
+
+static void
+run_steps(sequence *q, const vocabulary *v, int ntxs, int nsteps)
 {
 	bool live;
 	pgtest_proc *run = NULL;
@@ -790,7 +813,7 @@ run_steps(sequence *q, int ntxs, int nsteps)
 		next_rand(q);
 	pgtest_exec(q->e->s, "CREATE SCHEMA %s; CREATE TYPE %s.mood AS ENUM ('a', 'b')", q->schema,
 	            q->schema);
-	before_setup(q);
+	v->before_setup(q);
 	setup_schema(q);
 	live = pick(q, 2) == 0;
 	say(q, "-- run %s", live ? "follows live" : "catches up at the end");
@@ -802,7 +825,7 @@ run_steps(sequence *q, int ntxs, int nsteps)
 		pgtest_exec(q->e->s, "BEGIN");
 		say(q, "BEGIN;");
 		for (int s = 0; s < steps; s++)
-			gen_step(q, pick(q, NTABLES));
+			v->step(q);
 		pgtest_exec(q->e->s, "COMMIT");
 		say(q, "COMMIT;");
 		if (run != NULL && pick(q, 3) == 0) {
@@ -818,12 +841,11 @@ run_steps(sequence *q, int ntxs, int nsteps)
 		fail_sequence(q, "a table was set aside");
 	if (strstr(strbuf_str(&q->output), " tidemark error: ") != NULL)
 		fail_sequence(q, "run logged an error");
-	for (int i = 0; i < NTABLES; i++)
-		check_table(q, i);
+	v->check(q);
 }
 
 static void
-run_sequence(tm_env *e, unsigned seed, int ntxs, int nsteps, bool verbose)
+run_sequence(tm_env *e, const vocabulary *v, unsigned seed, int ntxs, int nsteps, bool verbose)
 {
 	/* on the heap: the harness may fail the test out of this function */
 	sequence *q = calloc(1, sizeof *q);
@@ -832,9 +854,9 @@ run_sequence(tm_env *e, unsigned seed, int ntxs, int nsteps, bool verbose)
 	q->seed = seed;
 	q->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t) seed * 0x2545f4914f6cdd1dULL);
 	q->next_value = q->next_column = 1;
-	snprintf(q->schema, sizeof q->schema, "g%u", seed);
+	snprintf(q->schema, sizeof q->schema, "%s%u", v->prefix, seed);
 	current = q;
-	run_steps(q, ntxs, nsteps);
+	run_steps(q, v, ntxs, nsteps);
 	if (verbose)
 		printf("-- sequence %u:\n%s", seed, strbuf_str(&q->log));
 	current = NULL;
@@ -842,6 +864,234 @@ run_sequence(tm_env *e, unsigned seed, int ntxs, int nsteps, bool verbose)
 	strbuf_free(&q->output);
 	free(q);
 }
+
+/* ---- a partitioned table ---- */
+
+/*
+ * The other vocabulary: one partitioned table r (key (id, k), ranges of
+ * 10 values of k each over [0, 60), partitions r_<n>, a default one, some
+ * partitioned again by hash of id), written to through the root, its
+ * hierarchy changed (partitions created, attached with rows, detached,
+ * dropped, truncated) and its columns too; at the end every table of the
+ * schema that is not a partition (the root, detached partitions) is
+ * compared with the source.
+ */
+#define PART_RANGES 6
+
+/* "parent child" of a partition of r drawn at random (leaves only, or at
+ * any level), into out; "" when r has none. */
+static void
+pick_partition(sequence *q, bool leaves, char *out, size_t size)
+{
+	char *all = pgtest_query_value(q->e->s, "SELECT string_agg(p.parentrelid::regclass::text"
+	                                        " || ' ' || p.relid::regclass::text, ',' ORDER BY"
+	                                        " p.relid::regclass::text) FROM pg_partition_tree("
+	                                        "to_regclass('%s.r')) p WHERE p.level > 0%s",
+	                               q->schema, leaves ? " AND p.isleaf" : "");
+	char *save = NULL;
+	int n = 1, want;
+
+	out[0] = '\0';
+	if (all == NULL)
+		return;
+	for (const char *c = all; *c; c++)
+		n += *c == ',';
+	want = pick(q, n);
+	for (char *one = strtok_r(all, ",", &save); one != NULL; one = strtok_r(NULL, ",", &save))
+		if (want-- == 0)
+			snprintf(out, size, "%s", one);
+	free(all);
+}
+
+static void
+gen_root(sequence *q, strbuf *sql)
+{
+	const char *sc = q->schema;
+
+	strbuf_appendf(sql, "CREATE TABLE %s.r (id int, k int, a int, b text, PRIMARY KEY (id, k))"
+	               " PARTITION BY RANGE (k); CREATE TABLE %s.r_a PARTITION OF %s.r FOR VALUES"
+	               " FROM (0) TO (10); CREATE TABLE %s.r_b PARTITION OF %s.r FOR VALUES FROM"
+	               " (10) TO (20)", sc, sc, sc, sc, sc);
+	if (pick(q, 2) == 0)
+		strbuf_appendf(sql, "; CREATE TABLE %s.r_d PARTITION OF %s.r DEFAULT", sc, sc);
+}
+
+/* Rows through the root, k drawn over every range (one without a
+ * partition is refused, and the statement rolled back). */
+static void
+part_insert(sequence *q, const table_state *st, const char *root, strbuf *sql)
+{
+	int nrows = 1 + pick(q, 4), n = 0;
+
+	strbuf_appendf(sql, "INSERT INTO %s (", root);
+	for (int c = 0; c < st->ncols; c++)
+		if (!st->cols[c].defaulted)
+			strbuf_appendf(sql, "%s%s", n++ ? ", " : "", st->cols[c].name);
+	strbuf_append(sql, ") VALUES ");
+	for (int r = 0; r < nrows; r++) {
+		int v = q->next_value++;
+
+		strbuf_append(sql, r ? ", (" : "(");
+		n = 0;
+		for (int c = 0; c < st->ncols; c++) {
+			if (st->cols[c].defaulted)
+				continue;
+			strbuf_append(sql, n++ ? ", " : "");
+			if (strcmp(st->cols[c].name, "k") == 0)
+				strbuf_appendf(sql, "%d", pick(q, 10 * PART_RANGES));
+			else
+				append_value(q, &st->cols[c], v, sql);
+		}
+		strbuf_appendc(sql, ')');
+	}
+}
+
+/* A partition made: empty, the default one, partitioned again by hash, or
+ * a table with rows attached. */
+static void
+gen_partition(sequence *q, const char *root, strbuf *sql)
+{
+	int lo = 10 * pick(q, PART_RANGES), n = q->next_column++, v = q->next_value;
+	const char *sc = q->schema;
+
+	switch (pick(q, 4)) {
+	case 0:
+		strbuf_appendf(sql, "CREATE TABLE %s.r_%d PARTITION OF %s DEFAULT", sc, n, root);
+		break;
+	case 1:
+		strbuf_appendf(sql, "CREATE TABLE %s.r_%d PARTITION OF %s FOR VALUES FROM (%d) TO (%d)"
+		               " PARTITION BY HASH (id); CREATE TABLE %s.r_%d_0 PARTITION OF %s.r_%d FOR"
+		               " VALUES WITH (MODULUS 2, REMAINDER 0); CREATE TABLE %s.r_%d_1 PARTITION OF"
+		               " %s.r_%d FOR VALUES WITH (MODULUS 2, REMAINDER 1)", sc, n, root, lo,
+		               lo + 10, sc, n, sc, n, sc, n, sc, n);
+		break;
+	case 2:
+		q->next_value += 5;
+		strbuf_appendf(sql, "CREATE TABLE %s.r_%d (LIKE %s); INSERT INTO %s.r_%d (id, k) SELECT"
+		               " g, %d + g %% 10 FROM generate_series(%d, %d) g; ALTER TABLE %s ATTACH"
+		               " PARTITION %s.r_%d FOR VALUES FROM (%d) TO (%d)", sc, n, root, sc, n, lo,
+		               v, v + 4, root, sc, n, lo, lo + 10);
+		break;
+	default:
+		strbuf_appendf(sql, "CREATE TABLE %s.r_%d PARTITION OF %s FOR VALUES FROM (%d) TO (%d)",
+		               sc, n, root, lo, lo + 10);
+	}
+}
+
+/* The hierarchy changed: a partition detached, dropped or truncated. */
+static void
+gen_hierarchy(sequence *q, strbuf *sql)
+{
+	char part[160], *child;
+
+	pick_partition(q, pick(q, 2) == 0, part, sizeof part);
+	if (part[0] == '\0' || (child = strchr(part, ' ')) == NULL)
+		return;
+	*child++ = '\0';
+	switch (pick(q, 3)) {
+	case 0: strbuf_appendf(sql, "ALTER TABLE %s DETACH PARTITION %s", part, child); break;
+	case 1: strbuf_appendf(sql, "DROP TABLE %s", child); break;
+	default: strbuf_appendf(sql, "TRUNCATE %s", child);
+	}
+}
+
+static void
+part_step(sequence *q)
+{
+	table_state st;
+	strbuf sql = STRBUF_INIT;
+	char root[64];
+	const column *w;
+
+	snprintf(root, sizeof root, "%s.r", q->schema);
+	read_named(q, root, &st);
+	if (!st.exists)
+		gen_root(q, &sql);
+	else
+		switch (pick(q, 16)) {
+		case 0:
+		case 1:
+		case 2:
+		case 3: part_insert(q, &st, root, &sql); break;
+		case 4:
+			/* rows move between partitions */
+			strbuf_appendf(&sql, "UPDATE %s SET k = %d WHERE id %% 3 = %d", root,
+			               pick(q, 10 * PART_RANGES), pick(q, 3));
+			break;
+		case 5: gen_update(q, &st, root, &sql); break;
+		case 6:
+			if ((w = writable_column(q, &st, true)) != NULL)
+				strbuf_appendf(&sql, "DELETE FROM %s WHERE %s %% 4 = %d", root, w->name,
+				               pick(q, 4));
+			break;
+		case 7:
+		case 8: gen_partition(q, root, &sql); break;
+		case 9:
+		case 10: gen_hierarchy(q, &sql); break;
+		case 11: gen_add_column(q, &st, root, &sql); break;
+		case 12: gen_drop_column(q, &st, root, &sql); break;
+		case 13: gen_retype(q, &st, root, &sql); break;
+		case 14:
+			if (st.ncols > 0)
+				strbuf_appendf(&sql, "ALTER TABLE %s RENAME COLUMN %s TO r%d", root,
+				               st.cols[pick(q, st.ncols)].name, q->next_column++);
+			break;
+		default: strbuf_appendf(&sql, "TRUNCATE %s", root);
+		}
+	if (sql.len > 0)
+		statement(q, strbuf_str(&sql));
+	strbuf_free(&sql);
+}
+
+static void
+part_before_setup(sequence *q)
+{
+	strbuf sql = STRBUF_INIT;
+
+	if (pick(q, 2) == 0)
+		return;
+	gen_root(q, &sql);
+	strbuf_appendf(&sql, "; INSERT INTO %s.r SELECT g, g %% 20, g, 'b' || g FROM"
+	               " generate_series(1, 30) g", q->schema);
+	pgtest_exec(q->e->s, "%s", strbuf_str(&sql));
+	say(q, "-- before setup: %s;", strbuf_str(&sql));
+	strbuf_free(&sql);
+}
+
+/* Every table of the schema that is not a partition: the root, detached
+ * partitions (a table of their own), tables attached and detached. */
+static void
+part_check(sequence *q)
+{
+	char *names = pgtest_query_value(q->e->s, "SELECT string_agg(c.relname, ',' ORDER BY"
+	                                          " c.relname) FROM pg_class c JOIN pg_namespace n"
+	                                          " ON n.oid = c.relnamespace WHERE n.nspname = '%s'"
+	                                          " AND c.relkind IN ('r', 'p')"
+	                                          " AND NOT c.relispartition", q->schema);
+	char *save = NULL;
+
+	for (char *name = names ? strtok_r(names, ",", &save) : NULL; name != NULL;
+	     name = strtok_r(NULL, ",", &save)) {
+		char table[160];
+		table_state st;
+		long registered;
+
+		snprintf(table, sizeof table, "%s.%s", q->schema, name);
+		read_named(q, table, &st);
+		registered = pgtest_query_long(q->e->t, "SELECT count(*) FROM tidemark.tables WHERE"
+		                                        " source_schema = '%s' AND source_table = '%s'"
+		                                        " AND state <> 'dropped'", q->schema, name);
+		if (!st.has_key && st.replident != 'f' && registered == 0)
+			continue;
+		if (registered != 1)
+			fail_sequence(q, "%s has %s but is not replicated", table,
+			              st.has_key ? "a key" : "REPLICA IDENTITY FULL");
+		check_equal(q, table);
+	}
+	free(names);
+}
+
+static const vocabulary partitioned_tables = {"h", part_before_setup, part_step, part_check};
 
 /* ---- the patterns met in real migrations, and their neighbours ---- */
 
@@ -930,6 +1180,14 @@ static const script scripts[] = {
 	 {"DROP TABLE @.t1; CREATE TABLE @.t1 (id bigint PRIMARY KEY, b text);"
 	  " INSERT INTO @.t1 VALUES (2, 'x'); BEGIN; DROP TABLE @.t1; ALTER TABLE @.t0 RENAME TO t1;"
 	  " COMMIT"}},
+	{"a partition detached in the transaction that created its root", NULL,
+	 {"BEGIN; CREATE TABLE @.r (id int, k int, PRIMARY KEY (id, k)) PARTITION BY RANGE (k);"
+	  " CREATE TABLE @.r_a PARTITION OF @.r FOR VALUES FROM (0) TO (10);"
+	  " CREATE TABLE @.r_b PARTITION OF @.r FOR VALUES FROM (10) TO (20);"
+	  " INSERT INTO @.r VALUES (1, 1), (2, 12); ALTER TABLE @.r DETACH PARTITION @.r_a; COMMIT",
+	  "BEGIN; CREATE TABLE @.q (id int, k int, PRIMARY KEY (id, k)) PARTITION BY RANGE (k);"
+	  " CREATE TABLE @.q_a PARTITION OF @.q FOR VALUES FROM (0) TO (10);"
+	  " ALTER TABLE @.q DETACH PARTITION @.q_a; INSERT INTO @.q_a VALUES (3, 30); COMMIT"}},
 	{"a table that ends its transaction without a key", NULL,
 	 {"BEGIN; CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1);"
 	  " ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey; COMMIT",
@@ -977,8 +1235,8 @@ run_script(tm_env *e, int n, const script *s)
 		fail_sequence(q, "a table was set aside");
 	if (strstr(strbuf_str(&q->output), " tidemark error: ") != NULL)
 		fail_sequence(q, "run logged an error");
-	for (int i = 0; i < NTABLES; i++)
-		check_table(q, i);
+	flat_check(q);
+	part_check(q);
 	if (env_int("TXDD_VERBOSE", 0) != 0)
 		printf("-- pinned sequence %d:\n%s-- what run said:\n%s", n, strbuf_str(&q->log),
 		       strbuf_str(&q->output));
@@ -1010,7 +1268,21 @@ test_generated_sequences(void **state)
 
 	(void) state;
 	for (int i = 0; i < n; i++)
-		run_sequence(e, (unsigned) (first + i), ntxs, nsteps, verbose);
+		run_sequence(e, &flat_tables, (unsigned) (first + i), ntxs, nsteps, verbose);
+	tm_env_free(e);
+}
+
+static void
+test_generated_partition_sequences(void **state)
+{
+	tm_env *e = tm_env_new("txddpart");
+	int n = env_int("TXDD_PART_SEQUENCES", 8), first = env_int("TXDD_SEED", 1);
+	int ntxs = env_int("TXDD_TXS", 3), nsteps = env_int("TXDD_STEPS", 7);
+	bool verbose = env_int("TXDD_VERBOSE", 0) != 0;
+
+	(void) state;
+	for (int i = 0; i < n; i++)
+		run_sequence(e, &partitioned_tables, (unsigned) (first + i), ntxs, nsteps, verbose);
 	tm_env_free(e);
 }
 
@@ -1031,6 +1303,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_pinned_sequences, report_unfinished),
 		cmocka_unit_test_teardown(test_generated_sequences, report_unfinished),
+		cmocka_unit_test_teardown(test_generated_partition_sequences, report_unfinished),
 	};
 
 	return cmocka_run_group_tests(tests, tm_clusters_start, tm_clusters_stop);
