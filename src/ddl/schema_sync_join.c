@@ -26,9 +26,6 @@
 /* ---- the transaction's gathering ---- */
 
 static void
-join_clear(sync_join *j);
-
-static void
 event_table_clear(ddl_event_table *t)
 {
 	for (int i = 0; t->def != NULL && i < t->def->ncols; i++)
@@ -48,6 +45,13 @@ event_table_copy(ddl_event_table *dst, const ddl_event_table *src)
 		dst->cols[i] = src->cols[i];
 		dst->cols[i].missing = src->cols[i].missing ? xstrdup(src->cols[i].missing) : NULL;
 	}
+}
+
+static void
+join_clear(sync_join *j)
+{
+	event_table_clear(&j->table);
+	ddl_part_root_clear(&j->tree);
 }
 
 static void
@@ -162,13 +166,6 @@ schema_sync_join_partitioned(schema_sync *ss, uint32_t relid)
 
 	if (j != NULL)
 		j->partition = true;
-}
-
-static void
-join_clear(sync_join *j)
-{
-	event_table_clear(&j->table);
-	ddl_part_root_clear(&j->tree);
 }
 
 /* The plan's changes made to the partitions known of a joining root. */

@@ -96,53 +96,51 @@ source_query_is_superuser(PGconn *conn, bool *out)
 static const char *const table_def_sql = TABLE_DEF_SQL("n.nspname = $1 AND c.relname = $2");
 static const char *const table_def_oid_sql = TABLE_DEF_SQL("c.oid = $1::oid");
 
+/* What keeps the table from being replicated, said at level (an error
+ * where the user named it; a warning where it came by itself, as a
+ * partition detached into a replicated schema): TM_EXIT_CONFIG. */
 static int
-table_def_errors(PGresult *r, const char *schema, const char *name)
+table_def_errors(PGresult *r, const char *schema, const char *name, log_level level)
 {
 	strbuf q = STRBUF_INIT;
-	int rc = TM_OK;
+	int rc = TM_EXIT_CONFIG;
 
 	strbuf_append_qualified(&q, schema, name);
-	if (PQntuples(r) == 0) {
-		log_error("source: table %s does not exist (or is not an ordinary or partitioned "
-		          "table)", q.data);
-		rc = TM_EXIT_CONFIG;
-	} else if (!PQgetisnull(r, 0, 3)) {
-		log_error("source: table %s is a partition of %s: a partitioned table is replicated "
-		          "as one table, its root, whose copy and changes include every partition. "
-		          "Fix: replicate the root (tidemark setup --table '%s') instead of %s",
-		          q.data, PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 3), q.data);
-		rc = TM_EXIT_CONFIG;
-	} else if (strcmp(PQgetvalue(r, 0, 4), "t") == 0) {
-		log_error("source: table %s is UNLOGGED: its changes are not written to the WAL, so the "
-		          "source cannot publish them. Fix: ALTER TABLE %s SET LOGGED; (a table of a "
-		          "replicated schema then joins on its own), or leave the table out (setup "
-		          "--exclude-table %s)", q.data, q.data, q.data);
-		rc = TM_EXIT_CONFIG;
-	} else if (strcmp(PQgetvalue(r, 0, 1), "n") == 0) {
-		log_error("source: table %s has REPLICA IDENTITY NOTHING, so the source cannot publish "
-		          "its updates and deletes. Fix: ALTER TABLE %s REPLICA IDENTITY DEFAULT;",
-		          q.data, q.data);
-		rc = TM_EXIT_CONFIG;
-	} else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && strcmp(PQgetvalue(r, 0, 1), "f") != 0 &&
-	           strcmp(PQgetvalue(r, 0, 5), "t") == 0) {
-		log_error("source: table %s has a DEFERRABLE primary key, which PostgreSQL cannot use as "
-		          "a replica identity: once published, its updates and deletes would be refused "
-		          "on the source. Nor can tidemark match rows by it: inside a transaction two "
-		          "rows may hold one key. Fix: ALTER TABLE %s REPLICA IDENTITY FULL; (replicated "
-		          "by whole rows, or by a unique index on NOT NULL columns that is not "
-		          "deferrable), or leave the table out (setup --exclude-table %s)",
-		          q.data, q.data, q.data);
-		rc = TM_EXIT_CONFIG;
-	} else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && strcmp(PQgetvalue(r, 0, 1), "f") != 0) {
-		log_error("source: table %s has no primary key and no unique index on NOT NULL columns "
-		          "to match its rows by on the target, and its REPLICA IDENTITY is not FULL, so "
-		          "its updates and deletes would not say which row they change. Fix: ALTER "
-		          "TABLE %s REPLICA IDENTITY FULL; (replicated without a key: rows are matched "
-		          "by all their columns), or ALTER TABLE %s ADD PRIMARY KEY (...); or leave the "
-		          "table out (setup --exclude-table %s)", q.data, q.data, q.data, q.data);
-		rc = TM_EXIT_CONFIG;
-	}
+	if (PQntuples(r) == 0)
+		log_msg(level, "source: table %s does not exist (or is not an ordinary or partitioned "
+		        "table)", q.data);
+	else if (!PQgetisnull(r, 0, 3))
+		log_msg(level, "source: table %s is a partition of %s: a partitioned table is "
+		        "replicated as one table, its root, whose copy and changes include every "
+		        "partition. Fix: replicate the root (tidemark setup --table '%s') instead of %s",
+		        q.data, PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 3), q.data);
+	else if (strcmp(PQgetvalue(r, 0, 4), "t") == 0)
+		log_msg(level, "source: table %s is UNLOGGED: its changes are not written to the WAL, "
+		        "so the source cannot publish them. Fix: ALTER TABLE %s SET LOGGED; (a table of "
+		        "a replicated schema then joins on its own), or leave the table out (setup "
+		        "--exclude-table %s)", q.data, q.data, q.data);
+	else if (strcmp(PQgetvalue(r, 0, 1), "n") == 0)
+		log_msg(level, "source: table %s has REPLICA IDENTITY NOTHING, so the source cannot "
+		        "publish its updates and deletes. Fix: ALTER TABLE %s REPLICA IDENTITY DEFAULT;",
+		        q.data, q.data);
+	else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && strcmp(PQgetvalue(r, 0, 1), "f") != 0 &&
+	         strcmp(PQgetvalue(r, 0, 5), "t") == 0)
+		log_msg(level, "source: table %s has a DEFERRABLE primary key, which PostgreSQL cannot "
+		        "use as a replica identity: once published, its updates and deletes would be "
+		        "refused on the source. Nor can tidemark match rows by it: inside a transaction "
+		        "two rows may hold one key. Fix: ALTER TABLE %s REPLICA IDENTITY FULL; "
+		        "(replicated by whole rows, or by a unique index on NOT NULL columns that is not "
+		        "deferrable), or leave the table out (setup --exclude-table %s)",
+		        q.data, q.data, q.data);
+	else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && strcmp(PQgetvalue(r, 0, 1), "f") != 0)
+		log_msg(level, "source: table %s has no primary key and no unique index on NOT NULL "
+		        "columns to match its rows by on the target, and its REPLICA IDENTITY is not "
+		        "FULL, so its updates and deletes would not say which row they change. Fix: "
+		        "ALTER TABLE %s REPLICA IDENTITY FULL; (replicated without a key: rows are "
+		        "matched by all their columns), or ALTER TABLE %s ADD PRIMARY KEY (...); or "
+		        "leave the table out (setup --exclude-table %s)", q.data, q.data, q.data, q.data);
+	else
+		rc = TM_OK;
 	strbuf_free(&q);
 	return rc;
 }
@@ -189,7 +187,7 @@ source_query_table_def(PGconn *conn, const char *schema, const char *name, table
 
 	if (rc != TM_OK)
 		return definitions_missing(conn) ? TM_EXIT_CONFIG : rc;
-	rc = table_def_errors(r, schema, name);
+	rc = table_def_errors(r, schema, name, LOG_ERROR);
 	if (rc == TM_OK)
 		rc = table_def_parse(PQgetvalue(r, 0, 0), out);
 	PQclear(r);
@@ -295,7 +293,7 @@ source_query_table_def_oid(PGconn *conn, uint32_t relid, tabledef **out)
 		return TM_OK; /* gone, or a partition */
 	}
 	rc = table_def_parse(PQgetvalue(r, 0, 0), out);
-	if (rc == TM_OK && table_def_errors(r, (*out)->schema, (*out)->name) != TM_OK) {
+	if (rc == TM_OK && table_def_errors(r, (*out)->schema, (*out)->name, LOG_WARN) != TM_OK) {
 		tabledef_free(*out);
 		*out = NULL;
 		rc = TM_EXIT_CONFIG;

@@ -39,7 +39,8 @@ int source_query_table_def_at(PGconn *conn, const source_wait_watch *watch, cons
                               const char *name, tabledef **out, tm_lsn *at);
 /* The same by oid; *out NULL (and TM_OK, nothing logged) when no such
  * table exists any more or it is a partition (a partitioned table is
- * replicated as one table, its root). */
+ * replicated as one table, its root). What keeps it from being replicated
+ * (no key, say) is a warning, and TM_EXIT_CONFIG. */
 int source_query_table_def_oid(PGconn *conn, uint32_t relid, tabledef **out);
 
 /* ---- partitioned tables (source_query_part.c) ---- */

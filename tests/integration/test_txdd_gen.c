@@ -42,15 +42,26 @@
  * table created again under its name without a key, keyed later; DROP
  * COLUMN id, ADD PRIMARY KEY (a, b); ADD COLUMN ... PRIMARY KEY on a
  * keyless table with rows; REPLICA IDENTITY FULL then a key), checked the
- * same way; and types changed after rows used them in the transaction
- * that created the table or gave it the column.
+ * same way; types changed after rows used them in the transaction that
+ * created the table or gave it the column; a table renamed to the name of
+ * a dropped one; partitions detached in the transaction that created
+ * their root.
  *
- * Settings: TXDD_SEQUENCES sequences (default 12), from TXDD_SEED (default
- * 1; sequence i uses seed TXDD_SEED + i), TXDD_TXS transactions of at most
- * TXDD_STEPS statements each (defaults 3 and 7), TXDD_VERBOSE=1 prints each
- * sequence. One failing sequence again, or many more by hand:
- *   TXDD_SEED=17 TXDD_SEQUENCES=1 TXDD_VERBOSE=1 build/tests/test_txdd_gen
- *   TXDD_SEQUENCES=300 TXDD_TXS=5 TXDD_STEPS=12 build/tests/test_txdd_gen
+ * After them, generated sequences of a partitioned table (see "a
+ * partitioned table" below), checked the same way over every table of the
+ * schema that is not a partition.
+ *
+ * Besides the checks above, run must log no error: a failure the run then
+ * mends must not have been reported as one.
+ *
+ * Settings: TXDD_SEQUENCES sequences (default 12) and TXDD_PART_SEQUENCES
+ * of a partitioned table (default 8), from TXDD_SEED (default 1; sequence
+ * i uses seed TXDD_SEED + i), TXDD_TXS transactions of at most TXDD_STEPS
+ * statements each (defaults 3 and 7), TXDD_VERBOSE=1 prints each sequence
+ * (and what run said of each pinned one). One failing sequence again (its
+ * failure prints the settings), or many more by hand:
+ *   TXDD_SEED=17 TXDD_SEQUENCES=1 TXDD_PART_SEQUENCES=0 TXDD_VERBOSE=1 build/tests/test_txdd_gen
+ *   TXDD_SEQUENCES=300 TXDD_PART_SEQUENCES=100 TXDD_TXS=5 TXDD_STEPS=12 build/tests/test_txdd_gen
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -107,6 +118,7 @@ typedef struct sequence {
 	int next_column;
 	strbuf log;          /* every statement, with the source's answer */
 	strbuf output;       /* what the runs said */
+	const char *again;   /* the settings that run it alone, after TXDD_SEED */
 } sequence;
 
 /* The sequence running, for its report when the harness fails the test
@@ -170,8 +182,8 @@ fail_sequence(sequence *q, const char *fmt, ...)
 	free(tables);
 	if (q->seed == 0)
 		fail_msg("%s: %s (the sequence and what run said are above)", q->schema, why);
-	fail_msg("sequence with seed %u (TXDD_SEED=%u TXDD_SEQUENCES=1) failed: %s (the sequence "
-	         "and what run said are above)", q->seed, q->seed, why);
+	fail_msg("sequence with seed %u (TXDD_SEED=%u %s) failed: %s (the sequence and what run "
+	         "said are above)", q->seed, q->seed, q->again, why);
 }
 
 /* Reads a table (schema-qualified) from the source's catalog (inside the
@@ -783,6 +795,7 @@ before_setup(sequence *q)
 /* What a kind of sequence draws its statements from. */
 typedef struct vocabulary {
 	const char *prefix;                 /* of the sequences' schemas */
+	const char *again;                  /* the settings that run one alone */
 	void (*before_setup)(sequence *q);
 	void (*step)(sequence *q);          /* one statement */
 	void (*check)(sequence *q);         /* the tables against the source */
@@ -801,7 +814,8 @@ flat_check(sequence *q)
 		check_table(q, i);
 }
 
-static const vocabulary flat_tables = {"g", before_setup, flat_step, flat_check};
+static const vocabulary flat_tables = {"g", "TXDD_SEQUENCES=1 TXDD_PART_SEQUENCES=0",
+                                       before_setup, flat_step, flat_check};
 
 static void
 run_steps(sequence *q, const vocabulary *v, int ntxs, int nsteps)
@@ -855,6 +869,7 @@ run_sequence(tm_env *e, const vocabulary *v, unsigned seed, int ntxs, int nsteps
 	q->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t) seed * 0x2545f4914f6cdd1dULL);
 	q->next_value = q->next_column = 1;
 	snprintf(q->schema, sizeof q->schema, "%s%u", v->prefix, seed);
+	q->again = v->again;
 	current = q;
 	run_steps(q, v, ntxs, nsteps);
 	if (verbose)
@@ -1091,7 +1106,8 @@ part_check(sequence *q)
 	free(names);
 }
 
-static const vocabulary partitioned_tables = {"h", part_before_setup, part_step, part_check};
+static const vocabulary partitioned_tables = {"h", "TXDD_SEQUENCES=0 TXDD_PART_SEQUENCES=1",
+                                              part_before_setup, part_step, part_check};
 
 /* ---- the patterns met in real migrations, and their neighbours ---- */
 
@@ -1258,32 +1274,33 @@ test_pinned_sequences(void **state)
 	tm_env_free(e);
 }
 
+/* count sequences (from the environment variable count_env, or dflt) of
+ * vocabulary v, in clusters of their own named name. */
 static void
-test_generated_sequences(void **state)
+run_generated(const char *name, const vocabulary *v, const char *count_env, int dflt)
 {
-	tm_env *e = tm_env_new("txddgen");
-	int n = env_int("TXDD_SEQUENCES", 12), first = env_int("TXDD_SEED", 1);
+	tm_env *e = tm_env_new(name);
+	int n = env_int(count_env, dflt), first = env_int("TXDD_SEED", 1);
 	int ntxs = env_int("TXDD_TXS", 3), nsteps = env_int("TXDD_STEPS", 7);
 	bool verbose = env_int("TXDD_VERBOSE", 0) != 0;
 
-	(void) state;
 	for (int i = 0; i < n; i++)
-		run_sequence(e, &flat_tables, (unsigned) (first + i), ntxs, nsteps, verbose);
+		run_sequence(e, v, (unsigned) (first + i), ntxs, nsteps, verbose);
 	tm_env_free(e);
+}
+
+static void
+test_generated_sequences(void **state)
+{
+	(void) state;
+	run_generated("txddgen", &flat_tables, "TXDD_SEQUENCES", 12);
 }
 
 static void
 test_generated_partition_sequences(void **state)
 {
-	tm_env *e = tm_env_new("txddpart");
-	int n = env_int("TXDD_PART_SEQUENCES", 8), first = env_int("TXDD_SEED", 1);
-	int ntxs = env_int("TXDD_TXS", 3), nsteps = env_int("TXDD_STEPS", 7);
-	bool verbose = env_int("TXDD_VERBOSE", 0) != 0;
-
 	(void) state;
-	for (int i = 0; i < n; i++)
-		run_sequence(e, &partitioned_tables, (unsigned) (first + i), ntxs, nsteps, verbose);
-	tm_env_free(e);
+	run_generated("txddpart", &partitioned_tables, "TXDD_PART_SEQUENCES", 8);
 }
 
 static int
@@ -1291,8 +1308,9 @@ report_unfinished(void **state)
 {
 	(void) state;
 	if (current != NULL)
-		fprintf(stderr, "sequence with seed %u (TXDD_SEED=%u TXDD_SEQUENCES=1) did not end:\n"
-		        "-- the sequence:\n%s", current->seed, current->seed, strbuf_str(&current->log));
+		fprintf(stderr, "sequence with seed %u (TXDD_SEED=%u %s) did not end:\n"
+		        "-- the sequence:\n%s", current->seed, current->seed,
+		        current->again ? current->again : "", strbuf_str(&current->log));
 	current = NULL;
 	return 0;
 }
