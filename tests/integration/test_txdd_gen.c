@@ -16,8 +16,11 @@
  * varchar, to another collation, to integer by USING, the enum to text;
  * the key's columns too), SET / DROP NOT NULL, RENAME COLUMN, RENAME TO a
  * free name of the sequence, ALTER TYPE of the enum (ADD VALUE, at its end
- * or BEFORE another, RENAME VALUE), DROP TABLE (and so creation again
- * under the name), TRUNCATE, INSERT, UPDATE (of the key too) and DELETE. What a statement may do is drawn from the table as
+ * or BEFORE another, RENAME VALUE), columns of a composite type (ALTER
+ * TYPE ... ADD, RENAME, DROP ATTRIBUTE ... CASCADE) and of a domain,
+ * stored generated columns (and DROP EXPRESSION), DROP TABLE (and so
+ * creation again under the name), TRUNCATE, INSERT, UPDATE (of the key
+ * too) and DELETE. What a statement may do is drawn from the table as
  * the source's catalog has it at that point (a key only over columns whose
  * rows take it). Each statement runs under a savepoint: a row write the
  * source refuses (an UPDATE without a replica identity) is rolled back to
@@ -92,8 +95,10 @@ env_int(const char *name, int dflt)
 
 typedef struct column {
 	char name[64];
-	bool is_int;         /* integer or bigint */
-	bool is_enum;        /* of the schema's enum type mood; else text */
+	bool is_int;         /* integer or bigint, or the schema's domain pos over integer */
+	bool is_enum;        /* of the schema's enum type mood */
+	bool is_composite;   /* of the schema's composite type pair; else text */
+	bool stored;         /* GENERATED ALWAYS AS (...) STORED */
 	bool generated;      /* GENERATED ALWAYS AS IDENTITY: never written */
 	bool defaulted;      /* serial and identity columns take their default */
 	bool in_pk;          /* a column of the primary key */
@@ -196,12 +201,14 @@ read_named(sequence *q, const char *table, table_state *st)
 		"SELECT c.relreplident::text || '|' || (tidemark.table_keycols(c.oid) IS NOT NULL)::text"
 		" || '|' || coalesce((SELECT conname FROM pg_constraint WHERE conrelid = c.oid"
 		"   AND contype = 'p'), '') || '|' || coalesce((SELECT string_agg(a.attname || ':'"
-		"   || (a.atttypid = 'int'::regtype OR a.atttypid = 'bigint'::regtype)::text || ':'"
+		"   || (SELECT coalesce(nullif(t.typbasetype, 0), t.oid) IN ('int'::regtype,"
+		"     'bigint'::regtype) FROM pg_type t WHERE t.oid = a.atttypid)::text || ':'"
 		"   || (a.attidentity = 'a')::text || ':' || a.atthasdef::text || ':'"
 		"   || (a.attnum = ANY (coalesce((SELECT conkey FROM pg_constraint WHERE conrelid = c.oid"
 		"     AND contype = 'p'), '{}')))::text || ':'"
-		"   || (SELECT t.typtype = 'e' FROM pg_type t WHERE t.oid = a.atttypid)::text,"
-		"   ',' ORDER BY a.attnum)"
+		"   || (SELECT t.typtype = 'e' FROM pg_type t WHERE t.oid = a.atttypid)::text || ':'"
+		"   || (SELECT t.typtype = 'c' FROM pg_type t WHERE t.oid = a.atttypid)::text || ':'"
+		"   || (a.attgenerated = 's')::text, ',' ORDER BY a.attnum)"
 		"   FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0"
 		"   AND NOT a.attisdropped), '')"
 		" FROM pg_class c WHERE c.oid = to_regclass('%s')", table);
@@ -220,7 +227,8 @@ read_named(sequence *q, const char *table, table_state *st)
 	     c = strtok_r(NULL, ",", &save)) {
 		column *col = &st->cols[st->ncols++];
 		char *f2 = strchr(c, ':'), *f3 = strchr(f2 + 1, ':'), *f4 = strchr(f3 + 1, ':');
-		char *f5 = strchr(f4 + 1, ':'), *f6 = strchr(f5 + 1, ':');
+		char *f5 = strchr(f4 + 1, ':'), *f6 = strchr(f5 + 1, ':'), *f7 = strchr(f6 + 1, ':');
+		char *f8 = strchr(f7 + 1, ':');
 
 		snprintf(col->name, sizeof col->name, "%.*s", (int) (f2 - c), c);
 		col->is_int = strncmp(f2 + 1, "true", 4) == 0;
@@ -228,6 +236,8 @@ read_named(sequence *q, const char *table, table_state *st)
 		col->defaulted = col->generated || strncmp(f4 + 1, "true", 4) == 0;
 		col->in_pk = strncmp(f5 + 1, "true", 4) == 0;
 		col->is_enum = strncmp(f6 + 1, "true", 4) == 0;
+		col->is_composite = strncmp(f7 + 1, "true", 4) == 0;
+		col->stored = strncmp(f8 + 1, "true", 4) == 0;
 	}
 	free(def);
 }
@@ -330,7 +340,17 @@ append_value(sequence *q, const column *c, int v, strbuf *sql)
 
 	if (c->is_int)
 		strbuf_appendf(sql, "%d", v);
-	else if (c->is_enum) {
+	else if (c->is_composite) {
+		long n = pgtest_query_long(q->e->s, "SELECT count(*) FROM pg_attribute WHERE attrelid ="
+		                                    " (SELECT typrelid FROM pg_type WHERE oid ="
+		                                    " to_regtype('%s.pair')) AND attnum > 0 AND NOT"
+		                                    " attisdropped", q->schema);
+
+		strbuf_append(sql, "'(");
+		for (long i = 0; i < n; i++)
+			strbuf_appendf(sql, "%s%d", i ? "," : "", v + (int) i);
+		strbuf_append(sql, ")'");
+	} else if (c->is_enum) {
 		label = enum_label(q);
 		strbuf_appendf(sql, "'%s'", label);
 		free(label);
@@ -405,9 +425,9 @@ gen_update(sequence *q, const table_state *st, const char *table, strbuf *sql)
 		return;
 	if (set->is_int)
 		strbuf_appendf(sql, "UPDATE %s SET %s = %s + 1000000", table, set->name, set->name);
-	else if (set->is_enum) {
+	else if (set->is_enum || set->is_composite) {
 		strbuf_appendf(sql, "UPDATE %s SET %s = ", table, set->name);
-		append_value(q, set, 0, sql);
+		append_value(q, set, q->next_value++, sql);
 	} else
 		strbuf_appendf(sql, "UPDATE %s SET %s = %s || 'u'", table, set->name, set->name);
 	if (where != NULL)
@@ -421,8 +441,21 @@ gen_add_column(sequence *q, const table_state *st, const char *table, strbuf *sq
 	/* a second primary key is refused */
 	const char *pk = st->pk[0] == '\0' ? " PRIMARY KEY" : "";
 
-	switch (pick(q, 8)) {
+	const column *w = writable_column(q, st, true);
+
+	switch (pick(q, 11)) {
 	case 0: strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN c%d int DEFAULT %d", table, n, n); break;
+	case 8:
+		strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN p%d %s.pair", table, n, q->schema);
+		break;
+	case 9:
+		strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN d%d %s.pos DEFAULT 1", table, n, q->schema);
+		break;
+	case 10:
+		if (w != NULL)
+			strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN s%d bigint GENERATED ALWAYS AS (%s * 2)"
+			               " STORED", table, n, w->name);
+		break;
 	case 7:
 		strbuf_appendf(sql, "ALTER TABLE %s ADD COLUMN e%d %s.mood DEFAULT 'a'", table, n,
 		               q->schema);
@@ -507,8 +540,12 @@ gen_retype(sequence *q, const table_state *st, const char *table, strbuf *sql)
 	const char *to = NULL;
 	char using[128] = "";
 
-	if (st->ncols == 0)
+	if (st->ncols == 0 || c->is_composite)
 		return;
+	if (c->stored && pick(q, 2) == 0) {
+		strbuf_appendf(sql, "ALTER TABLE %s ALTER COLUMN %s DROP EXPRESSION", table, c->name);
+		return;
+	}
 	if (c->is_int)
 		switch (pick(q, 4)) {
 		case 0: to = "bigint"; break;
@@ -581,14 +618,26 @@ gen_identity_index(sequence *q, const table_state *st, const char *table, strbuf
 }
 
 /* The schema's enum type given a value (at its end or before another), or
- * a value renamed. */
+ * a value renamed; its composite type given an attribute, one renamed (and
+ * back), or its last dropped. */
 static void
-gen_enum_change(sequence *q, strbuf *sql)
+gen_type_change(sequence *q, strbuf *sql)
 {
 	char *label = enum_label(q);
 	int n = q->next_column++;
 
-	switch (pick(q, 3)) {
+	switch (pick(q, 6)) {
+	case 3:
+		strbuf_appendf(sql, "ALTER TYPE %s.pair ADD ATTRIBUTE a%d int CASCADE", q->schema, n);
+		break;
+	case 4:
+		strbuf_appendf(sql, "ALTER TYPE %s.pair RENAME ATTRIBUTE x TO x%d CASCADE; ALTER TYPE"
+		               " %s.pair RENAME ATTRIBUTE x%d TO x CASCADE", q->schema, n, q->schema, n);
+		break;
+	case 5:
+		/* its last attribute, when it has two or more */
+		strbuf_appendf(sql, "ALTER TYPE %s.pair DROP ATTRIBUTE IF EXISTS y CASCADE", q->schema);
+		break;
 	case 0: strbuf_appendf(sql, "ALTER TYPE %s.mood ADD VALUE 'm%d'", q->schema, n); break;
 	case 1:
 		strbuf_appendf(sql, "ALTER TYPE %s.mood ADD VALUE 'm%d' BEFORE '%s'", q->schema, n, label);
@@ -629,7 +678,7 @@ gen_alter(sequence *q, const table_state *st, int i, const char *table, strbuf *
 	case 10: gen_rename_table(q, i, table, sql); break;
 	case 11: gen_not_null(q, st, table, sql); break;
 	case 12: gen_identity_index(q, st, table, sql); break;
-	case 13: gen_enum_change(q, sql); break;
+	case 13: gen_type_change(q, sql); break;
 	default: strbuf_appendf(sql, "TRUNCATE %s", table);
 	}
 }
@@ -825,7 +874,9 @@ run_steps(sequence *q, const vocabulary *v, int ntxs, int nsteps)
 
 	for (int i = 0; i < 4; i++)
 		next_rand(q);
-	pgtest_exec(q->e->s, "CREATE SCHEMA %s; CREATE TYPE %s.mood AS ENUM ('a', 'b')", q->schema,
+	pgtest_exec(q->e->s, "CREATE SCHEMA %s; CREATE TYPE %s.mood AS ENUM ('a', 'b');"
+	            "CREATE TYPE %s.pair AS (x int, y int);"
+	            "CREATE DOMAIN %s.pos AS int CHECK (VALUE > 0)", q->schema, q->schema, q->schema,
 	            q->schema);
 	v->before_setup(q);
 	setup_schema(q);
