@@ -977,9 +977,10 @@ schema_sync_add_table(schema_sync *ss, const tabledef *def, tm_lsn pos, sync_not
 	}
 	if (tabledef_nkeys(def) == 0 && def->replident != 'f') {
 		log_warn("new table %s.%s in a replicated schema has no primary key (a DEFERRABLE one "
-		         "does not count), no replica identity index and no REPLICA IDENTITY FULL: it is "
-		         "not replicated. Fix: ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY FULL; (it is "
-		         "then replicated without a key, rows matched by all their columns) or give it a "
+		         "does not count, nor one over a generated column, which logical decoding does "
+		         "not send), no replica identity index and no REPLICA IDENTITY FULL: it is not "
+		         "replicated. Fix: ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY FULL; (it is then "
+		         "replicated without a key, rows matched by all their columns) or give it a "
 		         "primary key that is not deferrable, or leave it out "
 		         "for good with `tidemark setup --exclude-table '%s.%s'`", def->schema, def->name,
 		         def->schema, def->name, def->schema, def->name);

@@ -348,9 +348,11 @@ warn_keyless(const sync_keyless *k)
 	if (!k->keyless || k->replident == 'f')
 		return;
 	log_warn("%s.%s has no key any more and its REPLICA IDENTITY is not FULL: the source "
-	         "refuses its UPDATE and DELETE while it is published, and tidemark could not "
-	         "find their rows. Fix: ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY FULL;",
-	         k->schema, k->name, k->schema, k->name);
+	         "refuses its UPDATE and DELETE while it is published (or, when its replica "
+	         "identity is over a generated column, which logical decoding does not send, "
+	         "publishes them without their row's key), and tidemark could not find their rows. "
+	         "Fix: ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY FULL; then `tidemark snapshot "
+	         "'%s.%s'`", k->schema, k->name, k->schema, k->name, k->schema, k->name);
 }
 
 int

@@ -180,14 +180,20 @@ keyless_stage_data(keyless_stage *st, const char *buf, int len)
 	return TM_OK;
 }
 
-/* A value the staging table's type does not take (class 22, a data
- * exception): the COPY's error, kept for the caller instead of logged. */
+/* A value the staging table's type does not take (its text or binary
+ * form refused, out of range, too long, not a date): the COPY's error,
+ * kept for the caller instead of logged. Other data exceptions (a value
+ * not valid in the encoding, say) are failures of their own. */
 static bool
 value_refused(const PGresult *r)
 {
+	static const char *const states[] = {"22P02", "22P03", "22003", "22001", "22007", "22008"};
 	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
 
-	return state != NULL && strncmp(state, "22", 2) == 0;
+	for (size_t i = 0; state != NULL && i < sizeof states / sizeof states[0]; i++)
+		if (strcmp(state, states[i]) == 0)
+			return true;
+	return false;
 }
 
 int

@@ -44,10 +44,10 @@ int keyless_stage_begin(keyless_stage *st, int table_id, const char *target_sche
 /* Forwards COPY data (any split: whole rows in text, anything in binary). */
 int keyless_stage_data(keyless_stage *st, const char *buf, int len);
 /* Ends the COPY and commits; *rows: the rows staged. *refused: NULL, or
- * when the target refused a value read (a data exception, SQLSTATE class
- * 22: the source's change of a column's type may not have reached the
- * target table yet) the server's message (caller owns, free): nothing
- * logged, the staging abandoned, TM_OK. */
+ * when the target's type refused a value read (invalid text or binary
+ * form, out of range, too long: the source's change of a column's type may
+ * not have reached the target table yet) the server's message (caller
+ * owns, free): nothing logged, the staging abandoned, TM_OK. */
 int keyless_stage_commit(keyless_stage *st, long long *rows, char **refused);
 /* Abandons the staging transaction (after a failure on either side); a
  * broken connection is closed and opened again at the next begin. */

@@ -681,6 +681,8 @@ read_whole(PGconn *conn, table_cursor *c, snap_result *res)
 		         c->job.schema, c->job.name);
 	else if (rc == TM_OK)
 		rc = forward_rows(conn, c, stage, sql.data);
+	free(res->refused);
+	res->refused = NULL;
 	if (rc == TM_OK && !behind)
 		rc = keyless_stage_commit(stage, &res->rows_staged, &res->refused);
 	else if (rc != TM_OK)
@@ -689,6 +691,7 @@ read_whole(PGconn *conn, table_cursor *c, snap_result *res)
 		log_info("snapshot of %s.%s: the target table refused a value read (%s): a change of a "
 		         "column's type may not have reached it yet; it is read again once the stream "
 		         "has passed the read", c->job.schema, c->job.name, res->refused);
+		free(res->definition);
 		res->definition = xstrdup(strbuf_str(&c->definition));
 		behind = true;
 	}

@@ -134,8 +134,10 @@ table_def_errors(PGresult *r, const char *schema, const char *name, log_level le
 		        q.data, q.data, q.data);
 	else if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && strcmp(PQgetvalue(r, 0, 1), "f") != 0)
 		log_msg(level, "source: table %s has no primary key and no unique index on NOT NULL "
-		        "columns to match its rows by on the target, and its REPLICA IDENTITY is not "
-		        "FULL, so its updates and deletes would not say which row they change. Fix: "
+		        "columns to match its rows by on the target (one over a generated column does "
+		        "not count: logical decoding does not send generated columns), and its REPLICA "
+		        "IDENTITY is not FULL, so its updates and deletes would not say which row they "
+		        "change. Fix: "
 		        "ALTER TABLE %s REPLICA IDENTITY FULL; (replicated without a key: rows are "
 		        "matched by all their columns), or ALTER TABLE %s ADD PRIMARY KEY (...); or "
 		        "leave the table out (setup --exclude-table %s)", q.data, q.data, q.data, q.data);
