@@ -1170,7 +1170,8 @@ static const vocabulary partitioned_tables = {"h", "TXDD_SEQUENCES=0 TXDD_PART_S
 typedef struct script {
 	const char *name;
 	const char *before;
-	const char *steps[4];
+	const char *steps[6];  /* one starting "?" may be refused by the source (a
+	                        * version's rule): the refusal is noted */
 } script;
 
 static const script scripts[] = {
@@ -1259,15 +1260,17 @@ static const script scripts[] = {
 	  " CREATE TABLE @.q_a PARTITION OF @.q FOR VALUES FROM (0) TO (10);"
 	  " ALTER TABLE @.q DETACH PARTITION @.q_a; INSERT INTO @.q_a VALUES (3, 30); COMMIT"}},
 	{"a key over a generated column, which logical decoding never sends", NULL,
+	 /* PostgreSQL 18 refuses UPDATE and DELETE of a published table whose
+	  * replica identity (FULL too) has a generated column it does not send */
 	 {"CREATE TABLE @.t0 (id int, s int GENERATED ALWAYS AS (id * 2) STORED PRIMARY KEY, v text);"
 	  " INSERT INTO @.t0 (id, v) VALUES (1, 'a'), (2, 'b')",
-	  "ALTER TABLE @.t0 REPLICA IDENTITY FULL; UPDATE @.t0 SET v = 'x' WHERE id = 1;"
-	  " DELETE FROM @.t0 WHERE id = 2",
+	  "ALTER TABLE @.t0 REPLICA IDENTITY FULL; INSERT INTO @.t0 (id, v) VALUES (3, 'c')",
+	  "?UPDATE @.t0 SET v = 'x' WHERE id = 1; DELETE FROM @.t0 WHERE id = 2",
 	  "CREATE TABLE @.t1 (id int, s int GENERATED ALWAYS AS (id * 2) STORED NOT NULL, v text);"
 	  " CREATE UNIQUE INDEX t1_s ON @.t1 (s); ALTER TABLE @.t1 REPLICA IDENTITY USING INDEX t1_s;"
 	  " INSERT INTO @.t1 (id, v) VALUES (1, 'a'), (2, 'b')",
-	  "ALTER TABLE @.t1 REPLICA IDENTITY FULL; UPDATE @.t1 SET v = 'y' WHERE id = 1;"
-	  " DELETE FROM @.t1 WHERE id = 2; INSERT INTO @.t1 (id, v) VALUES (3, 'c')"}},
+	  "ALTER TABLE @.t1 REPLICA IDENTITY FULL; INSERT INTO @.t1 (id, v) VALUES (3, 'c')",
+	  "?UPDATE @.t1 SET v = 'y' WHERE id = 1; DELETE FROM @.t1 WHERE id = 2"}},
 	{"a table that ends its transaction without a key", NULL,
 	 {"BEGIN; CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1);"
 	  " ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey; COMMIT",
@@ -1305,10 +1308,18 @@ run_script(tm_env *e, int n, const script *s)
 		say(q, "-- before setup: %s;", strbuf_str(&sql));
 	}
 	setup_schema(q);
-	for (int i = 0; i < 4 && s->steps[i] != NULL; i++) {
-		expand(s->steps[i], q->schema, &sql);
+	for (int i = 0; i < 6 && s->steps[i] != NULL; i++) {
+		bool may_fail = s->steps[i][0] == '?';
+		char *err;
+
+		expand(s->steps[i] + may_fail, q->schema, &sql);
 		say(q, "%s;", strbuf_str(&sql));
-		pgtest_exec(e->s, "%s", strbuf_str(&sql));
+		if (!may_fail)
+			pgtest_exec(e->s, "%s", strbuf_str(&sql));
+		else if ((err = pgtest_exec_error(e->s, "%s", strbuf_str(&sql))) != NULL) {
+			say(q, "-- refused: %s", err);
+			free(err);
+		}
 		catch_up(q);
 	}
 	if (strstr(strbuf_str(&q->output), "set aside") != NULL)
