@@ -172,6 +172,7 @@ tables_read(PGconn *src, setup_tables *t, const char *schema, const char *name, 
 	source_wait_watch watch = {t->conninfo, NULL, NULL};
 	tabledef *def = NULL;
 	tm_lsn at = LSN_INVALID;
+	bool refused = false;
 	int rc;
 
 	if (tables_has(t, schema, name))
@@ -192,6 +193,22 @@ tables_read(PGconn *src, setup_tables *t, const char *schema, const char *name, 
 		tabledef_free(def);
 		(*bad)++;
 		return TM_OK;
+	}
+	rc = source_query_identity_generated(src, schema, name, &refused);
+	if (rc == TM_OK && refused) {
+		log_error("source: table %s.%s has a replica identity (REPLICA IDENTITY FULL, or its "
+		          "key) with a generated column, which logical decoding does not send: once "
+		          "published, its UPDATE and DELETE would be refused by the source (PostgreSQL 18 "
+		          "and later). Fix: give it a primary key over columns that are not generated, "
+		          "with ALTER TABLE \"%s\".\"%s\" REPLICA IDENTITY DEFAULT; (or a unique index "
+		          "on such NOT NULL columns, with REPLICA IDENTITY USING INDEX), or leave the "
+		          "table out (setup --exclude-table '%s.%s')", schema, name, schema, name, schema,
+		          name);
+		(*bad)++;
+	}
+	if (rc != TM_OK || refused) {
+		tabledef_free(def);
+		return rc;
 	}
 	t->defs = xrealloc(t->defs, sizeof(tabledef *) * (size_t) (t->n + 1));
 	t->at = xrealloc(t->at, sizeof(tm_lsn) * (size_t) (t->n + 1));
