@@ -125,17 +125,28 @@ start_copy(keyless_stage *st, int table_id, int ncols, const char *const *cols, 
 	return rc;
 }
 
+/* *gone: the target table has no longer the name the read was given (the
+ * stream renamed, moved or dropped it meanwhile): nothing logged. */
 static int
-lock_target(keyless_stage *st, const char *schema, const char *table)
+lock_target(keyless_stage *st, const char *schema, const char *table, bool *gone)
 {
 	strbuf sql = STRBUF_INIT;
-	int rc;
+	PGresult *r;
+	int rc = TM_OK;
 
+	*gone = false;
 	strbuf_append(&sql, "LOCK TABLE ");
 	strbuf_append_qualified(&sql, schema, table);
 	strbuf_append(&sql, " IN ACCESS SHARE MODE");
-	rc = pgconn_command(st->conn, TGT, "locking a target table to stage its rows", sql.data, 0,
-	                    NULL);
+	r = PQexec(st->conn, sql.data);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+		*gone = state != NULL && strcmp(state, "42P01") == 0;
+		if (!*gone)
+			rc = pgconn_fail(st->conn, TGT, "locking a target table to stage its rows", r);
+	}
+	PQclear(r);
 	strbuf_free(&sql);
 	return rc;
 }
@@ -145,7 +156,7 @@ keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
                     const char *target_table, int ncols, const char *const *cols, bool binary,
                     bool *behind)
 {
-	bool has = false;
+	bool has = false, gone = false;
 	int rc = connect_target(st);
 
 	*behind = false;
@@ -155,8 +166,8 @@ keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
 	/* the staging table's CREATE ... AS SELECT holds this lock anyway: the
 	 * target's columns stay as looked at until the staging commits */
 	if (rc == TM_OK)
-		rc = lock_target(st, target_schema, target_table);
-	if (rc == TM_OK)
+		rc = lock_target(st, target_schema, target_table, &gone);
+	if (rc == TM_OK && !gone)
 		rc = target_has_columns(st, target_schema, target_table, ncols, cols, &has);
 	if (rc == TM_OK && !has) {
 		keyless_stage_abort(st);

@@ -37,7 +37,8 @@ void keyless_stage_close(keyless_stage *st);
  * The target table is locked (ACCESS SHARE) until the staging ends.
  * *behind, with nothing started, TM_OK: the target table lacks some of the
  * columns read (the source's change of them has not reached the target
- * yet); the read is of no use, and is made again. */
+ * yet), or has no longer its name (the stream renamed it meanwhile); the
+ * read is of no use, and is made again. */
 int keyless_stage_begin(keyless_stage *st, int table_id, const char *target_schema,
                         const char *target_table, int ncols, const char *const *cols,
                         bool binary, bool *behind);

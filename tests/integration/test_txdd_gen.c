@@ -1271,6 +1271,13 @@ static const script scripts[] = {
 	  " INSERT INTO @.t1 (id, v) VALUES (1, 'a'), (2, 'b')",
 	  "ALTER TABLE @.t1 REPLICA IDENTITY FULL; INSERT INTO @.t1 (id, v) VALUES (3, 'c')",
 	  "?UPDATE @.t1 SET v = 'y' WHERE id = 1; DELETE FROM @.t1 WHERE id = 2"}},
+	{"a table without a key renamed, and its name taken, before its copy's read",
+	 "CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1);"
+	 " CREATE TABLE @.t1 (id int, a int, b text); ALTER TABLE @.t1 REPLICA IDENTITY FULL;"
+	 " INSERT INTO @.t1 VALUES (1, 1, 'x'), (2, 2, 'y')",
+	 {"BEGIN; DROP TABLE @.t0; ALTER TABLE @.t1 RENAME TO t0; COMMIT;"
+	  " CREATE TABLE @.t1 (id int PRIMARY KEY, a int, b text); INSERT INTO @.t1 VALUES (5, 5, 'z');"
+	  " INSERT INTO @.t0 VALUES (3, 3, 'w')"}},
 	{"a table that ends its transaction without a key", NULL,
 	 {"BEGIN; CREATE TABLE @.t0 (id int PRIMARY KEY, a int); INSERT INTO @.t0 VALUES (1, 1);"
 	  " ALTER TABLE @.t0 DROP CONSTRAINT t0_pkey; COMMIT",
