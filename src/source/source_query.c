@@ -137,10 +137,10 @@ table_def_errors(PGresult *r, const char *schema, const char *name, log_level le
 		        "columns to match its rows by on the target (one over a generated column does "
 		        "not count: logical decoding does not send generated columns), and its REPLICA "
 		        "IDENTITY is not FULL, so its updates and deletes would not say which row they "
-		        "change. Fix: "
-		        "ALTER TABLE %s REPLICA IDENTITY FULL; (replicated without a key: rows are "
-		        "matched by all their columns), or ALTER TABLE %s ADD PRIMARY KEY (...); or "
-		        "leave the table out (setup --exclude-table %s)", q.data, q.data, q.data, q.data);
+		        "change. Fix: ALTER TABLE %s REPLICA IDENTITY FULL; (replicated without a key: "
+		        "rows are matched by all their columns), or ALTER TABLE %s ADD PRIMARY KEY "
+		        "(...); or leave the table out (setup --exclude-table %s)", q.data, q.data,
+		        q.data, q.data);
 	else
 		rc = TM_OK;
 	strbuf_free(&q);

@@ -121,14 +121,6 @@ int source_query_capture_version(PGconn *conn, int *version);
  * migration 18"; written into buf (n bytes), which is returned. */
 const char *source_query_capture_version_name(int version, char *buf, size_t n);
 
-/* Would publishing schema.name make a PostgreSQL 18 or later source refuse
- * its UPDATE and DELETE? It does when the table's replica identity (FULL,
- * or the index of its key or of USING INDEX) has a generated column, which
- * the publication does not send. *refused: so (false before 18, and for a
- * table that does not exist). */
-int source_query_identity_generated(PGconn *conn, const char *schema, const char *name,
-                                    bool *refused);
-
 /* A relation unlogged on the source (source_query_unlogged): its changes
  * are not written to the WAL, so the stream never has them. */
 typedef struct source_unlogged {

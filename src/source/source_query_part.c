@@ -477,29 +477,6 @@ source_query_capture_gaps(PGconn *conn, char ***out)
 }
 
 int
-source_query_identity_generated(PGconn *conn, const char *schema, const char *name,
-                                bool *refused)
-{
-	const char *p[] = {schema, name};
-	PGresult *r = NULL;
-	int rc = pgconn_exec(conn, SRC, "checking a table's replica identity for generated columns",
-	                     "SELECT current_setting('server_version_num')::int >= 180000"
-	                     " AND EXISTS (SELECT FROM pg_class c"
-	                     "  JOIN pg_namespace n ON n.oid = c.relnamespace"
-	                     "  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0"
-	                     "   AND NOT a.attisdropped AND a.attgenerated <> ''"
-	                     "  WHERE n.nspname = $1 AND c.relname = $2 AND (c.relreplident = 'f'"
-	                     "   OR a.attnum = ANY (SELECT unnest(i.indkey::int2[]) FROM pg_index i"
-	                     "    WHERE i.indrelid = c.oid AND ((c.relreplident = 'i'"
-	                     "     AND i.indisreplident) OR (c.relreplident = 'd'"
-	                     "     AND i.indisprimary)))))", 2, p, &r);
-
-	*refused = rc == TM_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-	PQclear(r);
-	return rc;
-}
-
-int
 source_query_capture_version(PGconn *conn, int *version)
 {
 	PGresult *r = NULL;
