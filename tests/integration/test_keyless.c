@@ -555,6 +555,28 @@ test_truncate_and_column_in_the_window(void **state)
 	tm_env_free(e);
 }
 
+/* kl.perms copied again by a new run while a source transaction, change,
+ * waits on the target behind klock's lock of kl.keyed (change writes to it
+ * first): the read must be put off (run says needle), then equal the
+ * source once the lock is released. */
+static void
+copy_behind_change(tm_env *e, PGconn *klock, const char *change, const char *needle)
+{
+	pgtest_proc *run;
+
+	assert_int_equal(tm_run(e, 60, NULL, "snapshot", "kl.perms", NULL), 0);
+	pgtest_exec(klock, "BEGIN; LOCK TABLE kl.keyed IN ACCESS EXCLUSIVE MODE");
+	pgtest_exec(e->s, "BEGIN; %s; COMMIT", change);
+	run = tm_spawn(e, "run", NULL);
+	if (!pgtest_proc_wait_output(run, needle, 60))
+		fail_msg("the read was not put off (staged against the old target table):\n%s",
+		         pgtest_proc_output(run));
+	pgtest_exec(klock, "COMMIT");
+	tm_stop_and_catch_up(e, run, 120);
+	tm_assert_multiset_equal(e, "kl.perms", "role_id, permission_id, environment, note");
+	assert_verify_equal(e);
+}
+
 /* A table without a key, made FULL in a --schema pipeline right after
  * another, whose columns change while its read waits: columns added, the
  * rows deleted, the old columns dropped and rows written under the new
@@ -616,35 +638,17 @@ test_columns_replaced_during_read(void **state)
 
 	/* a copy that starts (a new session) while a change of the columns is
 	 * on its way to the target: its read waits for the change */
-	assert_int_equal(tm_run(e, 60, NULL, "snapshot", "kl.perms", NULL), 0);
-	pgtest_exec(klock, "BEGIN; LOCK TABLE kl.keyed IN ACCESS EXCLUSIVE MODE");
-	pgtest_exec(e->s, "BEGIN; INSERT INTO kl.keyed VALUES (2);"
-	                  "ALTER TABLE kl.perms ADD COLUMN note text DEFAULT 'n';"
-	                  "INSERT INTO kl.perms VALUES (7, 7, 'e', 'new'); COMMIT");
-	run = tm_spawn(e, "run", NULL);
-	if (!pgtest_proc_wait_output(run, "the target table does not have them yet", 60))
-		fail_msg("the read was staged against the old target table:\n%s",
-		         pgtest_proc_output(run));
-	pgtest_exec(klock, "COMMIT");
-	tm_stop_and_catch_up(e, run, 120);
-	tm_assert_multiset_equal(e, "kl.perms", "role_id, permission_id, environment, note");
-	assert_verify_equal(e);
-
-	/* a copy that starts while a change of a column's type is on its way:
-	 * its values do not fit the target's old type yet (the staging refuses
+	copy_behind_change(e, klock, "INSERT INTO kl.keyed VALUES (2);"
+	                   "ALTER TABLE kl.perms ADD COLUMN note text DEFAULT 'n';"
+	                   "INSERT INTO kl.perms VALUES (7, 7, 'e', 'new')",
+	                   "the target table does not have them yet");
+	/* one that starts while a change of a column's type is on its way: its
+	 * values do not fit the target's old type yet (the staging refuses
 	 * them); it is read again once the stream has passed the read */
-	assert_int_equal(tm_run(e, 60, NULL, "snapshot", "kl.perms", NULL), 0);
-	pgtest_exec(klock, "BEGIN; LOCK TABLE kl.keyed IN ACCESS EXCLUSIVE MODE");
-	pgtest_exec(e->s, "BEGIN; INSERT INTO kl.keyed VALUES (3);"
-	                  "ALTER TABLE kl.perms ALTER COLUMN role_id TYPE text;"
-	                  "INSERT INTO kl.perms VALUES ('r8', 8, 'e', 'typed'); COMMIT");
-	run = tm_spawn(e, "run", NULL);
-	if (!pgtest_proc_wait_output(run, "the target table refused a value read", 60))
-		fail_msg("the read was not put off:\n%s", pgtest_proc_output(run));
-	pgtest_exec(klock, "COMMIT");
-	tm_stop_and_catch_up(e, run, 120);
-	tm_assert_multiset_equal(e, "kl.perms", "role_id, permission_id, environment, note");
-	assert_verify_equal(e);
+	copy_behind_change(e, klock, "INSERT INTO kl.keyed VALUES (3);"
+	                   "ALTER TABLE kl.perms ALTER COLUMN role_id TYPE text;"
+	                   "INSERT INTO kl.perms VALUES ('r8', 8, 'e', 'typed')",
+	                   "the target table refused a value read");
 	/* the target's type narrowed by hand refuses the values again: no
 	 * change is on its way, so run stops with the fix */
 	pgtest_exec(e->t, "ALTER TABLE kl.perms ALTER COLUMN role_id TYPE int USING length(role_id)");
